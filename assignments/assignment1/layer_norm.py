@@ -1,0 +1,35 @@
+"""Layer normalisation (Ba et al., 2016), as used after every sublayer of the Transformer."""
+
+import torch
+import torch.nn as nn
+
+
+class LayerNorm(nn.Module):
+    """Normalise each vector over its last dimension, then scale and shift it.
+
+    For one vector x of size d_model:
+
+        mean = x.mean()
+        var  = ((x - mean) ** 2).mean()            # biased: divide by d_model, not d_model - 1
+        y    = gamma * (x - mean) / sqrt(var + eps) + beta
+
+    Shapes: x is (..., d_model), any number of leading dimensions; y has x's shape.
+
+    The grader relies on these names:
+        gamma  nn.Parameter of shape (d_model,), initialised to ones
+        beta   nn.Parameter of shape (d_model,), initialised to zeros
+        eps    the float added to the variance, inside the square root
+
+    Write it with tensor operations (mean, subtraction, sqrt); do not call
+    torch.nn.LayerNorm or torch.nn.functional.layer_norm: the result must equal
+    theirs, but the point is to build it.
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        # TODO: your code here (the docstring above says what to build).
+        raise NotImplementedError("assignment1: LayerNorm.__init__")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # TODO: your code here (the docstring above says what to build).
+        raise NotImplementedError("assignment1: LayerNorm.forward")

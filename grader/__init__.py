@@ -1,0 +1,1 @@
+"""The Transformer course kit's autograder: `grade assignmentN`."""

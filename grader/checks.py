@@ -1,0 +1,114 @@
+"""Assertions for grading tests, whose failures tell a student what was expected and what came back."""
+
+import torch
+
+from grader.protocol import Handle
+
+
+class Mismatch(AssertionError):
+    """A failed check, with the parts the report shows: expected, got, the error and where, the example."""
+
+    def __init__(self, what: str, *, expected: str = "", got: str = "", max_abs_error: float | None = None,
+                 where: str = "", example: str = "", hint: str = ""):
+        super().__init__(what)
+        self.what, self.expected, self.got = what, expected, got
+        self.max_abs_error, self.where, self.example, self.hint = max_abs_error, where, example, hint
+
+    def details(self) -> dict:
+        return {k: v for k, v in {"expected": self.expected, "got": self.got, "max_abs_error": self.max_abs_error,
+                                  "where": self.where, "example": self.example, "hint": self.hint}.items()
+                if v not in ("", None)}
+
+
+def short(v) -> str:
+    if isinstance(v, torch.Tensor):
+        return f"{str(v.dtype).removeprefix('torch.')} tensor of shape {tuple(v.shape)}"
+    if isinstance(v, Handle):
+        return f"an object of type {v.type}"
+    text = repr(v)
+    return f"{type(v).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+
+
+def _values(t: torch.Tensor, n: int = 4) -> str:
+    flat = t.detach().reshape(-1)[:n]
+    if t.dtype.is_floating_point:
+        items = [f"{x:.4g}" for x in flat.tolist()]
+    else:
+        items = [str(x) for x in flat.tolist()]
+    return "[" + ", ".join(items) + (", ..." if t.numel() > n else "") + "]"
+
+
+def describe(**inputs) -> str:
+    """One line per input: tensors by dtype, shape and first values; the rest by repr."""
+    lines = []
+    for name, v in inputs.items():
+        if isinstance(v, torch.Tensor):
+            lines.append(f"{name}: {str(v.dtype).removeprefix('torch.')} {tuple(v.shape)} {_values(v)}")
+        else:
+            lines.append(f"{name} = {v!r}"[:200])
+    return "\n".join(lines)
+
+
+def expect_tensor(value, *, name: str, shape=None, dtype=None, example: str = "", hint: str = "") -> torch.Tensor:
+    """`value` must be exactly a torch.Tensor (of `shape` and `dtype` when given)."""
+    if type(value) is not torch.Tensor:
+        raise Mismatch(f"{name} should be a torch.Tensor", expected="a torch.Tensor", got=short(value),
+                       example=example, hint=hint)
+    if dtype is not None and value.dtype != dtype:
+        raise Mismatch(f"{name} has the wrong dtype", expected=str(dtype).removeprefix("torch."),
+                       got=str(value.dtype).removeprefix("torch."), example=example, hint=hint)
+    if shape is not None and tuple(value.shape) != tuple(shape):
+        raise Mismatch(f"{name} has the wrong shape", expected=str(tuple(shape)), got=str(tuple(value.shape)),
+                       example=example, hint=hint)
+    return value
+
+
+def assert_close(got, expected: torch.Tensor, *, name: str, example: str = "", hint: str = "",
+                 atol: float | torch.Tensor = 1e-5, rtol: float = 1e-4, mask: torch.Tensor | None = None):
+    """`got` must match `expected` elementwise within atol + rtol*|expected|, only where `mask` is True."""
+    got = expect_tensor(got, name=name, shape=expected.shape, dtype=expected.dtype, example=example, hint=hint)
+    if expected.dtype.is_floating_point:
+        g, e = got.double(), expected.double()
+        finite = torch.isfinite(g) | ~torch.isfinite(e)
+        err = torch.where(finite, (g - e).abs(), torch.full_like(g, float("inf")))
+        err = torch.where(torch.isnan(e) & torch.isnan(g), torch.zeros_like(err), err)
+        tol = torch.as_tensor(atol, dtype=torch.float64) + rtol * e.abs()
+        bad = err > tol
+    else:
+        err = (got != expected).double()
+        bad = err > 0
+    if mask is not None:
+        bad = bad & mask
+        err = torch.where(mask, err, torch.zeros_like(err))
+    if bool(bad.any()):
+        index = tuple(int(i) for i in torch.nonzero(bad)[0]) if err.dim() else ()
+        worst = tuple(int(i) for i in torch.unravel_index(err.argmax(), err.shape)) if err.dim() else ()
+        n_bad, n = int(bad.sum()), bad.numel()
+        raise Mismatch(
+            f"{name} differs from the expected values at {n_bad} of {n} positions",
+            expected=f"{expected[index].item():.6g} at index {list(index)}",
+            got=f"{got[index].item():.6g} at index {list(index)}"
+            + ("  (not finite)" if not bool(torch.isfinite(got[index]).all()) else ""),
+            max_abs_error=float(err.max()), where=f"largest error at index {list(worst)}",
+            example=example, hint=hint)
+    return got
+
+
+def expect_error(fn, *, kind: str, names: list[str], example: str = "", hint: str = ""):
+    """`fn()` must raise `kind` (in the submission) with a message that mentions every item of `names`."""
+    from grader.sandbox import StudentError
+
+    try:
+        value = fn()
+    except StudentError as e:
+        if kind not in e.mro:
+            raise Mismatch(f"should raise {kind}", expected=kind, got=f"{e.type}: {e.message}"[:300],
+                           example=example, hint=hint) from None
+        missing = [n for n in names if str(n) not in e.message]
+        if missing:
+            raise Mismatch(f"the {kind} message should name {', '.join(map(str, names))}",
+                           expected=f"a message mentioning {', '.join(map(str, names))}",
+                           got=f"{e.type}: {e.message}"[:300], example=example, hint=hint) from None
+        return e
+    raise Mismatch(f"should raise {kind}", expected=kind, got=f"no error; returned {short(value)}",
+                   example=example, hint=hint)

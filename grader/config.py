@@ -1,0 +1,217 @@
+"""course.toml, parsed once into frozen dataclasses; any bad key or value is a ConfigError."""
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class ConfigError(Exception):
+    """A one-line complaint that names the file, the key and the value."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_seconds: float = 20.0
+    startup_seconds: float = 90.0
+    memory_mb: int = 4096
+    cpu_seconds: int = 300
+    processes: int = 256
+    file_size_mb: int = 16
+    output_kb: int = 4
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    tier: str  # "public", "hidden" or "cuda"
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    assignment: str
+    points: float
+    file: str
+    checks: tuple[Check, ...]
+    depends: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Assignment:
+    name: str
+    title: str
+    files: tuple[str, ...]
+    requires: tuple[str, ...]
+    components: tuple[Component, ...]
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.points for c in self.components)
+
+
+@dataclass(frozen=True)
+class Course:
+    path: Path
+    name: str
+    reference: Path
+    assignments_dir: Path
+    suites: Path
+    limits: Limits
+    max_examples: int
+    hidden_seed: int
+    assignments: dict[str, Assignment] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    def assignment(self, name: str) -> Assignment:
+        if name not in self.assignments:
+            raise ConfigError(f"unknown assignment {name!r}: {self.path.name} has {', '.join(self.assignments)}")
+        return self.assignments[name]
+
+    def closure(self, name: str) -> list[Assignment]:
+        """The assignment and every one it requires, earliest first."""
+        seen: list[str] = []
+
+        def visit(n):
+            for r in self.assignments[n].requires:
+                visit(r)
+            if n not in seen:
+                seen.append(n)
+        visit(name)
+        return [self.assignments[n] for n in seen]
+
+    def component(self, name: str) -> Component:
+        for a in self.assignments.values():
+            for c in a.components:
+                if c.name == name:
+                    return c
+        raise KeyError(name)
+
+
+class _Table:
+    """A TOML table being read: remembers its dotted key and refuses keys nobody asked for."""
+
+    def __init__(self, file: Path, key: str, data):
+        if not isinstance(data, dict):
+            raise ConfigError(f"{file}: {key}: expected a table, got {data!r}")
+        self.file, self.key, self.data, self.used = file, key, data, set()
+
+    def where(self, name):
+        return f"{self.key}.{name}" if self.key else name
+
+    def bad(self, name, value, expected):
+        return ConfigError(f"{self.file}: {self.where(name)}: expected {expected}, got {value!r}")
+
+    def get(self, name, kind, default=None, required=False):
+        self.used.add(name)
+        if name not in self.data:
+            if required:
+                raise ConfigError(f"{self.file}: {self.where(name)}: missing")
+            return default
+        value = self.data[name]
+        checks = {
+            "str": (lambda v: isinstance(v, str) and v, "a non-empty string"),
+            "int": (lambda v: type(v) is int and v > 0, "a positive integer"),
+            "number": (lambda v: type(v) in (int, float) and v > 0, "a positive number"),
+            "points": (lambda v: type(v) in (int, float) and v >= 0, "a number >= 0"),
+            "ids": (lambda v: isinstance(v, list) and all(isinstance(x, str) and x.isidentifier() for x in v),
+                    "a list of check ids"),
+            "names": (lambda v: isinstance(v, list) and all(isinstance(x, str) and x for x in v), "a list of names"),
+        }
+        ok, expected = checks[kind]
+        if not ok(value):
+            raise self.bad(name, value, expected)
+        return value
+
+    def table(self, name):
+        self.used.add(name)
+        return _Table(self.file, self.where(name), self.data.get(name, {}))
+
+    def done(self, extra=()):
+        for name in self.data:
+            if name not in self.used and name not in extra:
+                raise ConfigError(f"{self.file}: {self.where(name)}: unknown key (value {self.data[name]!r})")
+
+
+def load(path: Path) -> Course:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    top = _Table(path.name, "", data)
+    course = top.table("course")
+    root = path.resolve().parent
+    name = course.get("name", "str", "course")
+    reference = root / course.get("reference", "str", "solutions")
+    assignments_dir = root / course.get("assignments", "str", "assignments")
+    suites = root / course.get("suites", "str", "tests/grading")
+    course.done()
+
+    lim = top.table("limits")
+    limits = Limits(**{k: lim.get(k, "number" if isinstance(v, float) else "int", v)
+                       for k, v in Limits().__dict__.items()})
+    lim.done()
+
+    hyp = top.table("hypothesis")
+    max_examples = hyp.get("max_examples", "int", 10)
+    hidden_seed = hyp.get("hidden_seed", "int", 1)
+    hyp.done()
+
+    assignments: dict[str, Assignment] = {}
+    seen_components: set[str] = set()
+    for a_name in data:
+        if a_name in ("course", "limits", "hypothesis"):
+            continue
+        if not a_name.isidentifier():
+            raise ConfigError(f"{path.name}: {a_name}: an assignment name must be a Python identifier")
+        a = top.table(a_name)
+        files = a.get("files", "names", required=True)
+        requires = a.get("requires", "names", [])
+        for r in requires:
+            if r not in assignments:
+                raise ConfigError(f"{path.name}: {a_name}.requires: unknown or later assignment {r!r}")
+        components = []
+        for c_name, c_data in a.data.items():
+            if not isinstance(c_data, dict):
+                continue
+            c = a.table(c_name)
+            if c_name in seen_components:
+                raise ConfigError(f"{path.name}: {c.key}: component named twice")
+            seen_components.add(c_name)
+            file = c.get("file", "str", required=True)
+            if file not in files:
+                raise ConfigError(f"{path.name}: {c.key}.file: {file!r} is not in {a_name}.files")
+            weights = c.table("weights")
+            checks = []
+            for tier in ("public", "hidden", "cuda"):
+                for check_id in c.get(tier, "ids", []):
+                    if any(x.id == check_id for x in checks):
+                        raise ConfigError(f"{path.name}: {c.key}.{tier}: check {check_id!r} listed twice")
+                    checks.append(Check(check_id, tier, weights.get(check_id, "number", 1.0)))
+            weights.done()
+            if not checks:
+                raise ConfigError(f"{path.name}: {c.key}: lists no checks")
+            depends = tuple(c.get("depends", "names", []))
+            for d in depends:
+                if d not in seen_components:
+                    raise ConfigError(f"{path.name}: {c.key}.depends: unknown or later component {d!r}")
+            components.append(Component(c_name, a_name, c.get("points", "points", required=True), file,
+                                        tuple(checks), depends))
+            c.done()
+        title = a.get("title", "str", a_name)
+        a.done(extra=[k for k, v in a.data.items() if isinstance(v, dict)])
+        assignments[a_name] = Assignment(a_name, title, tuple(files),
+                                         tuple(requires), tuple(components))
+    top.done(extra=list(assignments))
+    if not assignments:
+        raise ConfigError(f"{path.name}: defines no assignments")
+    return Course(path.resolve(), name, reference, assignments_dir, suites, limits, max_examples,
+                  hidden_seed, assignments)

@@ -1,0 +1,83 @@
+"""Stored reference outputs for the public tier, which ships to students without the solutions.
+
+The cases (which component, which arguments, which inputs) live with the suites in
+`<suites>/cases.py`; this module runs them on the reference and keeps the results in
+`<suites>/public/expected/<assignment>.pt`.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import torch
+
+from grader.config import Course
+from grader.tree import import_tree, resolve
+
+REFERENCE = "_kit_reference"
+
+
+def load_cases(course: Course):
+    spec = importlib.util.spec_from_file_location("_kit_cases", course.suites / "cases.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.CASES
+
+
+def path_for(course: Course, assignment: str) -> Path:
+    return course.suites / "public" / "expected" / f"{assignment}.pt"
+
+
+def run_case(case) -> dict:
+    """Build the reference's object for `case`, randomise its weights, and record input and output."""
+    g = torch.Generator().manual_seed(case.seed)
+    inputs = case.inputs(g)
+    obj = resolve(REFERENCE, case.target)
+    state = {}
+    with torch.no_grad():
+        if case.kind == "module":
+            torch.manual_seed(case.seed)
+            module = obj(*case.args, **case.kwargs).eval()
+            for name, p in module.named_parameters():
+                p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+            state = {k: v.clone() for k, v in module.state_dict().items()}
+            output = module(*inputs)
+        else:
+            output = obj(*case.args, *inputs, **case.kwargs)
+    return {"target": case.target, "args": case.args, "kwargs": case.kwargs, "inputs": inputs,
+            "state": state, "output": output}
+
+
+def compute(course: Course, assignment: str) -> dict[str, dict]:
+    import_tree(course.reference, REFERENCE)
+    return {case.name: run_case(case) for case in load_cases(course).get(assignment, [])}
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype \
+            and a.shape == b.shape and torch.equal(a, b)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def load(course: Course, assignment: str) -> dict[str, dict]:
+    return torch.load(path_for(course, assignment), weights_only=True)
+
+
+def write_all(course: Course, check: bool = False) -> list[Path]:
+    stale = []
+    for assignment in course.assignments:
+        fresh = compute(course, assignment)
+        if not fresh:
+            continue
+        path = path_for(course, assignment)
+        if path.exists() and _same(load(course, assignment), fresh):
+            continue
+        stale.append(path)
+        if not check:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            torch.save(fresh, path)
+    return stale

@@ -1,0 +1,164 @@
+"""The wire format between the grader and the sandboxed worker: JSON headers and raw tensor bytes.
+
+A frame is an 8-byte big-endian header length, a UTF-8 JSON header, then the raw bytes
+of every tensor the header lists. Tensors travel as (dtype, shape, bytes), never as
+pickles, so decoding what the worker sends runs no code of the worker's choosing.
+Inside the JSON, a tensor is {"$t": index}, a tuple {"$tuple": [...]}, an object kept
+in the worker {"$h": id, "type": name}, and a dict {"$d": [[key, value], ...]}.
+"""
+
+import json
+import os
+import struct
+
+import torch
+
+MAX_FRAME = 512 * 2**20
+
+DTYPES = {
+    "float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+    "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
+    "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
+}
+DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+
+
+class ProtocolError(Exception):
+    """The other side sent something that is not a well-formed frame."""
+
+
+class Handle:
+    """An object that lives in the worker, named by id; `type` is the worker's word for it."""
+
+    def __init__(self, id: int, type: str):
+        self.id, self.type = id, type
+
+    def __repr__(self):
+        return f"<{self.type} object in the submission's process>"
+
+
+def _tensor_bytes(t: torch.Tensor) -> bytes:
+    t = t.detach().cpu().contiguous()
+    if t.dtype in (torch.float16, torch.bfloat16):
+        t = t.view(torch.int16)
+    return t.numpy().tobytes()
+
+
+def encode(value, keep=None) -> bytes:
+    """Frame `value`. `keep(obj) -> Handle` stores what cannot travel; without it that is an error."""
+    blobs: list[bytes] = []
+    metas: list[list] = []
+
+    def enc(v):
+        if v is None or type(v) in (bool, int, float, str):
+            return v
+        if type(v) in (torch.Tensor, torch.nn.Parameter) and v.dtype in DTYPE_NAMES:
+            metas.append([DTYPE_NAMES[v.dtype], list(v.shape)])
+            blobs.append(_tensor_bytes(v))
+            return {"$t": len(blobs) - 1}
+        if type(v) is list:
+            return [enc(x) for x in v]
+        if type(v) is tuple:
+            return {"$tuple": [enc(x) for x in v]}
+        if type(v) is dict:
+            return {"$d": [[enc(k), enc(x)] for k, x in v.items()]}
+        if isinstance(v, Handle):
+            return {"$h": v.id, "type": v.type}
+        if keep is None:
+            raise TypeError(f"cannot send a {type(v).__name__}")
+        return enc(keep(v))
+
+    header = json.dumps({"v": enc(value), "tensors": metas}).encode()
+    return struct.pack(">Q", len(header)) + header + b"".join(blobs)
+
+
+def decode_header(raw: bytes) -> dict:
+    try:
+        header = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ProtocolError(f"malformed header: {e}") from None
+    if not isinstance(header, dict) or not isinstance(header.get("tensors"), list):
+        raise ProtocolError("malformed header")
+    return header
+
+
+def tensor_sizes(header: dict) -> list[tuple[torch.dtype, tuple[int, ...], int]]:
+    out = []
+    for meta in header["tensors"]:
+        if (not isinstance(meta, list) or len(meta) != 2 or meta[0] not in DTYPES
+                or not isinstance(meta[1], list) or not all(type(n) is int and n >= 0 for n in meta[1])):
+            raise ProtocolError(f"malformed tensor description {str(meta)[:80]}")
+        dtype, shape = DTYPES[meta[0]], tuple(meta[1])
+        numel = 1
+        for n in shape:
+            numel *= n
+        out.append((dtype, shape, numel * torch.empty((), dtype=dtype).element_size()))
+    return out
+
+
+def decode_value(header: dict, blobs: list[bytes], metas) -> object:
+    tensors = []
+    for (dtype, shape, _), blob in zip(metas, blobs):
+        buf = bytearray(blob)
+        if dtype in (torch.float16, torch.bfloat16):
+            t = torch.frombuffer(buf, dtype=torch.int16).view(dtype) if buf else torch.empty(0, dtype=dtype)
+        else:
+            t = torch.frombuffer(buf, dtype=dtype) if buf else torch.empty(0, dtype=dtype)
+        tensors.append(t.reshape(shape))
+
+    def dec(v):
+        if v is None or type(v) in (bool, int, float, str):
+            return v
+        if type(v) is list:
+            return [dec(x) for x in v]
+        if type(v) is dict:
+            if set(v) == {"$t"} and type(v["$t"]) is int and 0 <= v["$t"] < len(tensors):
+                return tensors[v["$t"]]
+            if set(v) == {"$tuple"} and type(v["$tuple"]) is list:
+                return tuple(dec(x) for x in v["$tuple"])
+            if set(v) == {"$d"} and type(v["$d"]) is list and all(type(p) is list and len(p) == 2 for p in v["$d"]):
+                return {_hashable(dec(k)): dec(x) for k, x in v["$d"]}
+            if set(v) == {"$h", "type"} and type(v["$h"]) is int and type(v["type"]) is str:
+                return Handle(v["$h"], v["type"][:200])
+        raise ProtocolError(f"malformed value {str(v)[:80]}")
+
+    return dec(header.get("v"))
+
+
+def _hashable(k):
+    if isinstance(k, (str, int, float, bool, type(None))):
+        return k
+    raise ProtocolError("malformed dict key")
+
+
+def read_exact(fd: int, n: int, wait=None) -> bytes:
+    """Read n bytes from fd; `wait()` is called before each read (it raises on a deadline)."""
+    chunks, got = [], 0
+    while got < n:
+        if wait is not None:
+            wait()
+        chunk = os.read(fd, min(n - got, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int, wait=None):
+    (size,) = struct.unpack(">Q", read_exact(fd, 8, wait))
+    if size > MAX_FRAME:
+        raise ProtocolError(f"frame header of {size} bytes")
+    header = decode_header(read_exact(fd, size, wait))
+    metas = tensor_sizes(header)
+    if sum(m[2] for m in metas) > MAX_FRAME:
+        raise ProtocolError("frame larger than the limit")
+    blobs = [read_exact(fd, m[2], wait) for m in metas]
+    return decode_value(header, blobs, metas)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]

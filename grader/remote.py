@@ -1,0 +1,155 @@
+"""What a grading test holds: proxies for the submission's objects, living in the sandbox."""
+
+import torch
+
+from grader import protocol
+from grader.checks import Mismatch, short
+from grader.sandbox import Sandbox, WorkerFault
+
+
+class Submission:
+    """The `student` fixture: builds and calls the submission's code through the sandbox.
+
+    A fault (crash, timeout, tampering) during one component's checks fails that
+    component's remaining checks at once instead of restarting the worker for each.
+    """
+
+    def __init__(self, sandbox: Sandbox, device: str = "cpu"):
+        self.sandbox = sandbox
+        self.device = device
+        self.check_fault: WorkerFault | None = None
+        self.bad_modules: dict[str, WorkerFault] = {}
+        self.imported: set[str] = set()
+        self.generation = -1
+
+    def begin_check(self):
+        self.check_fault = None
+
+    def _request(self, message: dict, timeout: float | None = None):
+        # A fault fails the rest of its own check at once (Hypothesis replays failing
+        # examples); the next check gets a fresh worker. A fault while importing a file
+        # fails every later use of that file, without paying for it again.
+        if self.check_fault is not None:
+            raise self.check_fault
+        target = message.get("target")
+        if isinstance(target, str) and target.startswith("assignment"):
+            self._import(target.partition(":")[0])
+        try:
+            value = self.sandbox.request(message, timeout)
+        except WorkerFault as fault:
+            self.check_fault = fault
+            raise
+        return self._wrap(value)
+
+    def _import(self, module: str):
+        if module in self.bad_modules:
+            raise self.bad_modules[module]
+        if self.generation != self.sandbox.restarts:
+            self.generation, self.imported = self.sandbox.restarts, set()
+        if module in self.imported:
+            return
+        try:
+            self.sandbox.request({"op": "import", "module": module})
+        except WorkerFault as fault:
+            self.bad_modules[module] = self.check_fault = WorkerFault(
+                fault.kind, f"{fault.detail} (importing {module.replace('.', '/')}.py)")
+            raise self.bad_modules[module] from None
+        self.imported.add(module)
+
+    def _wrap(self, v):
+        if isinstance(v, protocol.Handle):
+            return Remote(self, v.id, v.type)
+        if type(v) is list:
+            return [self._wrap(x) for x in v]
+        if type(v) is tuple:
+            return tuple(self._wrap(x) for x in v)
+        if type(v) is dict:
+            return {k: self._wrap(x) for k, x in v.items()}
+        return v
+
+    def call(self, target: str, *args, seed: int | None = None, grad: bool = False, **kwargs):
+        """Call `target` ("assignment2.masks:make_pad_mask", "torch.optim:SGD", "kit:...") in the sandbox."""
+        return self._request({"op": "call", "target": target, "args": list(args), "kwargs": kwargs,
+                              "seed": seed, "grad": grad, "device": self._device()})
+
+    def new(self, target: str, *args, seed: int = 0, **kwargs) -> "Remote":
+        """Build an object; the seed fixes its random initialisation."""
+        obj = self.call(target, *args, seed=seed, **kwargs)
+        if not isinstance(obj, Remote):
+            raise Mismatch(f"{target.split(':')[-1]}(...) should build an object", expected="an object",
+                           got=short(obj))
+        return obj
+
+    def reset(self):
+        if self.check_fault is None and self.sandbox.proc is not None:
+            try:
+                self.sandbox.request({"op": "reset"})
+            except Exception:
+                pass
+
+    def _device(self):
+        return None if self.device == "cpu" else self.device
+
+
+class Remote(protocol.Handle):
+    """An object in the sandbox. Calling it calls it there; what comes back is data."""
+
+    def __init__(self, owner: Submission, id: int, type: str):
+        super().__init__(id, type)
+        self.owner = owner
+
+    def __call__(self, *args, seed: int | None = None, grad: bool = False, **kwargs):
+        return self.method(None, *args, seed=seed, grad=grad, **kwargs)
+
+    def method(self, name: str | None, *args, seed: int | None = None, grad: bool = False, **kwargs):
+        return self.owner._request({"op": "call", "target": self, "method": name, "args": list(args),
+                                    "kwargs": kwargs, "seed": seed, "grad": grad,
+                                    "device": self.owner._device()})
+
+    def attr(self, name: str):
+        return self.owner._request({"op": "getattr", "target": self, "name": name})
+
+    def train(self):
+        self.method("train")
+        return self
+
+    def eval(self):
+        self.method("eval")
+        return self
+
+    def to(self, *args):
+        self.method("to", *args)
+        return self
+
+    def parameters(self) -> dict[str, tuple]:
+        """name -> (shape, dtype, requires_grad)"""
+        return {n: (tuple(s), d, g) for n, s, d, g in self.owner._request({"op": "params", "target": self})["parameters"]}
+
+    def buffers(self) -> dict[str, tuple]:
+        """name -> (shape, dtype, persistent)"""
+        return {n: (tuple(s), d, p) for n, s, d, p in self.owner._request({"op": "params", "target": self})["buffers"]}
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return self.owner._request({"op": "state", "target": self})
+
+    def load(self, state: dict[str, torch.Tensor], component: str | None = None):
+        """Copy `state` into the module by name; a missing or misshapen name fails the check, by name."""
+        answer = self.owner._request({"op": "load", "target": self, "tensors": dict(state)})
+        what = component or self.type
+        if answer["missing"]:
+            names = ", ".join(answer["missing"][:8])
+            raise Mismatch(f"{what} has no parameter or buffer named {names}", expected=f"names {names}",
+                           got=f"{what}'s names: {', '.join(sorted(self.parameters()) + sorted(self.buffers()))}",
+                           hint="The grader copies reference weights by name: use exactly the names in the docstring.")
+        if answer["wrong_shape"]:
+            name, want, got = answer["wrong_shape"][0]
+            raise Mismatch(f"{what}.{name} has the wrong shape", expected=str(tuple(want)), got=str(tuple(got)),
+                           hint="Check the order of in/out features of this layer.")
+        return self
+
+    def backward(self, *args, grad_output: torch.Tensor, wrt=(0,), method: str | None = None, **kwargs):
+        """Run forward, then backward of sum(output * grad_output); returns (output, input_grads, param_grads)."""
+        answer = self.owner._request({"op": "backward", "target": self, "method": method, "args": list(args),
+                                      "kwargs": kwargs, "grad_output": grad_output, "wrt": list(wrt)})
+        return answer["output"], answer["input_grads"], answer["param_grads"]
+

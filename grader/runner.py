@@ -1,0 +1,66 @@
+"""Grade one submission for one assignment: stage it, run the suites, score the results."""
+
+import io
+import time
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from grader import scoring
+from grader.config import ConfigError, Course
+from grader.plugin import GradingPlugin, Outcome
+from grader.remote import Submission
+from grader.sandbox import Sandbox
+
+
+def suite_files(course: Course, assignment: str) -> dict[str, Path]:
+    files = {tier: course.suites / tier / f"test_{assignment}.py" for tier in ("public", "hidden")}
+    return {tier: path for tier, path in files.items() if path.exists()}
+
+
+def grade(course: Course, assignment_name: str, submission: Path, device: str = "cpu") -> scoring.Report:
+    assignment = course.assignment(assignment_name)
+    submission = Path(submission).resolve()
+    if not submission.is_dir():
+        raise ConfigError(f"submission directory {str(submission)!r} does not exist")
+    files = suite_files(course, assignment_name)
+    if "public" not in files:
+        raise ConfigError(f"no grading suite for {assignment_name}: {course.suites / 'public'} has no "
+                          f"test_{assignment_name}.py")
+    started = time.monotonic()
+    staged = {a.name: list(a.files) for a in course.closure(assignment_name)}
+    sandbox = Sandbox(submission, staged, course.limits)
+    try:
+        sandbox.start()  # the worker imports torch while pytest collects
+        plugin = GradingPlugin(course, assignment, Submission(sandbox, device))
+        args = [str(p) for p in files.values()]
+        args += ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", str(course.root),
+                 "-c", str(course.path), "-o", "python_files=test_*.py", "-W", "ignore"]
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()) as err:
+            code = pytest.main(args, plugins=[plugin])
+        if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            raise RuntimeError(f"the grading suite for {assignment_name} did not run (pytest exit {code})\n"
+                               f"{err.getvalue()[-2000:]}")
+        results = dict(plugin.results)
+        faults, restarts, refused = sandbox.faults, sandbox.restarts, sandbox.staged.refused
+    finally:
+        sandbox.close()
+    cuda = device == "cuda" and _cuda_available()
+    unavailable = {}
+    for component in assignment.components:
+        for check in component.checks:
+            if check.tier == "hidden" and "hidden" not in files:
+                unavailable[check.id] = Outcome("skipped", "unavailable", "hidden tier: graded by your instructor")
+            elif check.tier == "cuda" and device != "cuda":
+                unavailable[check.id] = None
+            elif check.tier == "cuda" and not cuda:
+                unavailable[check.id] = Outcome("skipped", "no_cuda", "no CUDA device here: GPU check not run")
+    return scoring.score(course, assignment, submission, results, unavailable,
+                         duration=time.monotonic() - started, faults=[f.detail for f in faults], refused=refused)
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()

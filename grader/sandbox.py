@@ -1,0 +1,212 @@
+"""The grader's side of the trust boundary: a worker process per submission, with limits.
+
+The submission's files are copied (regular files on a whitelist only) into a scratch
+directory and imported there by `grader.worker` in a child started with `python -I`,
+a clean environment, resource limits and a process group of its own. A request that
+outlives its deadline kills the whole group; the next request starts a fresh child.
+"""
+
+import os
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader import protocol
+from grader.config import Limits
+
+GRADER_DIR = Path(__file__).resolve().parent
+MAX_SOURCE_BYTES = 1 << 20
+
+
+class StudentError(Exception):
+    """The submission's code raised; the fields are what the worker reported, as data."""
+
+    def __init__(self, type: str, mro: list[str], message: str, where: list[str]):
+        super().__init__(f"{type}: {message}")
+        self.type, self.mro, self.message, self.where = type, mro, message, where
+
+    @property
+    def not_attempted(self) -> bool:
+        return "NotImplementedError" in self.mro
+
+
+class WorkerFault(Exception):
+    """The worker died, hung or broke the protocol; `kind` is crash, timeout or tamper."""
+
+    def __init__(self, kind: str, detail: str):
+        super().__init__(detail)
+        self.kind, self.detail = kind, detail
+
+
+@dataclass
+class Copied:
+    files: list[str]
+    refused: list[str]
+
+
+def stage(submission: Path, files: dict[str, list[str]], scratch: Path) -> Copied:
+    """Copy the whitelisted files of each assignment, plus the worker's own code, into scratch."""
+    copied, refused = [], []
+    package = scratch / "submission"
+    package.mkdir(parents=True)
+    for assignment, names in files.items():
+        src_dir = submission / assignment
+        if src_dir.is_symlink() or not src_dir.is_dir():
+            continue
+        (package / assignment).mkdir()
+        for name in ["__init__.py", *names]:
+            src = src_dir / name
+            if not src.exists() and not src.is_symlink():
+                continue
+            if src.is_symlink() or not src.is_file() or src.stat().st_size > MAX_SOURCE_BYTES:
+                refused.append(f"{assignment}/{name}")
+                continue
+            shutil.copyfile(src, package / assignment / name)
+            copied.append(f"{assignment}/{name}")
+    kit = scratch / "grader"
+    kit.mkdir()
+    for name in ("__init__.py", "protocol.py", "tree.py", "worker.py", "config.py", "toytask.py", "train.py"):
+        if (GRADER_DIR / name).exists():
+            shutil.copyfile(GRADER_DIR / name, kit / name)
+    return Copied(copied, refused)
+
+
+def _limit(limits: Limits):
+    def apply():
+        mb = 1 << 20
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_mb * mb, limits.file_size_mb * mb))
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    return apply
+
+
+class Sandbox:
+    """One submission's worker process, restarted after each fault."""
+
+    def __init__(self, submission: Path, files: dict[str, list[str]], limits: Limits):
+        self.limits = limits
+        self.dir = Path(tempfile.mkdtemp(prefix="grade-"))
+        self.staged = stage(submission, files, self.dir)
+        self.output = self.dir / "output.txt"
+        self.output.touch()
+        self.proc = None
+        self.faults: list[WorkerFault] = []
+        self.restarts = 0
+
+    def start(self):
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        pycache = tempfile.mkdtemp(dir=self.dir, prefix="pycache-")
+        boot = "import sys; sys.path.insert(0, sys.argv[1]); from grader.worker import main; main()"
+        with open(self.output, "ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-X", f"pycache_prefix={pycache}", "-c", boot,
+                 str(self.dir), str(req_r), str(resp_w)],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=self.dir,
+                env={"PATH": os.defpath, "HOME": str(self.dir), "LANG": "C.UTF-8",
+                     "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+                pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=_limit(self.limits))
+        os.close(req_r)
+        os.close(resp_w)
+        self.req, self.resp = req_w, resp_r
+        self.ready = False
+
+    def _await_ready(self):
+        if self.proc is None:
+            self.start()
+        if not self.ready:
+            self._receive(time.monotonic() + self.limits.startup_seconds, "starting the worker")
+            self.ready = True
+
+    def request(self, message: dict, timeout: float | None = None):
+        """Send one request and return the worker's answer; raise StudentError or WorkerFault."""
+        self._await_ready()
+        try:
+            protocol.write_all(self.req, protocol.encode(message))
+        except (BrokenPipeError, OSError):
+            self._fault("crash", self._death("before the request"))
+        reply = self._receive(time.monotonic() + (timeout or self.limits.timeout_seconds), message.get("op"))
+        if "error" in reply:
+            e = reply["error"]
+            raise StudentError(str(e.get("type")), [str(x) for x in e.get("mro", [])],
+                               str(e.get("message")), [str(x) for x in e.get("where", [])])
+        return reply["ok"]
+
+    def _receive(self, deadline: float, doing: str):
+        def wait():
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.resp], [], [], left)[0]:
+                self._fault("timeout", f"no answer within {self.limits.timeout_seconds:g} s while {doing}; "
+                                       "the process was killed")
+        try:
+            reply = protocol.read_frame(self.resp, wait)
+        except EOFError:
+            self._fault("crash", self._death(f"while {doing}"))
+        except protocol.ProtocolError as e:
+            self._fault("tamper", f"the submission's process sent a malformed answer ({e}); it was killed")
+        if not isinstance(reply, dict) or not ({"ok"} == set(reply) or {"error"} == set(reply)
+                                              and isinstance(reply["error"], dict)):
+            self._fault("tamper", "the submission's process sent an answer the grader did not ask for; it was killed")
+        return reply
+
+    def _death(self, when: str) -> str:
+        proc = self.proc
+        try:
+            proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        code = proc.returncode
+        self._kill()
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name
+            why = {"SIGXCPU": " (CPU time limit)", "SIGXFSZ": " (file size limit)",
+                   "SIGKILL": " (killed, possibly out of memory)"}.get(name, "")
+            return f"the submission's process died with {name}{why} {when}"
+        return f"the submission's process exited with status {code} {when}"
+
+    def _fault(self, kind: str, detail: str):
+        self._kill()
+        fault = WorkerFault(kind, detail)
+        self.faults.append(fault)
+        raise fault
+
+    def _kill(self):
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        for fd in (self.req, self.resp):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.proc = None
+        self.restarts += 1
+
+    def read_output(self, start: int, limit: int) -> tuple[str, int]:
+        """What the submission printed since byte `start` (at most `limit` bytes), and the new end."""
+        end = self.output.stat().st_size
+        with open(self.output, "rb") as f:
+            f.seek(start)
+            data = f.read(min(end - start, limit))
+        text = data.decode("utf-8", "replace")
+        if end - start > limit:
+            text += f"\n... ({end - start - limit} more bytes not shown)"
+        return text, end
+
+    def close(self):
+        if self.proc is not None:
+            self._kill()
+        shutil.rmtree(self.dir, ignore_errors=True)

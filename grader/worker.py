@@ -1,0 +1,188 @@
+"""The sandboxed side: runs in a child process, imports the submission, answers requests.
+
+Everything here runs next to untrusted code, so nothing it says is believed: the
+grader checks every answer itself. This module only has to be honest for honest
+submissions and to fail loudly (a malformed frame, a dead process) for the rest.
+"""
+
+import importlib
+import sys
+import traceback
+
+import torch
+
+from grader import protocol
+from grader.tree import import_tree, resolve
+
+PACKAGE = "submission"
+
+
+class _Linear:
+    """A sublayer the grader can pass to `ResidualConnection.forward`."""
+
+    def __init__(self, weight, bias):
+        self.weight, self.bias = weight, bias
+
+    def __call__(self, x):
+        return torch.tanh(torch.nn.functional.linear(x, self.weight.to(x.device), self.bias.to(x.device)))
+
+
+class _CountingScheduler:
+    """Counts `step()` calls, so `train_epoch` can be checked to step the scheduler once a batch."""
+
+    def __init__(self, optimizer=None):
+        self.steps = 0
+
+    def step(self):
+        self.steps += 1
+
+
+KIT = {"linear_sublayer": _Linear, "counting_scheduler": _CountingScheduler}
+
+
+class Worker:
+    def __init__(self):
+        self.objects: dict[int, object] = {}
+        self.next_id = 1
+
+    def keep(self, obj) -> protocol.Handle:
+        for id, known in self.objects.items():
+            if known is obj:
+                return protocol.Handle(id, type(obj).__name__)
+        self.objects[self.next_id] = obj
+        self.next_id += 1
+        return protocol.Handle(self.next_id - 1, type(obj).__name__)
+
+    def unwrap(self, v, device=None):
+        if isinstance(v, protocol.Handle):
+            return self.objects[v.id]
+        if isinstance(v, torch.Tensor):
+            return v.to(device) if device else v
+        if type(v) is list:
+            return [self.unwrap(x, device) for x in v]
+        if type(v) is tuple:
+            return tuple(self.unwrap(x, device) for x in v)
+        if type(v) is dict:
+            return {k: self.unwrap(x, device) for k, x in v.items()}
+        return v
+
+    def target(self, req):
+        t = req["target"]
+        if isinstance(t, protocol.Handle):
+            obj = self.objects[t.id]
+            return getattr(obj, req["method"]) if req.get("method") else obj
+        if t.startswith("kit:"):
+            return KIT[t[4:]]
+        if t.startswith("torch"):
+            module, _, attr = t.partition(":")
+            obj = __import__(module, fromlist=["_"])
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+            return obj
+        return resolve(PACKAGE, t)
+
+    def op_call(self, req):
+        fn = self.target(req)
+        device = req.get("device")
+        args = self.unwrap(req.get("args", []), device)
+        kwargs = self.unwrap(req.get("kwargs", {}), device)
+        if req.get("seed") is not None:
+            torch.manual_seed(req["seed"])
+        with torch.set_grad_enabled(bool(req.get("grad"))):
+            return fn(*args, **kwargs)
+
+    def op_getattr(self, req):
+        return getattr(self.objects[req["target"].id], req["name"])
+
+    def op_params(self, req):
+        m = self.objects[req["target"].id]
+        params = [[n, list(p.shape), protocol.DTYPE_NAMES.get(p.dtype, str(p.dtype)), p.requires_grad]
+                  for n, p in m.named_parameters()]
+        persistent = set(m.state_dict())
+        buffers = [[n, list(b.shape), protocol.DTYPE_NAMES.get(b.dtype, str(b.dtype)), n in persistent]
+                   for n, b in m.named_buffers()]
+        return {"parameters": params, "buffers": buffers}
+
+    def op_state(self, req):
+        return dict(self.objects[req["target"].id].state_dict())
+
+    def op_load(self, req):
+        m = self.objects[req["target"].id]
+        own = dict(m.named_parameters())
+        own.update(m.named_buffers())
+        missing, wrong = [], []
+        with torch.no_grad():
+            for name, value in req["tensors"].items():
+                if name not in own:
+                    missing.append(name)
+                elif tuple(own[name].shape) != tuple(value.shape):
+                    wrong.append([name, list(value.shape), list(own[name].shape)])
+                else:
+                    own[name].copy_(value)
+        return {"missing": missing, "wrong_shape": wrong}
+
+    def op_backward(self, req):
+        fn = self.target(req)
+        args = list(self.unwrap(req.get("args", [])))
+        wrt = req.get("wrt", [])
+        for i in wrt:
+            args[i] = args[i].detach().clone().requires_grad_(True)
+        module = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
+        if isinstance(module, torch.nn.Module):
+            module.zero_grad(set_to_none=True)
+        with torch.enable_grad():
+            out = fn(*args, **self.unwrap(req.get("kwargs", {})))
+            if not isinstance(out, torch.Tensor) or not out.requires_grad:
+                return {"output": out, "input_grads": None, "param_grads": None}
+            (out * req["grad_output"]).sum().backward()
+        params = None
+        if isinstance(module, torch.nn.Module):
+            params = {n: p.grad for n, p in module.named_parameters()}
+        return {"output": out, "input_grads": [args[i].grad for i in wrt], "param_grads": params}
+
+    def op_import(self, req):
+        importlib.import_module(f"{PACKAGE}.{req['module']}")
+
+    def op_reset(self, req):
+        self.objects.clear()
+        torch.manual_seed(0)
+        return None
+
+    def handle(self, req):
+        try:
+            value = getattr(self, "op_" + req["op"])(req)
+            return protocol.encode({"ok": value}, keep=self.keep)
+        except BaseException as e:  # the submission's exceptions, SystemExit and pytest's Skipped included
+            return protocol.encode({"error": describe(e)})
+
+
+def describe(e: BaseException) -> dict:
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f"/{PACKAGE}/" in f.filename]
+    where = [f"{f.filename.split(f'/{PACKAGE}/', 1)[1]}:{f.lineno} in {f.name}: {f.line}" for f in frames]
+    return {
+        "type": type(e).__name__,
+        "mro": [c.__name__ for c in type(e).__mro__],
+        "message": _safe_str(e)[:4000],
+        "where": where[-6:],
+    }
+
+
+def _safe_str(e: BaseException) -> str:
+    try:
+        return str(e)
+    except BaseException:
+        return f"<{type(e).__name__} whose message cannot be printed>"
+
+
+def main():
+    scratch, req_fd, resp_fd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    torch.set_num_threads(1)
+    import_tree(f"{scratch}/{PACKAGE}", PACKAGE)
+    worker = Worker()
+    protocol.write_all(resp_fd, protocol.encode({"ok": "ready"}))
+    while True:
+        try:
+            req = protocol.read_frame(req_fd)
+        except EOFError:
+            return
+        protocol.write_all(resp_fd, worker.handle(req))

@@ -1,0 +1,47 @@
+"""Greedy decoding: translate by emitting the single most likely next token, step by step."""
+
+import torch
+
+from ..assignment2.masks import make_pad_mask, make_tgt_mask
+
+
+def greedy_decode(model, src: torch.Tensor, max_len: int, sos_idx: int, eos_idx: int) -> torch.Tensor:
+    """Translate a batch of source sentences, one target token at a time.
+
+    The source is encoded once; the target grows from a column of <sos>:
+
+        memory = model.encode(src, make_pad_mask(src, model.pad_idx))    # (B, S, d_model)
+        ys = [[sos], [sos], ...]                                           # (B, 1)
+        repeat:
+            out  = model.decode(memory, src_mask, ys, make_tgt_mask(ys, model.pad_idx))  # (B, t, d_model)
+            next = model.projection(out[:, -1]).argmax(-1)                 # (B,) only the last position
+            ys   = cat(ys, next)                                           # (B, t + 1)
+
+    Rules:
+      - put the model in eval mode (model.eval(), not restored afterwards) and
+        run under torch.no_grad();
+      - <sos> counts toward max_len: the result has L <= max_len columns;
+      - a row that has emitted <eos> is finished: its later positions hold
+        model.pad_idx, whatever the model would predict there;
+      - stop as soon as every row has emitted <eos>, or when L reaches max_len.
+
+    Because the decoder is causal, each emitted token equals the argmax of the
+    teacher-forced forward pass model(src, ys) at that position.
+
+    Shapes: src (B, S) int64 -> (B, L) int64, each row starting with sos_idx.
+    """
+    ### BEGIN SOLUTION
+    model.eval()
+    with torch.no_grad():
+        src_mask = make_pad_mask(src, model.pad_idx)  # (B, 1, 1, S)
+        memory = model.encode(src, src_mask)  # (B, S, d_model)
+        ys = torch.full((src.size(0), 1), sos_idx, dtype=torch.long, device=src.device)  # (B, 1)
+        done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)  # (B,)
+        while ys.size(1) < max_len and not done.all():
+            out = model.decode(memory, src_mask, ys, make_tgt_mask(ys, model.pad_idx))  # (B, t, d_model)
+            nxt = model.projection(out[:, -1]).argmax(dim=-1)  # (B,)
+            nxt = nxt.masked_fill(done, model.pad_idx)  # finished rows only get padding
+            ys = torch.cat([ys, nxt.unsqueeze(1)], dim=1)  # (B, t + 1)
+            done = done | (nxt == eos_idx)
+        return ys
+    ### END SOLUTION

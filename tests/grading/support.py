@@ -1,0 +1,56 @@
+"""Steps that many grading tests share: compare with stored or live reference outputs."""
+
+from functools import cache
+from pathlib import Path
+
+import torch
+
+from grader.checks import assert_close, describe
+from grader.tree import resolve
+
+EXPECTED = Path(__file__).parent / "public" / "expected"
+
+
+@cache
+def _stored(assignment: str) -> dict:
+    return torch.load(EXPECTED / f"{assignment}.pt", weights_only=True)
+
+
+def name_of(target: str) -> str:
+    return target.split(":")[-1]
+
+
+def check_stored(student, assignment: str, case: str, atol: float = 1e-5, hint: str = ""):
+    """The submission, given the stored case's weights and inputs, gives the stored output."""
+    c = _stored(assignment)[case]
+    example = describe(**{f"input{i}": x for i, x in enumerate(c["inputs"])}, args=c["args"], kwargs=c["kwargs"])
+    if c["state"]:
+        m = student.new(c["target"], *c["args"], **c["kwargs"]).load(c["state"], name_of(c["target"])).eval()
+        got = m(*c["inputs"])
+    else:
+        got = student.call(c["target"], *c["args"], *c["inputs"], **c["kwargs"])
+    return assert_close(got, c["output"], name=f"{name_of(c['target'])} output", example=example, atol=atol,
+                        hint=hint or "Compare your computation with the formula in the docstring.")
+
+
+def reference_module(reference: str, target: str, *args, seed: int = 0, **kwargs) -> torch.nn.Module:
+    """The reference's module with random weights (so a missed scale or bias shows)."""
+    torch.manual_seed(seed)
+    module = resolve(reference, target)(*args, **kwargs).eval()
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+    return module
+
+
+def check_reference(student, reference: str, target: str, args: tuple, inputs: dict, kwargs: dict | None = None,
+                    seed: int = 0, atol: float = 1e-5, hint: str = ""):
+    """The submission, given the reference's weights by name, gives the reference's output."""
+    kwargs = kwargs or {}
+    ref = reference_module(reference, target, *args, seed=seed, **kwargs)
+    with torch.no_grad():
+        expected = ref(*inputs.values())
+    m = student.new(target, *args, **kwargs).load(ref.state_dict(), name_of(target)).eval()
+    return assert_close(m(*inputs.values()), expected, name=f"{name_of(target)} output",
+                        example=describe(**inputs, args=args, kwargs=kwargs), atol=atol, hint=hint)
