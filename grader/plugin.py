@@ -46,11 +46,10 @@ def classify(exc: BaseException) -> Outcome:
 
 class GradingPlugin:
     def __init__(self, course: Course, assignment: Assignment, submission: Submission):
-        self.course, self.assignment, self.student = course, assignment, submission
+        self.course, self.assignment, self.submission = course, assignment, submission
         self.components = {chk.id: c.name for c in assignment.components for chk in c.checks}
         self.results: dict[str, Outcome] = {}
         self.output_start = 0
-        self.reference = None
 
     def pytest_configure(self, config):
         hypothesis.settings.register_profile(
@@ -74,7 +73,7 @@ class GradingPlugin:
 
     @pytest.fixture(scope="session")
     def student(self) -> Submission:
-        return self.student
+        return self.submission
 
     @pytest.fixture(scope="session")
     def reference(self):
@@ -86,9 +85,9 @@ class GradingPlugin:
 
     @pytest.fixture(autouse=True)
     def _one_check(self, request):
-        self.student.begin_check()
+        self.submission.begin_check()
         yield
-        self.student.reset()
+        self.submission.reset()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -101,7 +100,7 @@ class GradingPlugin:
                 outcome = Outcome("skipped", "skipped", "the check was skipped")
             else:
                 outcome = classify(call.excinfo.value) if call.excinfo else Outcome("error", "grader", "no result")
-            text, self.output_start = self.student.sandbox.read_output(
+            text, self.output_start = self.submission.sandbox.read_output(
                 self.output_start, self.course.limits.output_kb * 1024)
             outcome.output = text
             self.results[check] = outcome

@@ -64,6 +64,8 @@ def encode(value, keep=None) -> bytes:
             return {"$d": [[enc(k), enc(x)] for k, x in v.items()]}
         if isinstance(v, Handle):
             return {"$h": v.id, "type": v.type}
+        if isinstance(v, torch.dtype) and v in DTYPE_NAMES:
+            return {"$dtype": DTYPE_NAMES[v]}
         if keep is None:
             raise TypeError(f"cannot send a {type(v).__name__}")
         return enc(keep(v))
@@ -118,6 +120,8 @@ def decode_value(header: dict, blobs: list[bytes], metas) -> object:
                 return tuple(dec(x) for x in v["$tuple"])
             if set(v) == {"$d"} and type(v["$d"]) is list and all(type(p) is list and len(p) == 2 for p in v["$d"]):
                 return {_hashable(dec(k)): dec(x) for k, x in v["$d"]}
+            if set(v) == {"$dtype"} and v["$dtype"] in DTYPES:
+                return DTYPES[v["$dtype"]]
             if set(v) == {"$h", "type"} and type(v["$h"]) is int and type(v["type"]) is str:
                 return Handle(v["$h"], v["type"][:200])
         raise ProtocolError(f"malformed value {str(v)[:80]}")

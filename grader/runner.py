@@ -37,11 +37,11 @@ def grade(course: Course, assignment_name: str, submission: Path, device: str = 
         args = [str(p) for p in files.values()]
         args += ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", str(course.root),
                  "-c", str(course.path), "-o", "python_files=test_*.py", "-W", "ignore"]
-        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()) as err:
+        with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err:
             code = pytest.main(args, plugins=[plugin])
         if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             raise RuntimeError(f"the grading suite for {assignment_name} did not run (pytest exit {code})\n"
-                               f"{err.getvalue()[-2000:]}")
+                               f"{(out.getvalue() + err.getvalue())[-3000:]}")
         results = dict(plugin.results)
         faults, restarts, refused = sandbox.faults, sandbox.restarts, sandbox.staged.refused
     finally:
