@@ -35,6 +35,7 @@ class Component:
     file: str
     checks: tuple[Check, ...]
     depends: tuple[str, ...] = ()
+    isolated: tuple[str, ...] = ()  # checks run with the reference's versions of `depends` swapped in
 
 
 @dataclass(frozen=True)
@@ -203,8 +204,12 @@ def load(path: Path) -> Course:
             for d in depends:
                 if d not in seen_components:
                     raise ConfigError(f"{path.name}: {c.key}.depends: unknown or later component {d!r}")
+            isolated = tuple(c.get("isolated", "ids", []))
+            for check_id in isolated:
+                if not any(x.id == check_id for x in checks):
+                    raise ConfigError(f"{path.name}: {c.key}.isolated: {check_id!r} is not one of its checks")
             components.append(Component(c_name, a_name, c.get("points", "points", required=True), file,
-                                        tuple(checks), depends))
+                                        tuple(checks), depends, isolated))
             c.done()
         title = a.get("title", "str", a_name)
         a.done(extra=[k for k, v in a.data.items() if isinstance(v, dict)])

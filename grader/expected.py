@@ -1,12 +1,14 @@
 """Stored reference outputs for the public tier, which ships to students without the solutions.
 
 The cases (which component, which arguments, which inputs) live with the suites in
-`<suites>/cases.py`; this module runs them on the reference and keeps the results in
-`<suites>/public/expected/<assignment>.pt`.
+`<suites>/cases/<assignment>.py` as a list `CASES` of `Case`; this module runs them on the
+reference and keeps the results in `<suites>/public/expected/<assignment>.pt`.
 """
 
 import importlib.util
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -16,8 +18,24 @@ from grader.tree import import_tree, resolve
 REFERENCE = "_kit_reference"
 
 
-def load_cases(course: Course):
-    spec = importlib.util.spec_from_file_location("_kit_cases", course.suites / "cases.py")
+@dataclass
+class Case:
+    """Build `target(*args, **kwargs)` (kind "module") or call `target(*args, *inputs, **kwargs)`
+    (kind "function"); `inputs(generator)` makes the inputs."""
+    name: str
+    target: str
+    args: tuple
+    inputs: Callable[[torch.Generator], tuple]
+    kwargs: dict = field(default_factory=dict)
+    kind: str = "module"
+    seed: int = 0
+
+
+def load_cases(course: Course, assignment: str) -> list[Case]:
+    path = course.suites / "cases" / f"{assignment}.py"
+    if not path.exists():
+        return []
+    spec = importlib.util.spec_from_file_location(f"_kit_cases_{assignment}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.CASES
@@ -49,7 +67,7 @@ def run_case(case) -> dict:
 
 def compute(course: Course, assignment: str) -> dict[str, dict]:
     import_tree(course.reference, REFERENCE)
-    return {case.name: run_case(case) for case in load_cases(course).get(assignment, [])}
+    return {case.name: run_case(case) for case in load_cases(course, assignment)}
 
 
 def _same(a, b) -> bool:

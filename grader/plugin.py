@@ -24,6 +24,7 @@ class Outcome:
     message: str = ""
     details: dict = field(default_factory=dict)
     output: str = ""
+    duration: float = 0.0
 
 
 def classify(exc: BaseException) -> Outcome:
@@ -44,6 +45,17 @@ def classify(exc: BaseException) -> Outcome:
     return Outcome("error", "grader", f"the check could not use what the code returned ({type(exc).__name__}: {exc})")
 
 
+def _bound_shrinking(successful_shrinks: int = 16):
+    """Every shrink step is a round trip to the sandbox: stop after a few successful ones.
+
+    Hypothesis has no public setting for this; its engine's constant is patched when
+    present (a count, not a time limit, so the shrunk example is reproducible too)."""
+    from hypothesis.internal.conjecture import engine
+
+    if hasattr(engine, "MAX_SHRINKS"):
+        engine.MAX_SHRINKS = successful_shrinks
+
+
 class GradingPlugin:
     def __init__(self, course: Course, assignment: Assignment, submission: Submission):
         self.course, self.assignment, self.submission = course, assignment, submission
@@ -54,8 +66,10 @@ class GradingPlugin:
     def pytest_configure(self, config):
         hypothesis.settings.register_profile(
             "grading", max_examples=self.course.max_examples, derandomize=True, database=None, deadline=None,
-            suppress_health_check=list(hypothesis.HealthCheck), report_multiple_bugs=False, print_blob=False)
+            suppress_health_check=list(hypothesis.HealthCheck), report_multiple_bugs=False, print_blob=False,
+            phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate, hypothesis.Phase.shrink])
         hypothesis.settings.load_profile("grading")
+        _bound_shrinking()
 
     def pytest_collection_modifyitems(self, session, config, items):
         keep, drop = [], []
@@ -103,5 +117,6 @@ class GradingPlugin:
             text, self.output_start = self.submission.sandbox.read_output(
                 self.output_start, self.course.limits.output_kb * 1024)
             outcome.output = text
+            outcome.duration = report.duration
             self.results[check] = outcome
         return report

@@ -30,7 +30,7 @@ def grade(course: Course, assignment_name: str, submission: Path, device: str = 
                           f"test_{assignment_name}.py")
     started = time.monotonic()
     staged = {a.name: list(a.files) for a in course.closure(assignment_name)}
-    sandbox = Sandbox(submission, staged, course.limits)
+    sandbox = Sandbox(submission, staged, course.limits, course.reference if "hidden" in files else None)
     try:
         sandbox.start()  # the worker imports torch while pytest collects
         plugin = GradingPlugin(course, assignment, Submission(sandbox, device))

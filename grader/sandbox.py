@@ -51,13 +51,27 @@ class Copied:
     refused: list[str]
 
 
-def stage(submission: Path, files: dict[str, list[str]], scratch: Path) -> Copied:
-    """Copy the whitelisted files of each assignment, plus the worker's own code, into scratch."""
+def stage(submission: Path, files: dict[str, list[str]], scratch: Path, reference: Path | None = None) -> Copied:
+    """Copy the whitelisted files of each assignment, plus the worker's own code, into scratch.
+
+    With `reference`, the reference tree is staged too, as the package the hidden tier
+    swaps in for a composite's parts."""
+    copied = _copy_tree(submission, files, scratch / "submission")
+    if reference is not None:
+        _copy_tree(reference, files, scratch / "reference")
+    kit = scratch / "grader"
+    kit.mkdir()
+    for name in ("__init__.py", "protocol.py", "tree.py", "worker.py", "config.py", "toytask.py", "train.py"):
+        if (GRADER_DIR / name).exists():
+            shutil.copyfile(GRADER_DIR / name, kit / name)
+    return copied
+
+
+def _copy_tree(tree: Path, files: dict[str, list[str]], package: Path) -> Copied:
     copied, refused = [], []
-    package = scratch / "submission"
     package.mkdir(parents=True)
     for assignment, names in files.items():
-        src_dir = submission / assignment
+        src_dir = tree / assignment
         if src_dir.is_symlink() or not src_dir.is_dir():
             continue
         (package / assignment).mkdir()
@@ -70,11 +84,6 @@ def stage(submission: Path, files: dict[str, list[str]], scratch: Path) -> Copie
                 continue
             shutil.copyfile(src, package / assignment / name)
             copied.append(f"{assignment}/{name}")
-    kit = scratch / "grader"
-    kit.mkdir()
-    for name in ("__init__.py", "protocol.py", "tree.py", "worker.py", "config.py", "toytask.py", "train.py"):
-        if (GRADER_DIR / name).exists():
-            shutil.copyfile(GRADER_DIR / name, kit / name)
     return Copied(copied, refused)
 
 
@@ -92,10 +101,10 @@ def _limit(limits: Limits):
 class Sandbox:
     """One submission's worker process, restarted after each fault."""
 
-    def __init__(self, submission: Path, files: dict[str, list[str]], limits: Limits):
+    def __init__(self, submission: Path, files: dict[str, list[str]], limits: Limits, reference: Path | None = None):
         self.limits = limits
         self.dir = Path(tempfile.mkdtemp(prefix="grade-"))
-        self.staged = stage(submission, files, self.dir)
+        self.staged = stage(submission, files, self.dir, reference)
         self.output = self.dir / "output.txt"
         self.output.touch()
         self.proc = None

@@ -26,7 +26,7 @@ class ComponentResult:
 
     @property
     def counted(self) -> list[CheckResult]:
-        return [c for c in self.checks if c.outcome.reason not in ("unavailable", "no_cuda")]
+        return [c for c in self.checks if c.outcome.reason not in ("unavailable", "no_cuda", "dependency")]
 
     @property
     def status(self) -> str:
@@ -76,6 +76,7 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
     the proportion rather than counted as failed.
     """
     components = []
+    status: dict[str, str] = {}
     for comp in assignment.components:
         checks = []
         for check in comp.checks:
@@ -84,18 +85,34 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
                     checks.append(CheckResult(check.id, check.tier, check.weight, unavailable[check.id]))
                 continue
             checks.append(CheckResult(check.id, check.tier, check.weight, results.get(check.id, MISSING)))
-        counted = [c for c in checks if c.outcome.reason not in ("unavailable", "no_cuda")]
+        _set_aside(comp, checks, [d for d in comp.depends if status.get(d, "passed") != "passed"])
+        counted = [c for c in checks if c.outcome.reason not in ("unavailable", "no_cuda", "dependency")]
         total = sum(c.weight for c in counted)
         earned = sum(c.weight for c in counted if c.outcome.status == "passed")
         points = round(comp.points * earned / total, 2) if total else 0.0
         components.append(ComponentResult(comp.name, f"{assignment.name}/{comp.file}", points, comp.points,
                                           checks, comp.depends))
+        status[comp.name] = components[-1].status
     notes = []
     if any(o is not None and o.reason == "unavailable" for o in unavailable.values()):
         notes.append("Public checks only: the hidden checks are run by your instructor.")
     notes += [f"The submission's process was restarted: {f}" for f in list(faults)[:5]]
     notes += [f"Not graded, not a regular file under 1 MiB: {r}" for r in refused]
     return Report(assignment.name, assignment.title, submission, components, duration, notes)
+
+
+def _set_aside(comp, checks: list[CheckResult], failing: list[str]):
+    """A bug costs marks once, where it lives: when the parts a component builds on fail and
+    its isolated checks (run on the reference's parts) all pass, the failures that ran on
+    the submission's own parts are reported but not counted against this component."""
+    isolated = [c for c in checks if c.id in comp.isolated]
+    if not failing or not isolated or not all(c.outcome.status == "passed" for c in isolated):
+        return
+    for c in checks:
+        if c.id not in comp.isolated and c.outcome.status != "passed":
+            o = c.outcome
+            c.outcome = Outcome(o.status, "dependency", f"{o.message} [not counted here: this check runs on your "
+                                f"{', '.join(failing)}, which fails its own checks]", o.details, o.output)
 
 
 def to_json(report: Report) -> dict:
@@ -110,7 +127,8 @@ def to_json(report: Report) -> dict:
         "components": [
             {"name": c.name, "file": c.file, "score": c.score, "max_score": c.max_score, "status": c.status,
              "tests": [{"id": t.id, "status": t.outcome.status, "hidden": t.tier == "hidden", "tier": t.tier,
-                        "reason": t.outcome.reason, "message": t.outcome.message, **t.outcome.details,
+                        "reason": t.outcome.reason, "message": t.outcome.message,
+                        "duration_seconds": round(t.outcome.duration, 3), **t.outcome.details,
                         **({"output": t.outcome.output} if t.outcome.output else {})}
                        for t in c.checks]}
             for c in report.components],

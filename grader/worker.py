@@ -15,6 +15,7 @@ from grader import protocol
 from grader.tree import import_tree, resolve
 
 PACKAGE = "submission"
+REFERENCE = "reference"  # staged only for the instructors' tier
 
 
 class _Linear:
@@ -41,9 +42,12 @@ KIT = {"linear_sublayer": _Linear, "counting_scheduler": _CountingScheduler}
 
 
 class Worker:
-    def __init__(self):
+    def __init__(self, scratch: str = ""):
+        self.scratch = scratch
         self.objects: dict[int, object] = {}
         self.next_id = 1
+        self.swaps: dict[str, tuple[object, object]] = {}  # part -> (submission's, reference's)
+        self.patched: list[tuple[object, str, object]] = []  # (module, name, original)
 
     def keep(self, obj) -> protocol.Handle:
         for id, known in self.objects.items():
@@ -142,8 +146,34 @@ class Worker:
 
     def op_import(self, req):
         importlib.import_module(f"{PACKAGE}.{req['module']}")
+        self._patch()
+
+    def op_swap(self, req):
+        """Use the reference's versions of `parts` wherever the submission's code names them,
+        until the next reset: a composite is then graded on its own wiring alone."""
+        if REFERENCE not in sys.modules:
+            import_tree(f"{self.scratch}/{REFERENCE}", REFERENCE)
+        for part in req["parts"]:
+            self.swaps[part] = (resolve(PACKAGE, part), resolve(REFERENCE, part))
+        self._patch()
+
+    def _patch(self):
+        if not self.swaps:
+            return
+        replace = {id(own): ref for own, ref in self.swaps.values()}
+        for name, module in list(sys.modules.items()):
+            if not name.startswith(PACKAGE + ".") or module is None:
+                continue
+            for attr, value in list(vars(module).items()):
+                if id(value) in replace and value is not replace[id(value)]:
+                    self.patched.append((module, attr, value))
+                    setattr(module, attr, replace[id(value)])
 
     def op_reset(self, req):
+        for module, attr, original in reversed(self.patched):
+            setattr(module, attr, original)
+        self.patched.clear()
+        self.swaps.clear()
         self.objects.clear()
         torch.manual_seed(0)
         return None
@@ -178,7 +208,7 @@ def main():
     scratch, req_fd, resp_fd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     torch.set_num_threads(1)
     import_tree(f"{scratch}/{PACKAGE}", PACKAGE)
-    worker = Worker()
+    worker = Worker(scratch)
     protocol.write_all(resp_fd, protocol.encode({"ok": "ready"}))
     while True:
         try:

@@ -55,3 +55,13 @@ def test_transformer_embedding_matches_reference(student, reference, batch, d, s
     vocab, x = batch
     check_reference(student, reference, "assignment1.embedding:TransformerEmbedding", (vocab, d), {"x": x},
                     {"max_len": 16, "dropout": 0.0, "padding_idx": 0}, seed=seed, atol=1e-4)
+
+
+@given(batch=s.token_batches(), d=s.d_model, seed=s.seeds)
+def test_transformer_embedding_matches_reference_with_reference_parts(student, reference, batch, d, seed):
+    vocab, x = batch
+    student.swap("assignment1.embedding:TokenEmbedding", "assignment1.positional_encoding:PositionalEncoding")
+    check_reference(student, reference, "assignment1.embedding:TransformerEmbedding", (vocab, d), {"x": x},
+                    {"max_len": 16, "dropout": 0.0, "padding_idx": 0}, seed=seed, atol=1e-4,
+                    hint="Graded on the reference's TokenEmbedding and PositionalEncoding: check the wiring, "
+                         "position(token(x)).")
