@@ -85,7 +85,8 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
                     checks.append(CheckResult(check.id, check.tier, check.weight, unavailable[check.id]))
                 continue
             checks.append(CheckResult(check.id, check.tier, check.weight, results.get(check.id, MISSING)))
-        _set_aside(comp, checks, [d for d in comp.depends if status.get(d, "passed") != "passed"])
+        # parts from earlier assignments are not graded here: their status is unknown
+        _set_aside(comp, checks, [d for d in comp.depends if status.get(d) != "passed"])
         counted = [c for c in checks if c.outcome.reason not in ("unavailable", "no_cuda", "dependency")]
         total = sum(c.weight for c in counted)
         earned = sum(c.weight for c in counted if c.outcome.status == "passed")
@@ -111,8 +112,10 @@ def _set_aside(comp, checks: list[CheckResult], failing: list[str]):
     for c in checks:
         if c.id not in comp.isolated and c.outcome.status != "passed":
             o = c.outcome
-            c.outcome = Outcome(o.status, "dependency", f"{o.message} [not counted here: this check runs on your "
-                                f"{', '.join(failing)}, which fails its own checks]", o.details, o.output)
+            parts = ", ".join(failing)
+            c.outcome = Outcome(o.status, "dependency", f"{o.message} [not counted here: on the reference's {parts} "
+                                f"this component passes, so the difference comes from your {parts}]",
+                                o.details, o.output, o.duration)
 
 
 def to_json(report: Report) -> dict:

@@ -1,0 +1,74 @@
+"""Shared steps of the kit's own tests: grade a tree through the real command line."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SOLUTIONS = ROOT / "solutions"
+
+
+def run_grade(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`python -m grader ARGS` as a user runs it: a fresh process, no colour, plain terminal."""
+    env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb", "COLUMNS": "100"}
+    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def grade_json(tree: Path, assignment: str, *extra: str) -> dict:
+    """Grade `tree` and return the JSON report; the command must exit 0 without a traceback."""
+    proc = run_grade(assignment, "--submission", str(tree), "--json", "-", *extra)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def scores(report: dict) -> dict[str, float]:
+    return {c["name"]: c["score"] for c in report["components"]}
+
+
+def full_marks(report: dict) -> dict[str, float]:
+    return {c["name"]: c["max_score"] for c in report["components"]}
+
+
+def mutant(tmp_path: Path, patches: dict[str, list[tuple[str, str]]], base: Path = SOLUTIONS) -> Path:
+    """A copy of `base` with textual patches: {"assignment1/layer_norm.py": [(old, new), ...]}.
+
+    Each `old` must occur exactly once, so a patch that no longer applies fails loudly
+    instead of silently grading the unmodified solution."""
+    tree = tmp_path / "submission"
+    shutil.copytree(base, tree, ignore=shutil.ignore_patterns("__pycache__"))
+    for rel, edits in patches.items():
+        path = tree / rel
+        text = path.read_text()
+        for old, new in edits:
+            assert text.count(old) == 1, f"patch for {rel} does not apply: {old!r} occurs {text.count(old)} times"
+            text = text.replace(old, new)
+        path.write_text(text)
+    return tree
+
+
+def assert_loses_only_in(report: dict, component: str):
+    """The bug costs points in `component` and nowhere else."""
+    got, full = scores(report), full_marks(report)
+    assert got[component] < full[component], f"{component} kept full marks: {got}"
+    others = {n: s for n, s in got.items() if n != component and s != full[n]}
+    assert not others, f"points lost outside {component}: {others} (full: {full})"
+
+
+@pytest.fixture(scope="session")
+def solution_reports() -> dict:
+    """Reports of the reference solutions, graded once per assignment for the whole session."""
+    cache: dict[str, dict] = {}
+
+    def get(assignment: str) -> dict:
+        if assignment not in cache:
+            cache[assignment] = grade_json(SOLUTIONS, assignment)
+        return cache[assignment]
+
+    return get
