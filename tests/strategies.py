@@ -60,3 +60,71 @@ def token_batches(draw, vocab=vocab_size, max_t: int = 7):
     """(vocab, tokens (B, T) int64) with every id below vocab."""
     v = draw(vocab)
     return v, tokens((draw(batch), draw(st.integers(1, max_t))), v, draw(seeds))
+
+
+# assignments 2 and 3 ---------------------------------------------------------------------
+
+d_k = st.sampled_from([1, 2, 4, 8])
+heads = st.sampled_from([(4, 1), (4, 2), (6, 3), (8, 2), (8, 4), (16, 4)])  # (d_model, n_heads)
+pad_idx = st.integers(0, 3)
+
+
+@dataclass
+class AttentionInputs:
+    q: torch.Tensor  # (..., T_q, d_k)
+    k: torch.Tensor  # (..., T_k, d_k)
+    v: torch.Tensor  # (..., T_k, d_v)
+    mask: torch.Tensor | None  # bool, broadcastable to (..., T_q, T_k)
+    seed: int
+
+
+@st.composite
+def attention_inputs(draw, masked=st.booleans(), leading=st.lists(st.integers(1, 3), min_size=0, max_size=2),
+                     scale=st.sampled_from([1.0, 2.0])) -> AttentionInputs:
+    """q, k, v with 0 to 2 leading dimensions, T_q and T_k drawn apart, and a random bool mask
+    (True = may attend) whose shape is one of the broadcastable ones; some rows may be fully blocked."""
+    seed, lead = draw(seeds), draw(leading)
+    t_q, t_k, dk, dv = draw(length), draw(length), draw(d_k), draw(st.integers(1, 6))
+    sc = draw(scale)
+    q = tensor([*lead, t_q, dk], seed, sc)
+    k = tensor([*lead, t_k, dk], seed + 1, sc)
+    v = tensor([*lead, t_k, dv], seed + 2)
+    mask = None
+    if draw(masked):
+        shape = draw(st.sampled_from([[*lead, t_q, t_k], [*lead, 1, t_k], [1] * len(lead) + [t_q, t_k], [t_q, t_k]]))
+        g = torch.Generator().manual_seed(seed + 3)
+        mask = torch.rand(*shape, generator=g) < 0.7
+    return AttentionInputs(q, k, v, mask, seed)
+
+
+@dataclass
+class PaddedTokens:
+    tokens: torch.Tensor  # (B, T) int64, every row starts with a real token, padding only at the end
+    pad_idx: int
+    lengths: list[int]  # real tokens per row
+    vocab: int
+    seed: int
+
+    @property
+    def real(self) -> torch.Tensor:  # (B, T) bool
+        return self.tokens != self.pad_idx
+
+
+@st.composite
+def padded_tokens(draw, vocab=st.integers(6, 20), max_t: int = 7, pad=pad_idx, min_t: int = 1) -> PaddedTokens:
+    """(B, T) token ids: each row has 1..T real tokens (ids other than pad_idx), then pad_idx."""
+    v, p, seed = draw(vocab), draw(pad), draw(seeds)
+    b, t = draw(batch), draw(st.integers(min_t, max_t))
+    lengths = [draw(st.integers(1, t)) for _ in range(b)]
+    x = tokens((b, t), v - 1, seed)
+    x = x + (x >= p).long()  # real ids skip pad_idx
+    for row, n in enumerate(lengths):
+        x[row, n:] = p
+    return PaddedTokens(x, p, lengths, v, seed)
+
+
+@st.composite
+def layer_configs(draw):
+    """(d_model, n_heads, d_ff) for encoder and decoder layers."""
+    d, h = draw(heads.filter(lambda dh: dh[0] <= 8))
+    return d, h, draw(st.sampled_from([8, 16]))
