@@ -52,6 +52,8 @@ def run_grade(argv: list[str]) -> int:
     if not submission.is_dir():
         raise ConfigError(f"--submission: {str(submission)!r} is not a directory")
     to_stdout = args.json == "-"
+    if args.json and not to_stdout and not Path(args.json).resolve().parent.is_dir():
+        raise ConfigError(f"--json: the folder of {args.json!r} does not exist")
     console = Console(stderr=to_stdout, no_color="NO_COLOR" in os.environ or None)
     with console.status(f"grading {args.assignment} ...", spinner="dots"):
         result = runner.grade(course, args.assignment, submission, args.device)
@@ -61,7 +63,11 @@ def run_grade(argv: list[str]) -> int:
         if to_stdout:
             print(text)
         else:
-            Path(args.json).write_text(text + "\n")
+            try:
+                Path(args.json).write_text(text + "\n")
+            except OSError as e:  # the grade is not lost: the report is on screen and the JSON goes to stdout
+                print(text)
+                raise ConfigError(f"--json: cannot write {args.json!r} ({e.strerror})") from None
     return 0
 
 

@@ -72,8 +72,11 @@ def compute(course: Course, assignment: str) -> dict[str, dict]:
 
 def _same(a, b) -> bool:
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype \
-            and a.shape == b.shape and torch.equal(a, b)
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.dtype != b.dtype \
+                or a.shape != b.shape:
+            return False
+        # another CPU may round the last bit differently: that is not a stale file
+        return torch.allclose(a, b, rtol=1e-6, atol=1e-7) if a.is_floating_point() else torch.equal(a, b)
     if isinstance(a, (list, tuple)):
         return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(_same, a, b))
     if isinstance(a, dict):

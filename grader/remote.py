@@ -51,9 +51,8 @@ class Submission:
         try:
             self.sandbox.request({"op": "import", "module": module})
         except WorkerFault as fault:
-            self.bad_modules[module] = self.check_fault = WorkerFault(
-                fault.kind, f"{fault.detail} (importing {module.replace('.', '/')}.py)")
-            raise self.bad_modules[module] from None
+            self.bad_modules[module] = self.check_fault = fault
+            raise
         self.imported.add(module)
 
     def _wrap(self, v):
@@ -91,7 +90,7 @@ class Submission:
         if self.check_fault is None and self.sandbox.proc is not None:
             try:
                 self.sandbox.request({"op": "reset"})
-            except Exception:
+            except (Exception, WorkerFault):
                 pass
 
     def _device(self):

@@ -28,14 +28,14 @@ def _status(status: str) -> Text:
 
 def _summary(report: Report) -> Table:
     table = Table(title=f"{report.assignment}: {report.title}", expand=False)
-    table.add_column("component")
-    table.add_column("file", style="dim")
+    table.add_column("component", no_wrap=True)
+    table.add_column("file", style="dim", no_wrap=True, min_width=12)
     table.add_column("points", justify="right")
     table.add_column("checks", justify="right")
     table.add_column("status")
     for c in report.components:
         passed = sum(t.outcome.status == "passed" for t in c.counted)
-        table.add_row(c.name, c.file, f"{c.score:g} / {c.max_score:g}", f"{passed} / {len(c.counted)}",
+        table.add_row(c.name, c.file.rpartition("/")[2], f"{c.score:g} / {c.max_score:g}", f"{passed} / {len(c.counted)}",
                       _status(c.status))
     table.add_section()
     table.add_row(Text("total", style="bold"), "", Text(f"{report.score:g} / {report.max_score:g}", style="bold"),
@@ -47,8 +47,10 @@ def _component_panel(report: Report, c: ComponentResult) -> Panel:
     parts = []
     blockers = report.failing_dependencies(c)
     if blockers:
-        parts.append(Text(f"{c.name} builds on {', '.join(blockers)}, which fails too: fix that first; "
-                          f"some failures below may come from it.", style="yellow"))
+        names = " and ".join(blockers)
+        parts.append(Text(f"{c.name} builds on {names}, which {'does' if len(blockers) == 1 else 'do'} not pass yet: "
+                          f"fix {'that' if len(blockers) == 1 else 'those'} first; some failures below may come "
+                          f"from {'it' if len(blockers) == 1 else 'them'}.", style="yellow"))
     if c.status == "not attempted":
         parts.append(Text(f"Not attempted: every check raised NotImplementedError. Start in {c.file}.",
                           style="dim"))
@@ -85,7 +87,7 @@ def render(report: Report, console: Console) -> None:
     console.print(Panel(header, title="grade", title_align="left"))
     console.print(_summary(report))
     for c in report.components:
-        if c.status != "passed":
+        if c.status != "passed" or any(t.outcome.reason == "dependency" for t in c.checks):
             console.print(_component_panel(report, c))
     for note in report.notes:
         console.print(plain(note), style="dim")

@@ -37,8 +37,11 @@ class StudentError(Exception):
         return "NotImplementedError" in self.mro
 
 
-class WorkerFault(Exception):
-    """The worker died, hung or broke the protocol; `kind` is crash, timeout or tamper."""
+class WorkerFault(BaseException):
+    """The worker died, hung or broke the protocol; `kind` is crash, timeout or tamper.
+
+    A BaseException, so that Hypothesis does not replay and shrink a fault (each replay
+    would cost a restart or a timeout): the check ends at once."""
 
     def __init__(self, kind: str, detail: str):
         super().__init__(detail)
@@ -98,6 +101,17 @@ def _limit(limits: Limits):
     return apply
 
 
+def _doing(message: dict) -> str:
+    op, target = message.get("op"), message.get("target")
+    if op == "import":
+        return f"importing {message['module'].replace('.', '/')}.py"
+    if op == "call" and isinstance(target, str):
+        return f"running {target.rpartition(':')[2]}"
+    if op in ("call", "backward") and message.get("method"):
+        return f"running {message['method']}"
+    return f"running your code ({op})"
+
+
 class Sandbox:
     """One submission's worker process, restarted after each fault."""
 
@@ -143,7 +157,7 @@ class Sandbox:
             protocol.write_all(self.req, protocol.encode(message))
         except (BrokenPipeError, OSError):
             self._fault("crash", self._death("before the request"))
-        reply = self._receive(time.monotonic() + (timeout or self.limits.timeout_seconds), message.get("op"))
+        reply = self._receive(time.monotonic() + (timeout or self.limits.timeout_seconds), _doing(message))
         if "error" in reply:
             e = reply["error"]
             raise StudentError(str(e.get("type")), [str(x) for x in e.get("mro", [])],

@@ -1,0 +1,68 @@
+"""The terminal report: readable without a TTY or colour, and inert to what a submission prints."""
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from grader import config, report, scoring
+from grader.plugin import Outcome
+from tests.kit.conftest import ROOT
+
+HOSTILE = "[bold red]markup[/] \x1b[31mred\x1b[0m [link=http://x]link[/link]"
+
+
+def render(results: dict[str, Outcome]) -> str:
+    course = config.load(ROOT / "course.toml")
+    assignment = course.assignment("assignment1")
+    result = scoring.score(course, assignment, Path("/sub"), results, {}, duration=1.25)
+    out = io.StringIO()
+    report.render(result, Console(file=out, width=100, no_color=True, force_terminal=False))
+    return out.getvalue()
+
+
+def all_checks(status: Outcome) -> dict[str, Outcome]:
+    course = config.load(ROOT / "course.toml")
+    return {chk.id: status for comp in course.assignment("assignment1").components for chk in comp.checks}
+
+
+def test_full_marks_say_so():
+    text = render(all_checks(Outcome("passed")))
+    assert "All checks passed: 40 / 40." in text
+    assert "Start here" not in text
+
+
+def test_a_failed_check_shows_expected_got_error_where_example_and_hint():
+    results = all_checks(Outcome("passed"))
+    results["layer_norm_matches_torch"] = Outcome(
+        "failed", "mismatch", "LayerNorm output differs", {
+            "expected": "0.5 at index [0, 1]", "got": "0.25 at index [0, 1]", "max_abs_error": 0.25,
+            "where": "largest error at index [0, 1]", "example": "x: float32 (1, 2) [1, 2]",
+            "hint": "Divide by sqrt(var + eps)."})
+    text = render(results)
+    for part in ("layer_norm_matches_torch", "LayerNorm output differs", "0.5 at index [0, 1]",
+                 "0.25 at index [0, 1]", "max abs error", "largest error at index [0, 1]", "x: float32 (1, 2)",
+                 "Divide by sqrt(var + eps).", "Start here: LayerNorm in assignment1/layer_norm.py"):
+        assert part in text, part
+
+
+def test_not_attempted_components_are_named_and_start_here_points_at_the_first():
+    text = render(all_checks(Outcome("error", "not_attempted", "not attempted (NotImplementedError)")))
+    assert text.count("not attempted") >= 5
+    assert "Start here: LayerNorm in assignment1/layer_norm.py (not attempted)" in text
+    assert "0 / 40" in text
+
+
+def test_what_a_submission_prints_is_shown_literally():
+    results = all_checks(Outcome("passed"))
+    results["feed_forward_matches_torch"] = Outcome("error", "exception", f"your code raised ValueError: {HOSTILE}",
+                                                    output=HOSTILE)
+    text = render(results)
+    assert "\x1b" not in text
+    assert "[bold red]markup[/]" in text and "[link=http://x]link[/link]" in text
+    assert "\\x1b[31mred" in text
+
+
+def test_no_colour_and_no_terminal_means_no_escape_codes():
+    text = render(all_checks(Outcome("failed", "mismatch", "wrong")))
+    assert "\x1b" not in text
