@@ -1,0 +1,51 @@
+"""Multi-head attention: several attentions run side by side on slices of the model dimension."""
+
+import torch
+import torch.nn as nn
+
+from .attention import scaled_dot_product_attention
+
+
+class MultiHeadAttention(nn.Module):
+    """Project queries, keys and values, attend in n_heads heads at once, merge the heads.
+
+        Q, K, V = w_q(q), w_k(k), w_v(v)                          # (B, T, d_model)
+        split each into n_heads heads of size d_k = d_model / n_heads   # (B, h, T, d_k)
+        head_i  = scaled_dot_product_attention(Q_i, K_i, V_i, mask, dropout)
+        out     = w_o(concat(head_1, ..., head_h))                 # (B, T_q, d_model)
+
+    Each head can look at a different relation between positions, at the cost of a
+    single full-width attention (section 3.2.2).
+
+    Shapes: q (B, T_q, d_model), k and v (B, T_k, d_model) -> (B, T_q, d_model).
+    For self-attention q, k and v are the same tensor; for cross-attention q comes
+    from the decoder and k, v from the encoder's output.
+
+    mask: optional torch.bool tensor broadcastable to (B, n_heads, T_q, T_k), True =
+    may attend (e.g. (B, 1, 1, T_k) from make_pad_mask, (B, 1, T, T) from make_tgt_mask).
+
+    Head layout: head i uses columns i*d_k:(i+1)*d_k of each projection's output, i.e.
+    split with x.view(B, T, n_heads, d_k).transpose(1, 2). This is the layout of
+    torch.nn.MultiheadAttention, which the grader compares against.
+
+    The grader relies on these names:
+        w_q, w_k, w_v, w_o  nn.Linear(d_model, d_model), with bias
+        dropout             nn.Dropout(dropout), applied to the attention weights
+        attention_weights   after every forward, the weights (B, n_heads, T_q, T_k)
+                            before dropout (each unmasked row sums to 1)
+    d_model % n_heads != 0 raises ValueError.
+
+    Do not call torch.nn.MultiheadAttention or
+    torch.nn.functional.scaled_dot_product_attention; use your own
+    scaled_dot_product_attention.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
+        super().__init__()
+        # TODO: your code here (the docstring above says what to build).
+        raise NotImplementedError("assignment2: MultiHeadAttention.__init__")
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
+        # TODO: your code here (the docstring above says what to build).
+        raise NotImplementedError("assignment2: MultiHeadAttention.forward")

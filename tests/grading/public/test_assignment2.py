@@ -1,0 +1,475 @@
+"""Assignment 2, public tier: scaled dot-product attention, masks, multi-head attention.
+
+Compared with PyTorch's own attention (`F.scaled_dot_product_attention`,
+`nn.MultiheadAttention`) and with stored reference outputs; plus the properties any
+correct implementation has, each with a check that trivial outputs (zeros, uniform
+weights) fail.
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.checks import Mismatch, assert_close, describe, expect_error, expect_tensor, short
+from tests import strategies as s
+from tests.grading.support import _stored, check_stored
+
+SDPA = "assignment2.attention:scaled_dot_product_attention"
+PAD = "assignment2.masks:make_pad_mask"
+CAUSAL = "assignment2.masks:make_causal_mask"
+TGT = "assignment2.masks:make_tgt_mask"
+MHA = "assignment2.multi_head_attention:MultiHeadAttention"
+
+SDPA_HINT = "weights = softmax(q @ k^T / sqrt(d_k), dim=-1) with blocked scores filled first; out = weights @ v."
+
+
+# helpers ---------------------------------------------------------------------------------
+
+def call_sdpa(student, q, k, v, mask=None, example: str = "", **kwargs):
+    """Call the submission's attention; it must return (out, weights) of the right shapes."""
+    got = student.call(SDPA, q, k, v, mask, **kwargs)
+    if not (type(got) is tuple and len(got) == 2):
+        raise Mismatch("scaled_dot_product_attention should return a pair (out, weights)",
+                       expected="a tuple (out, weights)", got=short(got), example=example,
+                       hint="return weights @ v, weights")
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    out = expect_tensor(got[0], name="out", shape=(*lead, q.shape[-2], v.shape[-1]), dtype=torch.float32,
+                        example=example, hint="out = weights @ v has shape (..., T_q, d_v).")
+    w = expect_tensor(got[1], name="weights", shape=(*lead, q.shape[-2], k.shape[-2]), dtype=torch.float32,
+                      example=example, hint="weights has shape (..., T_q, T_k): one row per query.")
+    return out, w
+
+
+def expected_attention(q, k, v, mask=None):
+    """float64 weights and output; rows whose keys are all blocked come back as NaN."""
+    scores = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    w = scores.softmax(-1)
+    return w @ v.double(), w
+
+
+def graded_rows(mask, shape) -> torch.Tensor:
+    """(..., T_q) bool: the rows with at least one visible key (the others are not graded)."""
+    if mask is None:
+        return torch.ones(shape[:-1], dtype=torch.bool)
+    return mask.expand(shape).any(-1)
+
+
+def mha_weights(d: int, seed: int, scale: float = 0.5) -> dict:
+    w = {}
+    for i, n in enumerate(("w_q", "w_k", "w_v", "w_o")):
+        w[f"{n}.weight"] = s.tensor([d, d], seed + 2 * i, scale)
+        w[f"{n}.bias"] = s.tensor([d], seed + 2 * i + 1, scale)
+    return w
+
+
+def load_torch_mha(m: nn.MultiheadAttention, w: dict, prefix: str = ""):
+    """Copy a contract-named state (w_q, w_k, w_v, w_o) into nn.MultiheadAttention."""
+    with torch.no_grad():
+        m.in_proj_weight.copy_(torch.cat([w[f"{prefix}w_{n}.weight"] for n in "qkv"]))
+        m.in_proj_bias.copy_(torch.cat([w[f"{prefix}w_{n}.bias"] for n in "qkv"]))
+        m.out_proj.weight.copy_(w[f"{prefix}w_o.weight"])
+        m.out_proj.bias.copy_(w[f"{prefix}w_o.bias"])
+    return m
+
+
+def torch_mha(w: dict, d: int, h: int, q, k, v, key_padding=None, attn_mask=None):
+    """nn.MultiheadAttention's output and per-head weights; masks in torch's polarity (True = blocked)."""
+    m = load_torch_mha(nn.MultiheadAttention(d, h, dropout=0.0, batch_first=True), w).eval()
+    out, weights = m(q, k, v, key_padding_mask=key_padding, attn_mask=attn_mask, need_weights=True,
+                     average_attn_weights=False)  # grad enabled: the slow path, with weights per head
+    return out.detach(), weights.detach()
+
+
+def new_mha(student, d, h, w, **kwargs):
+    return student.new(MHA, d, h, **kwargs).load(w, "MultiHeadAttention").eval()
+
+
+def expect_changed(before, after, *, name: str, example: str, hint: str):
+    if torch.allclose(before, after, atol=1e-6):
+        raise Mismatch(f"{name} should change", expected="a different output", got="the same output",
+                       example=example, hint=hint)
+
+
+# scaled_dot_product_attention ------------------------------------------------------------
+
+@given(a=s.attention_inputs())
+def test_sdpa_matches_torch(student, a):
+    example = describe(q=a.q, k=a.k, v=a.v, mask=a.mask)
+    out, w = call_sdpa(student, a.q, a.k, a.v, a.mask, example=example)
+    _, exp_w = expected_attention(a.q, a.k, a.v, a.mask)
+    exp_out = F.scaled_dot_product_attention(a.q.double(), a.k.double(), a.v.double(), attn_mask=a.mask)
+    rows = graded_rows(a.mask, w.shape)
+    assert_close(w, exp_w.float(), name="attention weights", example=example, atol=1e-5,
+                 mask=rows[..., None].expand(w.shape), hint=SDPA_HINT)
+    assert_close(out, exp_out.float(), name="attention output", example=example, atol=1e-5,
+                 mask=rows[..., None].expand(out.shape), hint=SDPA_HINT)
+
+
+def test_sdpa_matches_stored_reference(student):
+    for case in ("sdpa", "sdpa_masked"):
+        c = _stored("assignment2")[case]
+        q, k, v, mask = c["inputs"]
+        example = describe(q=q, k=k, v=v, mask=mask)
+        out, w = call_sdpa(student, q, k, v, mask, example=example)
+        assert_close(out, c["output"][0], name="attention output", example=example, hint=SDPA_HINT)
+        assert_close(w, c["output"][1], name="attention weights", example=example, hint=SDPA_HINT)
+
+
+@given(a=s.attention_inputs())
+def test_sdpa_weights_rows_sum_to_one(student, a):
+    example = describe(q=a.q, k=a.k, mask=a.mask)
+    _, w = call_sdpa(student, a.q, a.k, a.v, a.mask, example=example)
+    rows = graded_rows(a.mask, w.shape)
+    sums = w.double().sum(-1)
+    assert_close(sums, torch.ones_like(sums), name="sum of each row of weights", example=example, atol=1e-5,
+                 mask=rows, hint="Take the softmax over the last dimension (the keys): dim=-1.")
+    if bool((w < 0).any()):
+        raise Mismatch("attention weights should not be negative", expected="weights >= 0",
+                       got=f"a weight of {float(w.min()):.4g}", example=example, hint=SDPA_HINT)
+    # and the weights follow the scores: in every graded row the best-scoring key gets the most weight
+    _, exp_w = expected_attention(a.q, a.k, a.v, a.mask)
+    best = exp_w.nan_to_num(-1.0).argmax(-1)
+    got_best = w.gather(-1, best[..., None])[..., 0]
+    assert_close(got_best, w.max(-1).values, name="weight of the best-scoring key (the row's largest weight)",
+                 example=example, mask=rows, atol=1e-6,
+                 hint="Weights come from softmax(scores): a higher score must mean a higher weight.")
+
+
+@given(a=s.attention_inputs(masked=st.just(True)))
+def test_sdpa_blocked_keys_get_zero_weight(student, a):
+    example = describe(q=a.q, k=a.k, mask=a.mask)
+    _, w = call_sdpa(student, a.q, a.k, a.v, a.mask, example=example)
+    mask = a.mask.expand(w.shape)
+    rows = graded_rows(a.mask, w.shape)[..., None].expand(w.shape)
+    assert_close(w, torch.zeros_like(w), name="weights of blocked keys", example=example, atol=0, rtol=0,
+                 mask=rows & ~mask,
+                 hint="Fill the scores where mask is False with a very negative number (e.g. "
+                      "torch.finfo(scores.dtype).min) BEFORE the softmax; True means 'may attend'.")
+    if bool((w[rows & mask] <= 0).any()):
+        raise Mismatch("visible keys should get a positive weight", expected="weights > 0 where mask is True",
+                       got="a zero or negative weight on a visible key", example=example,
+                       hint="mask True means 'may attend': block only where it is False.")
+
+
+def test_sdpa_fully_blocked_row_stays_finite(student):
+    for seed, (lead, t_q, t_k, dk) in enumerate([((2,), 3, 4, 4), ((1, 2), 4, 3, 2), ((), 2, 5, 8)]):
+        q, k, v = (s.tensor([*lead, t_q, dk], seed), s.tensor([*lead, t_k, dk], seed + 1),
+                   s.tensor([*lead, t_k, 3], seed + 2))
+        mask = torch.rand(*lead, t_q, t_k, generator=torch.Generator().manual_seed(seed)) < 0.7
+        mask[..., 0, :] = False  # the first query may see nothing
+        mask[..., 1, 0] = True  # the second sees at least one key
+        example = describe(q=q, k=k, v=v, mask=mask)
+        out, w = call_sdpa(student, q, k, v, mask, example=example)
+        for name, t in (("out", out), ("weights", w)):
+            if not bool(torch.isfinite(t).all()):
+                raise Mismatch(f"{name} has NaN or inf where a query's keys are all blocked",
+                               expected="finite values everywhere", got=f"non-finite values in {name}",
+                               example=example,
+                               hint="softmax of a row of -inf is NaN: fill blocked scores with "
+                                    "torch.finfo(scores.dtype).min instead of -inf.")
+        exp_out, exp_w = expected_attention(q, k, v, mask)
+        rows = graded_rows(mask, w.shape)[..., None]
+        assert_close(w, exp_w.float(), name="weights of the rows with a visible key", example=example,
+                     mask=rows.expand(w.shape), hint=SDPA_HINT)
+        assert_close(out, exp_out.float(), name="output of the rows with a visible key", example=example,
+                     mask=rows.expand(out.shape), hint=SDPA_HINT)
+
+
+@given(dk=s.d_k, t_q=s.length, t_k=st.integers(2, 7), seed=s.seeds)
+def test_sdpa_scales_scores_by_sqrt_d_k(student, dk, t_q, t_k, seed):
+    q, k, v = s.tensor([2, t_q, dk], seed, 1.5), s.tensor([2, t_k, dk], seed + 1, 1.5), s.tensor([2, t_k, 3], seed)
+    example = describe(q=q, k=k, d_k=dk)
+    _, w = call_sdpa(student, q, k, v, example=example)
+    # softmax is shift-invariant: log(w_j / w_0) recovers the scores' differences, and so their scale
+    got = w.double().log() - w.double()[..., :1].log()
+    raw = q.double() @ k.double().transpose(-2, -1)
+    raw = raw - raw[..., :1]
+    fitted = float((got.nan_to_num(0, 0, 0) * raw).sum() / (raw * raw).sum())
+    assert_close(got.float(), (raw / math.sqrt(dk)).float(), name="score differences log(w_j / w_0)",
+                 example=example, atol=2e-3, rtol=2e-3,
+                 hint=f"Scores are q @ k^T / sqrt(d_k) = q @ k^T * {1 / math.sqrt(dk):.4g} here; yours look like "
+                      f"q @ k^T * {fitted:.4g}. Divide by sqrt(d_k), the size of the last dimension of q.")
+
+
+@given(a=s.attention_inputs())
+def test_sdpa_output_is_a_convex_combination_of_values(student, a):
+    v = a.v + 3.0  # values far from 0: an all-zero output cannot pass
+    example = describe(q=a.q, k=a.k, v=v, mask=a.mask)
+    out, w = call_sdpa(student, a.q, a.k, v, a.mask, example=example)
+    rows = graded_rows(a.mask, w.shape)
+    sums = w.double().sum(-1)
+    assert_close(sums, torch.ones_like(sums), name="sum of each row of weights", example=example, atol=1e-5,
+                 mask=rows, hint="Each row of weights is a softmax over the keys.")
+    mixed = (w.double() @ v.double()).float()
+    assert_close(out, mixed, name="out compared with weights @ v", example=example, atol=1e-5,
+                 mask=rows[..., None].expand(out.shape), hint="out = weights @ v, with the weights you return.")
+    visible = (a.mask if a.mask is not None else torch.ones(1, dtype=torch.bool)).expand(w.shape)[..., None]
+    vv = v.double()[..., None, :, :].expand(*w.shape, v.shape[-1])
+    low = torch.where(visible, vv, torch.inf).min(-2).values
+    high = torch.where(visible, vv, -torch.inf).max(-2).values
+    inside = (out.double() >= low - 1e-5) & (out.double() <= high + 1e-5)
+    inside = inside | ~rows[..., None]
+    if not bool(inside.all()):
+        i = tuple(int(j) for j in torch.nonzero(~inside)[0])
+        raise Mismatch("each output should lie between the smallest and largest visible value",
+                       expected=f"a value in [{float(low[i]):.4g}, {float(high[i]):.4g}] at index {list(i)}",
+                       got=f"{float(out[i]):.4g}", example=example,
+                       hint="Weights are non-negative and sum to 1 over the visible keys.")
+
+
+def test_sdpa_applies_dropout_to_the_weights(student):
+    q, k, v = s.tensor([2, 6, 4], 1), s.tensor([2, 7, 4], 2), s.tensor([2, 7, 5], 3, offset=1.0)
+    example = describe(q=q, k=k, v=v, dropout="nn.Dropout(0.5)")
+    clean_out, clean_w = call_sdpa(student, q, k, v, example=example)
+    drop = student.new("torch.nn:Dropout", 0.5)
+    out, w = call_sdpa(student, q, k, v, dropout=drop.eval(), example=example)
+    assert_close(out, clean_out, name="output with dropout in eval() mode", example=example,
+                 hint="Apply the dropout module you are given; in eval() mode it does nothing.")
+    out, w = call_sdpa(student, q, k, v, dropout=drop.train(), seed=1, example=example)
+    expect_changed(clean_out, out, name="the output with nn.Dropout(0.5) in train() mode", example=example,
+                   hint="Apply dropout (when given) to the weights, before multiplying by v.")
+    if not torch.allclose(w, clean_w):
+        # the weights returned are the dropped-out ones: they must be what multiplied v
+        kept = (w == 0) | torch.isclose(w, clean_w * 2, atol=1e-6)
+        if not bool(kept.all()):
+            raise Mismatch("dropout should zero some weights and scale the others by 1/(1-p)",
+                           expected="each weight either 0 or 2x the clean weight", got="other values",
+                           example=example, hint="weights = dropout(softmax(scores)).")
+        assert_close(out, (w.double() @ v.double()).float(), name="output compared with the returned weights @ v",
+                     example=example, hint="Multiply v by the dropped-out weights.")
+
+
+# masks -----------------------------------------------------------------------------------
+
+@given(p=s.padded_tokens())
+def test_pad_mask_matches_definition(student, p):
+    B, T = p.tokens.shape
+    example = describe(tokens=p.tokens, pad_idx=p.pad_idx)
+    got = expect_tensor(student.call(PAD, p.tokens, p.pad_idx), name="make_pad_mask's mask", shape=(B, 1, 1, T),
+                        dtype=torch.bool, example=example,
+                        hint="(tokens != pad_idx)[:, None, None, :] is a (B, 1, 1, T) torch.bool tensor.")
+    assert_close(got, p.real[:, None, None, :], name="make_pad_mask's mask", example=example,
+                 hint="True where the token is NOT padding (True = may attend).")
+
+
+def test_pad_mask_matches_stored_reference(student):
+    check_stored(student, "assignment2", "pad_mask", hint="True where the token is not pad_idx.")
+
+
+def test_causal_mask_is_lower_triangular(student):
+    for T in range(1, 9):
+        got = expect_tensor(student.call(CAUSAL, T), name=f"make_causal_mask({T})", shape=(1, 1, T, T),
+                            dtype=torch.bool, example=describe(T=T),
+                            hint="A (1, 1, T, T) torch.bool tensor.")
+        assert_close(got, torch.ones(T, T, dtype=torch.bool).tril()[None, None], name=f"make_causal_mask({T})",
+                     example=describe(T=T),
+                     hint="mask[0, 0, i, j] = j <= i: position i sees itself and the positions before it.")
+
+
+def test_causal_mask_accepts_a_device(student):
+    got = student.call(CAUSAL, 3, device="cpu")
+    assert_close(got, torch.ones(3, 3, dtype=torch.bool).tril()[None, None], name="make_causal_mask(3, device='cpu')",
+                 hint="Accept a device argument and create the mask on it (torch.ones(..., device=device)).")
+
+
+def test_causal_mask_matches_stored_reference(student):
+    check_stored(student, "assignment2", "causal_mask")
+
+
+@given(p=s.padded_tokens())
+def test_tgt_mask_matches_definition(student, p):
+    B, T = p.tokens.shape
+    example = describe(tgt=p.tokens, pad_idx=p.pad_idx)
+    got = expect_tensor(student.call(TGT, p.tokens, p.pad_idx), name="make_tgt_mask's mask", shape=(B, 1, T, T),
+                        dtype=torch.bool, example=example, hint="pad (B, 1, 1, T) & causal (1, 1, T, T) -> (B, 1, T, T).")
+    expected = p.real[:, None, None, :] & torch.ones(T, T, dtype=torch.bool).tril()
+    assert_close(got, expected, name="make_tgt_mask's mask", example=example,
+                 hint="mask[b, 0, i, j] = (j <= i) and tgt[b, j] != pad_idx.")
+
+
+def test_tgt_mask_matches_stored_reference(student):
+    check_stored(student, "assignment2", "tgt_mask")
+
+
+# MultiHeadAttention ----------------------------------------------------------------------
+
+@given(dh=s.heads, keys=s.padded_tokens(), t_q=s.length, seed=s.seeds)
+def test_mha_matches_torch(student, dh, keys, t_q, seed):
+    d, h = dh
+    B, T_k = keys.tokens.shape
+    q, k, v = s.tensor([B, t_q, d], seed), s.tensor([B, T_k, d], seed + 1), s.tensor([B, T_k, d], seed + 2)
+    mask = keys.real[:, None, None, :]
+    w = mha_weights(d, seed)
+    expected, exp_weights = torch_mha(w, d, h, q, k, v, key_padding=~keys.real)
+    m = new_mha(student, d, h, w)
+    example = describe(q=q, k=k, v=v, mask=mask, n_heads=h)
+    hint = ("Project with w_q, w_k, w_v, split into heads (view(B, T, h, d_k).transpose(1, 2)), attend, "
+            "merge the heads back (transpose(1, 2).reshape(B, T_q, d_model)), then w_o.")
+    assert_close(m(q, k, v, mask), expected, name="MultiHeadAttention output", example=example, atol=1e-4, hint=hint)
+    assert_close(m.attr("attention_weights"), exp_weights, name="attention_weights", example=example, atol=1e-5,
+                 hint="Keep the softmax weights of every head, shape (B, n_heads, T_q, T_k).")
+
+
+@given(dh=s.heads, B=s.batch, T=s.length, seed=s.seeds)
+def test_mha_matches_torch_with_a_causal_mask(student, dh, B, T, seed):
+    d, h = dh
+    x = s.tensor([B, T, d], seed + 5)
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    w = mha_weights(d, seed)
+    expected, _ = torch_mha(w, d, h, x, x, x, attn_mask=~causal)
+    out = new_mha(student, d, h, w)(x, x, x, causal[None, None])
+    assert_close(out, expected, name="MultiHeadAttention output", example=describe(x=x, mask=causal[None, None]),
+                 atol=1e-4, hint="Pass the mask on to the attention of every head; it broadcasts over heads.")
+
+
+def test_mha_matches_stored_reference(student):
+    check_stored(student, "assignment2", "mha_cross", atol=1e-4)
+    check_stored(student, "assignment2", "mha_self_causal", atol=1e-4)
+
+
+def test_mha_has_named_layers(student):
+    got = {n: shape for n, (shape, _, _) in student.new(MHA, 8, 2).parameters().items()}
+    expected = {f"{n}.{p}": ((8, 8) if p == "weight" else (8,)) for n in ("w_q", "w_k", "w_v", "w_o")
+                for p in ("weight", "bias")}
+    if got != expected:
+        raise Mismatch("MultiHeadAttention's parameters have the wrong names or shapes",
+                       expected=", ".join(f"{n} {s}" for n, s in sorted(expected.items())),
+                       got=", ".join(f"{n} {s}" for n, s in sorted(got.items())) or "no parameters",
+                       example=describe(d_model=8, n_heads=2),
+                       hint="Four nn.Linear(d_model, d_model) named w_q, w_k, w_v, w_o (no fused projection "
+                            "layer: the grader copies weights by these names).")
+
+
+@given(dh=s.heads.filter(lambda dh: dh[1] > 1), data=st.data(), t_k=st.integers(2, 7), seed=s.seeds)
+def test_mha_heads_use_contiguous_columns(student, dh, data, t_k, seed):
+    d, h = dh
+    d_k = d // h
+    head = data.draw(st.integers(0, h - 1), label="the head with non-zero query/key weights")
+    cols = slice(head * d_k, (head + 1) * d_k)
+    w = mha_weights(d, seed)
+    for n in ("w_q", "w_k"):  # only head `head` sees non-zero queries and keys: every other head is uniform
+        keep = torch.zeros(d, 1)
+        keep[cols] = 1.0
+        w[f"{n}.weight"] = w[f"{n}.weight"] * keep * 3
+        w[f"{n}.bias"] = torch.zeros(d)
+    q, kv = s.tensor([2, 3, d], seed), s.tensor([2, t_k, d], seed + 1)
+    Q = F.linear(q, w["w_q.weight"])[..., cols].double()
+    K = F.linear(kv, w["w_k.weight"])[..., cols].double()
+    expected = torch.full((2, h, 3, t_k), 1.0 / t_k, dtype=torch.float64)
+    expected[:, head] = (Q @ K.transpose(-2, -1) / math.sqrt(d_k)).softmax(-1)
+    m = new_mha(student, d, h, w)
+    example = describe(d_model=d, n_heads=h, head=head, q=q, kv=kv)
+    out = m(q, kv, kv)
+    assert_close(m.attr("attention_weights"), expected.float(), name="attention_weights", example=example,
+                 atol=1e-5,
+                 hint=f"Only columns {head * d_k}:{(head + 1) * d_k} of w_q and w_k are non-zero here, so only head "
+                      f"{head} should have non-uniform weights. Head i uses columns i*d_k:(i+1)*d_k: split with "
+                      "x.view(B, T, n_heads, d_k).transpose(1, 2), not view(B, n_heads, T, d_k).")
+    expected_out, _ = torch_mha(w, d, h, q, kv, kv)
+    assert_close(out, expected_out, name="MultiHeadAttention output", example=example, atol=1e-4,
+                 hint="Merge the heads back with out.transpose(1, 2).reshape(B, T_q, d_model) before w_o.")
+
+
+@given(dh=s.heads, keys=s.padded_tokens(), t_q=s.length, seed=s.seeds)
+def test_mha_keeps_attention_weights(student, dh, keys, t_q, seed):
+    d, h = dh
+    B, T_k = keys.tokens.shape
+    q, kv = s.tensor([B, t_q, d], seed), s.tensor([B, T_k, d], seed + 1)
+    mask = keys.real[:, None, None, :]
+    m = new_mha(student, d, h, mha_weights(d, seed))
+    m(q, kv, kv, mask)
+    example = describe(q=q, kv=kv, mask=mask, n_heads=h)
+    w = expect_tensor(m.attr("attention_weights"), name="attention_weights", shape=(B, h, t_q, T_k),
+                      dtype=torch.float32, example=example,
+                      hint="After each forward keep self.attention_weights, shape (B, n_heads, T_q, T_k).")
+    sums = w.double().sum(-1)
+    assert_close(sums, torch.ones_like(sums), name="sum of each row of attention_weights", example=example,
+                 atol=1e-5, hint="Keep the softmax weights (before dropout); each row sums to 1.")
+    blocked = (~mask).expand(w.shape)
+    assert_close(w, torch.zeros_like(w), name="attention_weights of padded keys", example=example, atol=0, rtol=0,
+                 mask=blocked, hint="Pass the mask to the attention: padded keys get weight exactly 0.")
+
+
+def test_mha_rejects_d_model_not_divisible_by_n_heads(student):
+    student.new(MHA, 8, 2)  # valid arguments build (a stub is "not attempted", not "raises the wrong error")
+    for d, h in ((10, 4), (6, 4), (9, 2), (8, 3)):
+        expect_error(lambda: student.new(MHA, d, h), kind="ValueError", names=[d, h],
+                     example=describe(d_model=d, n_heads=h),
+                     hint=f"In __init__, raise ValueError when d_model % n_heads != 0, naming d_model ({d}) and "
+                          f"n_heads ({h}) in the message.")
+
+
+@given(dh=s.heads, B=s.batch, T=st.integers(2, 7), data=st.data(), seed=s.seeds)
+def test_mha_causal_self_attention_does_not_leak(student, dh, B, T, data, seed):
+    d, h = dh
+    t = data.draw(st.integers(0, T - 2), label="last position kept")
+    x = s.tensor([B, T, d], seed)
+    changed = x.clone()
+    changed[:, t + 1:] += s.tensor([B, T - t - 1, d], seed + 7)
+    causal = torch.ones(T, T, dtype=torch.bool).tril()[None, None]
+    m = new_mha(student, d, h, mha_weights(d, seed))
+    before, after = m(x, x, x, causal), m(changed, changed, changed, causal)
+    expect_tensor(before, name="MultiHeadAttention output", shape=(B, T, d))
+    example = describe(x=x, mask=causal, changed_from_position=t + 1)
+    assert_close(after[:, :t + 1], before[:, :t + 1], name=f"outputs at positions 0..{t}", example=example,
+                 hint="With a causal mask, position i may only see positions j <= i: changing later inputs "
+                      "must not change it. Apply the mask to every head.")
+    expect_changed(before[:, t + 1:], after[:, t + 1:], name="the outputs at the changed positions",
+                   example=example, hint="The output must depend on the input.")
+
+
+@given(dh=s.heads, B=st.integers(2, 3), T=s.length, seed=s.seeds)
+def test_mha_batch_elements_are_independent(student, dh, B, T, seed):
+    d, h = dh
+    x = s.tensor([B, T, d], seed)
+    changed = x.clone()
+    changed[0] += 1.0
+    m = new_mha(student, d, h, mha_weights(d, seed))
+    before, after = m(x, x, x), m(changed, changed, changed)
+    expect_tensor(before, name="MultiHeadAttention output", shape=(B, T, d))
+    example = describe(x=x, changed_batch_element=0)
+    assert_close(after[1:], before[1:], name="outputs of the batch elements that did not change", example=example,
+                 hint="Keep the batch dimension first when splitting heads: view(B, T, h, d_k), never mix "
+                      "batch elements.")
+    expect_changed(before[0], after[0], name="the output of the changed batch element", example=example,
+                   hint="The output must depend on the input.")
+
+
+def test_mha_dropout_is_inactive_in_eval(student):
+    q, kv = s.tensor([2, 5, 8], 1), s.tensor([2, 6, 8], 2)
+    w = mha_weights(8, 3)
+    expected, _ = torch_mha(w, 8, 2, q, kv, kv)
+    m = student.new(MHA, 8, 2, dropout=0.9).load(w, "MultiHeadAttention")
+    example = describe(q=q, kv=kv, dropout=0.9)
+    assert_close(m.eval()(q, kv, kv), expected, name="output in eval() mode", example=example, atol=1e-4,
+                 hint="Use nn.Dropout (a module), which does nothing in eval() mode.")
+    expect_changed(expected, expect_tensor(m.train()(q, kv, kv, seed=1), name="output in train() mode",
+                                           shape=expected.shape),
+                   name="the output in train() mode with dropout=0.9", example=example,
+                   hint="Apply self.dropout to the attention weights.")
+
+
+def test_mha_gradients_reach_every_parameter(student):
+    q, k, v = s.tensor([2, 3, 8], 0), s.tensor([2, 4, 8], 1), s.tensor([2, 4, 8], 2)
+    m = student.new(MHA, 8, 2)
+    _, grads_in, grads = m.backward(q, k, v, grad_output=s.tensor([2, 3, 8], 3), wrt=(0, 1, 2))
+    for name in (f"{n}.{p}" for n in ("w_q", "w_k", "w_v", "w_o") for p in ("weight", "bias")):
+        g = (grads or {}).get(name)
+        if name == "w_k.bias":  # a key bias shifts every score of a row equally: softmax ignores it
+            continue
+        if type(g) is not torch.Tensor or not bool(torch.isfinite(g).all()) or not bool((g != 0).any()):
+            raise Mismatch(f"no gradient reaches {name}", expected="a finite, non-zero gradient",
+                           got="None" if g is None else "zeros or non-finite values",
+                           hint="Use the layers in forward, without detaching.")
+    for i, name in enumerate(("q", "k", "v")):
+        g = (grads_in or [None] * 3)[i]
+        if type(g) is not torch.Tensor or not bool((g != 0).any()):
+            raise Mismatch(f"no gradient reaches the input {name}", expected="a non-zero gradient",
+                           got="None" if g is None else "zeros",
+                           hint="Compute the output from q, k and v with differentiable operations.")
