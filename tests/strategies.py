@@ -128,3 +128,50 @@ def layer_configs(draw):
     """(d_model, n_heads, d_ff) for encoder and decoder layers."""
     d, h = draw(heads.filter(lambda dh: dh[0] <= 8))
     return d, h, draw(st.sampled_from([8, 16]))
+
+
+@st.composite
+def source_and_target(draw, vocab=st.integers(6, 20), max_t: int = 6):
+    """(src, tgt) PaddedTokens with the same batch size and pad_idx, lengths drawn apart."""
+    v, p, seed = draw(vocab), draw(pad_idx), draw(seeds)
+    b = draw(batch)
+    pair = []
+    for offset in (0, 1):
+        t = draw(st.integers(1, max_t))
+        lengths = [draw(st.integers(1, t)) for _ in range(b)]
+        x = tokens((b, t), v - 1, seed + offset)
+        x = x + (x >= p).long()
+        for row, n in enumerate(lengths):
+            x[row, n:] = p
+        pair.append(PaddedTokens(x, p, lengths, v, seed + offset))
+    return tuple(pair)
+
+
+# assignment 4 ------------------------------------------------------------------------------
+
+WORDS = ["the", "of", "march", "may", "1994", "3rd", ",", "jan", "a", "b", "c", "d", "e", "f", "g", "h"]
+
+
+@st.composite
+def sentences(draw, min_n: int = 1, max_n: int = 5, max_len: int = 6) -> list[list[str]]:
+    """A few token sequences (lists of str) from a small word list, so that words repeat."""
+    words = st.sampled_from(WORDS)
+    return draw(st.lists(st.lists(words, min_size=1, max_size=max_len), min_size=min_n, max_size=max_n))
+
+
+@st.composite
+def id_pairs(draw, vocab: int = 12, max_b: int = 4, max_len: int = 6) -> list[tuple[list[int], list[int]]]:
+    """(src_ids, tgt_ids) pairs of real token ids (>= 4, so never a special), lengths 1..max_len."""
+    ids = st.lists(st.integers(4, vocab - 1), min_size=1, max_size=max_len)
+    return draw(st.lists(st.tuples(ids, ids), min_size=1, max_size=max_b))
+
+
+@st.composite
+def smoothing_cases(draw):
+    """(logits (N, V), targets (N,) with at least one non-pad target, pad_idx, smoothing)."""
+    n, v, seed = draw(st.integers(1, 12)), draw(st.integers(3, 10)), draw(seeds)
+    pad = draw(st.sampled_from([0, v - 1]))
+    targets = tokens((n,), v, seed + 1)
+    if bool((targets == pad).all()):
+        targets[0] = (pad + 1) % v
+    return tensor([n, v], seed, 2.0), targets, pad, draw(st.sampled_from([0.0, 0.1, 0.25]))

@@ -1,0 +1,75 @@
+"""Training: label-smoothed loss, the Noam learning-rate schedule, one epoch of updates."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class LabelSmoothingLoss(nn.Module):
+    """Cross-entropy against a smoothed target distribution (Szegedy et al., 2016).
+
+    A one-hot target makes the model push one logit towards infinity. Label
+    smoothing takes `smoothing` of the probability mass away from the correct
+    class and spreads it evenly over all V classes:
+
+        q[c] = (1 - smoothing) * [c == target] + smoothing / V
+        loss = -sum_c q[c] * log_softmax(logits)[c]
+
+    averaged over the positions whose target is not `pad_idx` (padding is
+    neither predicted nor counted). With smoothing=0 this is plain cross-entropy.
+
+    Shapes: logits (N, V) float, targets (N,) int64 -> a scalar.
+    The result equals
+        F.cross_entropy(logits, targets, ignore_index=pad_idx, label_smoothing=smoothing)
+    but do not call that (or nn.CrossEntropyLoss with label_smoothing): build q
+    and the sum yourself from log_softmax. If every target is padding, return 0
+    (not NaN).
+
+    The grader relies on these names: vocab_size, pad_idx, smoothing.
+    """
+
+    def __init__(self, vocab_size: int, pad_idx: int, smoothing: float = 0.1):
+        super().__init__()
+        # TODO: your code here (the docstring above says what to build).
+        raise NotImplementedError("assignment4: LabelSmoothingLoss.__init__")
+
+    def forward(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        # TODO: your code here (the docstring above says what to build).
+        raise NotImplementedError("assignment4: LabelSmoothingLoss.forward")
+
+
+def noam_lr(step: int, d_model: int, warmup: int) -> float:
+    """The learning rate of "Attention Is All You Need" (section 5.3), at a given step.
+
+        lr(step) = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
+
+    It grows linearly for the first `warmup` steps, peaks at step == warmup,
+    then decays like 1/sqrt(step). Steps count from 1: step < 1 raises
+    ValueError (message: f"step must be >= 1, got {step}"), since step^-0.5 is
+    undefined at 0.
+
+    With torch.optim.lr_scheduler.LambdaLR (whose counter starts at 0) and an
+    optimiser created with lr=1.0, use  lambda s: noam_lr(s + 1, d_model, warmup).
+    Returns a Python float.
+    """
+    # TODO: your code here (the docstring above says what to build).
+    raise NotImplementedError("assignment4: noam_lr")
+
+
+def train_epoch(model, batches, optimizer, loss_fn, scheduler=None) -> float:
+    """One pass over `batches`, one optimiser update per batch; returns the mean batch loss.
+
+    `batches` yields (src, tgt_in, tgt_out) as made by data.collate. Per batch:
+
+        optimizer.zero_grad()
+        logits = model(src, tgt_in)                          # (B, T, V)
+        loss = loss_fn(logits.reshape(-1, V), tgt_out.reshape(-1))
+        loss.backward()
+        optimizer.step()
+        scheduler.step()            # only if a scheduler is given: once per batch, not per epoch
+
+    Put the model in training mode first (dropout on). Return the mean of the
+    batch losses as a Python float (use loss.item(), so no graph is kept alive).
+    """
+    # TODO: your code here (the docstring above says what to build).
+    raise NotImplementedError("assignment4: train_epoch")

@@ -1,0 +1,91 @@
+"""Assignment 4, hidden tier: the live reference, other special ids, and the whole stack trained end to end."""
+
+import math
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.checks import Mismatch, assert_close, describe, short
+from grader.tree import resolve
+from tests import strategies as s
+from tests.grading.public.test_assignment4 import (COLLATE, LOSS, NOAM, check_greedy, run_train_epoch, tiny_batches,
+                                                   train_date_task, train_epoch_expected)
+
+
+@given(seqs=s.sentences(max_n=8), probe=s.sentences(max_n=2))
+def test_vocab_matches_reference_on_unseen_and_seen_tokens(student, reference, seqs, probe):
+    v = student.new("assignment4.data:Vocab", seqs)
+    ref = resolve(reference, "assignment4.data:Vocab")(seqs)
+    for sentence in probe:
+        # ids of the other words may be ordered differently: compare which tokens are <unk>
+        got = v.method("encode", sentence)
+        want = ref.encode(sentence)
+        if type(got) not in (list, tuple) or [i == 3 for i in got] != [i == 3 for i in want]:
+            raise Mismatch("encode should map exactly the unknown tokens to <unk> (3)", expected=str(want),
+                           got=short(got), example=describe(sequences=seqs, sentence=sentence))
+
+
+@given(pairs=s.id_pairs(vocab=40, max_b=6, max_len=9), pad_idx=st.sampled_from([0, 7]))
+def test_collate_matches_reference(student, reference, pairs, pad_idx):
+    want = resolve(reference, COLLATE)(pairs, pad_idx)
+    got = student.call(COLLATE, pairs, pad_idx)
+    for name, g, w in zip(("src", "tgt_in", "tgt_out"), got if isinstance(got, (list, tuple)) else [got] * 3, want):
+        assert_close(g, w, name=f"collate's {name}", example=describe(pairs=pairs, pad_idx=pad_idx))
+
+
+@given(case=s.smoothing_cases())
+def test_label_smoothing_loss_matches_reference(student, reference, case):
+    logits, targets, pad, eps = case
+    want = resolve(reference, LOSS)(logits.shape[1], pad, smoothing=eps)(logits, targets)
+    got = student.new(LOSS, logits.shape[1], pad, smoothing=eps)(logits * 1.0, targets)
+    assert_close(got, want, name="LabelSmoothingLoss", example=describe(logits=logits, targets=targets,
+                                                                      pad_idx=pad, smoothing=eps))
+
+
+@given(step=st.integers(1, 10**7), d_model=st.integers(1, 1024), warmup=st.integers(1, 10**5))
+def test_noam_lr_matches_reference(student, reference, step, d_model, warmup):
+    want = resolve(reference, NOAM)(step, d_model, warmup)
+    got = student.call(NOAM, step, d_model, warmup)
+    if type(got) is not float or not math.isclose(got, want, rel_tol=1e-9):
+        raise Mismatch("noam_lr differs from the reference", expected=f"{want:.10g}", got=short(got),
+                       example=describe(step=step, d_model=d_model, warmup=warmup))
+
+
+def test_train_epoch_steps_the_scheduler_after_the_optimizer(student):
+    batches = tiny_batches(7)
+    _, want = train_epoch_expected(batches, 7, 0.4, gamma=0.5)
+    _, model, _ = run_train_epoch(student, batches, 7, 0.4, scheduler="step", gamma=0.5)
+    state = model.state()
+    for name, value in want.items():
+        assert_close(state.get(name), value, name=f"parameter {name} after the epoch", atol=1e-5,
+                     example=describe(optimizer="SGD(lr=0.4, momentum=0.5)", scheduler="StepLR(step_size=1, gamma=0.5)"),
+                     hint="optimizer.step() first, then scheduler.step(): the first batch uses the initial rate.")
+
+
+def test_greedy_decode_uses_the_given_special_ids(student):
+    src = torch.tensor([[9, 10, 11, 5, 5], [6, 7, 5, 5, 5], [8, 9, 10, 11, 6]])
+    check_greedy(student, src, 9, seed=11, pad=5, sos=3, eos=4)
+
+
+def test_end_to_end_training_reaches_accuracy(student):
+    check_accuracy(train_date_task(student, steps=1000, n_train=4000, n_test=200))
+
+
+def test_end_to_end_training_reaches_accuracy_with_reference_parts(student):
+    student.swap("assignment4.data:Vocab", "assignment4.data:collate", "assignment4.training:LabelSmoothingLoss",
+                  "assignment4.training:noam_lr", "assignment4.training:train_epoch",
+                  "assignment4.decoding:greedy_decode")
+    check_accuracy(train_date_task(student, steps=1000, n_train=4000, n_test=200),
+                   hint="Graded with the reference's data, training and decoding code: your Transformer "
+                        "(assignments 1 to 3) does not learn the task.")
+
+
+def check_accuracy(got: dict, threshold: float = 0.75, hint: str = ""):
+    em = got.get("exact_match")
+    if type(em) is not float or not em >= threshold:
+        raise Mismatch("after 1000 training steps the model should translate most held-out dates exactly",
+                       expected=f"exact match >= {threshold:.0%} on 200 held-out dates",
+                       got=f"{em:.1%}" if type(em) is float else short(em),
+                       example="\n".join(f"{a}  ->  {c}   (reference: {b})" for a, b, c in got.get("samples", [])),
+                       hint=hint or "Run `grade train assignment4` to see your model train and translate.")

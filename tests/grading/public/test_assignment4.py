@@ -1,0 +1,486 @@
+"""Assignment 4, public tier: Vocab, collate, LabelSmoothingLoss, noam_lr, train_epoch, greedy_decode.
+
+The loss is compared with PyTorch's own cross-entropy, noam_lr with its formula, collate
+with its definition. train_epoch and greedy_decode are graded on a small model of the
+kit's (grader.worker's _TinyTranslator, rebuilt here with the same seed), so that they
+are graded on their own and not on the submission's Transformer.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.checks import Mismatch, assert_close, describe, expect_error, expect_tensor, short
+from grader.worker import _TinyTranslator
+from tests import strategies as s
+
+VOCAB = "assignment4.data:Vocab"
+COLLATE = "assignment4.data:collate"
+LOSS = "assignment4.training:LabelSmoothingLoss"
+NOAM = "assignment4.training:noam_lr"
+TRAIN = "assignment4.training:train_epoch"
+GREEDY = "assignment4.decoding:greedy_decode"
+SPECIALS = ["<pad>", "<sos>", "<eos>", "<unk>"]
+PAD, SOS, EOS, UNK = 0, 1, 2, 3
+
+
+def expect_list(value, *, name: str, kind: type, example: str = "", hint: str = "") -> list:
+    """A list (or tuple) whose items are all `kind`; returned as a list."""
+    if type(value) not in (list, tuple) or not all(type(x) is kind for x in value):
+        raise Mismatch(f"{name} should be a list of {kind.__name__}", expected=f"a list of {kind.__name__}",
+                       got=short(value), example=example, hint=hint)
+    return list(value)
+
+
+# Vocab ------------------------------------------------------------------------------------
+
+def test_vocab_specials_come_first(student):
+    seqs = [["march", "3rd", "1994"], ["may", "the", "3rd"]]
+    v = student.new(VOCAB, seqs)
+    example = describe(sequences=seqs)
+    got = expect_list(v.method("encode", SPECIALS), name="encode(['<pad>', '<sos>', '<eos>', '<unk>'])",
+                      kind=int, example=example)
+    if got != [PAD, SOS, EOS, UNK]:
+        raise Mismatch("the special tokens should have the ids 0, 1, 2, 3", expected="[0, 1, 2, 3]", got=str(got),
+                       example=example, hint="Start the id -> token list with <pad>, <sos>, <eos>, <unk>, "
+                                             "in this order, then add the words of the data.")
+    back = v.method("decode", [0, 1, 2, 3])
+    if back != SPECIALS and list(back or []) != SPECIALS:
+        raise Mismatch("decode([0, 1, 2, 3]) should give the special tokens", expected=str(SPECIALS),
+                       got=short(back), example=example)
+    words = [w for seq in seqs for w in seq]
+    ids = expect_list(v.method("encode", words), name="encode(words of the data)", kind=int, example=example)
+    if any(i < 4 for i in ids):
+        raise Mismatch("words of the data should get ids after the specials", expected="ids >= 4",
+                       got=str(ids), example=example, hint="Ids 0..3 belong to the specials.")
+
+
+@given(seqs=s.sentences())
+def test_vocab_encode_decode_round_trip(student, seqs):
+    v = student.new(VOCAB, seqs)
+    distinct = sorted({w for seq in seqs for w in seq})
+    example = describe(sequences=seqs)
+    n = v.method("__len__")
+    if n != 4 + len(distinct):
+        raise Mismatch("len(vocab) should count the 4 specials and every distinct word", got=short(n),
+                       expected=f"{4 + len(distinct)} (4 specials + {len(distinct)} words)", example=example)
+    ids = expect_list(v.method("encode", distinct), name="encode(distinct words)", kind=int, example=example)
+    if len(set(ids)) != len(distinct) or any(i < 4 or i >= n for i in ids):
+        raise Mismatch("every distinct word should get its own id in 4 .. len(vocab) - 1",
+                       expected=f"{len(distinct)} different ids in 4..{n - 1}", got=str(dict(zip(distinct, ids))),
+                       example=example)
+    for seq in seqs:
+        enc = expect_list(v.method("encode", seq), name="encode(sentence)", kind=int, example=example)
+        if len(enc) != len(seq):
+            raise Mismatch("encode should give one id per token and add no specials", expected=f"{len(seq)} ids",
+                           got=str(enc), example=describe(sentence=seq), hint="collate adds <sos>/<eos>, not encode.")
+        back = v.method("decode", enc)
+        if type(back) not in (list, tuple) or list(back) != seq:
+            raise Mismatch("decode(encode(sentence)) should give the sentence back", expected=str(seq),
+                           got=short(back), example=example)
+
+
+def test_vocab_maps_unknown_tokens_to_unk(student):
+    seqs = [["jan", "the", "3rd"], ["the", "1994"]]
+    v = student.new(VOCAB, seqs)
+    got = expect_list(v.method("encode", ["the", "never-seen", "1994", "zzz"]), name="encode", kind=int)
+    example = describe(sequences=seqs, tokens=["the", "never-seen", "1994", "zzz"])
+    if got[1] != UNK or got[3] != UNK or UNK in (got[0], got[2]):
+        raise Mismatch("unknown tokens should be encoded as <unk> (3), known ones as their ids",
+                       expected="[id of 'the', 3, id of '1994', 3]", got=str(got), example=example,
+                       hint="Look tokens up with a default: stoi.get(token, 3).")
+
+
+def test_vocab_min_freq_drops_rare_tokens(student):
+    seqs = [["a", "b", "a"], ["b", "c", "a"], ["d"]]
+    v = student.new(VOCAB, seqs, min_freq=2)
+    example = describe(sequences=seqs, min_freq=2)
+    n = v.method("__len__")
+    ids = expect_list(v.method("encode", ["a", "b", "c", "d"]), name="encode(['a', 'b', 'c', 'd'])", kind=int,
+                      example=example)
+    if n != 6 or ids[2:] != [UNK, UNK] or UNK in ids[:2] or ids[0] == ids[1]:
+        raise Mismatch("with min_freq=2 only tokens seen at least twice are kept", got=f"len {n!r}, ids {ids}",
+                       expected="len 6; 'a' and 'b' get their own ids, 'c' and 'd' (seen once) are <unk> (3)",
+                       example=example, hint="Count the tokens (collections.Counter) and keep count >= min_freq.")
+
+
+def test_vocab_decode_maps_ids_as_they_are(student):
+    seqs = [["may", "3rd"]]
+    v = student.new(VOCAB, seqs)
+    may = v.method("encode", ["may"])
+    ids = [SOS, *may, EOS, PAD, UNK]
+    got = v.method("decode", ids)
+    expected = ["<sos>", "may", "<eos>", "<pad>", "<unk>"]
+    if type(got) not in (list, tuple) or list(got) != expected:
+        raise Mismatch("decode should map every id back, specials included", expected=str(expected),
+                       got=short(got), example=describe(sequences=seqs, ids=ids),
+                       hint="decode does not strip <sos>, <eos> or padding: callers do that.")
+
+
+# collate ----------------------------------------------------------------------------------
+
+def collate_expected(pairs, pad_idx):
+    def pad(rows):
+        width = max(len(r) for r in rows)
+        return torch.tensor([list(r) + [pad_idx] * (width - len(r)) for r in rows], dtype=torch.long)
+
+    return (pad([a for a, _ in pairs]), pad([[SOS, *b] for _, b in pairs]), pad([[*b, EOS] for _, b in pairs]))
+
+
+def check_collate(student, pairs, pad_idx, hint=""):
+    got = student.call(COLLATE, pairs, pad_idx)
+    example = describe(pairs=pairs, pad_idx=pad_idx)
+    if type(got) not in (tuple, list) or len(got) != 3:
+        raise Mismatch("collate should return three tensors (src, tgt_in, tgt_out)", expected="a tuple of 3",
+                       got=short(got), example=example)
+    hints = {"src": "src is the source ids as given (no <sos>/<eos>), right-padded to the longest source.",
+             "tgt_in": "tgt_in is <sos> (1) followed by the target ids, right-padded with pad_idx.",
+             "tgt_out": "tgt_out is the target ids followed by <eos> (2), right-padded with pad_idx."}
+    for name, value, want in zip(("src", "tgt_in", "tgt_out"), got, collate_expected(pairs, pad_idx)):
+        assert_close(value, want, name=f"collate's {name}", example=example, hint=hint or hints[name])
+
+
+@given(pairs=s.id_pairs(), pad_idx=st.sampled_from([0, 3]))
+def test_collate_matches_its_definition(student, pairs, pad_idx):
+    check_collate(student, pairs, pad_idx)
+
+
+def test_collate_shifts_the_target(student):
+    # one pair: no padding at all, so only the shift shows
+    check_collate(student, [([5, 6, 7], [8, 9])], 0,
+                  hint="Teacher forcing: the decoder reads <sos> y1 y2 and must predict y1 y2 <eos>: "
+                       "tgt_in = [1, 8, 9], tgt_out = [8, 9, 2].")
+
+
+def test_collate_pads_src_and_tgt_independently(student):
+    check_collate(student, [([5], [8, 9, 10, 11]), ([5, 6, 7, 4, 4, 4], [8])], 0,
+                  hint="Pad src to the longest source and tgt_in/tgt_out to the longest target + 1, separately.")
+
+
+# LabelSmoothingLoss -----------------------------------------------------------------------
+
+@given(case=s.smoothing_cases())
+def test_label_smoothing_loss_matches_torch(student, case):
+    logits, targets, pad, eps = case
+    V = logits.shape[1]
+    expected = F.cross_entropy(logits, targets, ignore_index=pad, label_smoothing=eps)
+    got = student.new(LOSS, V, pad, smoothing=eps)(logits, targets)
+    assert_close(got, expected, name="LabelSmoothingLoss", atol=1e-5,
+                 example=describe(logits=logits, targets=targets, pad_idx=pad, smoothing=eps),
+                 hint="q = (1 - smoothing) one-hot + smoothing / V; loss = -sum q log_softmax, "
+                      "averaged over the non-pad targets only.")
+
+
+def test_label_smoothing_loss_ignores_padding(student):
+    g = torch.Generator().manual_seed(4)
+    logits = torch.randn(6, 7, generator=g)
+    targets = torch.tensor([3, 0, 5, 0, 0, 1])
+    loss = student.new(LOSS, 7, 0, smoothing=0.1)
+    base = expect_tensor(loss(logits, targets), name="loss", shape=(), dtype=torch.float32)
+    changed = logits.clone()
+    changed[targets == 0] = torch.randn(3, 7, generator=g) * 5
+    example = describe(logits=logits, targets=targets, pad_idx=0)
+    assert_close(loss(changed, targets), base, name="loss after changing the logits at padded positions",
+                 example=example, hint="Positions whose target is pad_idx must not count at all.")
+    expected = F.cross_entropy(logits, targets, ignore_index=0, label_smoothing=0.1)
+    assert_close(base, expected, name="loss", example=example,
+                 hint="Divide by the number of non-pad targets (3 here), not by all 6 positions.")
+    # the loss does depend on the logits at the real positions
+    real = logits.clone()
+    real[0] += torch.linspace(-3, 3, 7)
+    if torch.allclose(loss(real, targets), base):
+        raise Mismatch("the loss should change when the logits of a real target change", expected="a new value",
+                       got="the same value", example=example)
+
+
+@given(case=s.smoothing_cases())
+def test_label_smoothing_loss_gradients_match_torch(student, case):
+    logits, targets, pad, eps = case
+    x = logits.clone().requires_grad_(True)
+    F.cross_entropy(x, targets, ignore_index=pad, label_smoothing=eps).backward()
+    m = student.new(LOSS, logits.shape[1], pad, smoothing=eps)
+    _, grads, _ = m.backward(logits, targets, grad_output=torch.tensor(1.0))
+    assert_close(grads[0] if grads else None, x.grad, name="gradient with respect to the logits",
+                 example=describe(logits=logits, targets=targets, pad_idx=pad, smoothing=eps), atol=1e-5,
+                 hint="Build the loss from differentiable tensor operations (no .item(), no .detach()).")
+
+
+# noam_lr ----------------------------------------------------------------------------------
+
+def noam(step, d_model, warmup):
+    return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+
+
+def call_noam(student, step, d_model, warmup):
+    got = student.call(NOAM, step, d_model, warmup)
+    if type(got) is not float:
+        raise Mismatch("noam_lr should return a Python float", expected="float", got=short(got),
+                       example=describe(step=step, d_model=d_model, warmup=warmup),
+                       hint="Compute with Python numbers (** and min), not tensors.")
+    return got
+
+
+@given(step=st.integers(1, 100_000), d_model=st.sampled_from([16, 64, 512]),
+       warmup=st.sampled_from([1, 10, 400, 4000]))
+def test_noam_lr_matches_formula(student, step, d_model, warmup):
+    got, want = call_noam(student, step, d_model, warmup), noam(step, d_model, warmup)
+    if not math.isclose(got, want, rel_tol=1e-9):
+        raise Mismatch("noam_lr differs from the formula", expected=f"{want:.10g}", got=f"{got:.10g}",
+                       example=describe(step=step, d_model=d_model, warmup=warmup),
+                       hint="d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), with step counting from 1.")
+
+
+def test_noam_lr_warms_up_then_decays(student):
+    d, w = 16, 10
+    lrs = [call_noam(student, step, d, w) for step in range(1, 31)]
+    example = describe(d_model=d, warmup=w, steps="1..30", lrs=[round(x, 6) for x in lrs])
+    peak = max(range(30), key=lambda i: lrs[i]) + 1
+    if peak != w:
+        raise Mismatch("the learning rate should peak at step == warmup", expected=f"peak at step {w}",
+                       got=f"peak at step {peak}", example=example, hint="min(step^-0.5, step * warmup^-1.5).")
+    if not math.isclose(lrs[w - 1], d ** -0.5 * w ** -0.5, rel_tol=1e-9):
+        raise Mismatch("the peak value should be d_model^-0.5 * warmup^-0.5",
+                       expected=f"{d ** -0.5 * w ** -0.5:.8g}", got=f"{lrs[w - 1]:.8g}", example=example)
+    if not math.isclose(lrs[1], 2 * lrs[0], rel_tol=1e-9) or not all(a < b for a, b in zip(lrs[:w - 1], lrs[1:w])):
+        raise Mismatch("during warm-up the learning rate should grow linearly with the step",
+                       expected="lr(2) = 2 lr(1), increasing up to step warmup", got=str(lrs[:w]), example=example)
+    if not all(a > b for a, b in zip(lrs[w - 1:], lrs[w:])):
+        raise Mismatch("after warm-up the learning rate should decrease", expected="decreasing after step 10",
+                       got=str(lrs[w - 1:]), example=example)
+    if not math.isclose(lrs[29], lrs[w - 1] * math.sqrt(w / 30), rel_tol=1e-9):
+        raise Mismatch("after warm-up the learning rate should decay like 1/sqrt(step)",
+                       expected=f"{noam(30, d, w):.8g} at step 30", got=f"{lrs[29]:.8g}", example=example)
+
+
+def test_noam_lr_rejects_step_0(student):
+    for step in (0, -3):
+        expect_error(lambda: student.call(NOAM, step, 16, 10), kind="ValueError", names=[step],
+                     example=describe(step=step, d_model=16, warmup=10),
+                     hint="Steps count from 1: raise ValueError(f\"step must be >= 1, got {step}\").")
+
+
+# train_epoch ------------------------------------------------------------------------------
+
+def tiny_batches(seed: int, n_batches: int = 3, vocab: int = 9):
+    """Batches (src, tgt_in, tgt_out) with some padding, as collate makes them."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n_batches):
+        pairs = []
+        for _ in range(3):
+            n, m = (int(x) for x in torch.randint(1, 5, (2,), generator=g))
+            pairs.append((torch.randint(4, vocab, (n,), generator=g).tolist(),
+                          torch.randint(4, vocab, (m,), generator=g).tolist()))
+        out.append(collate_expected(pairs, PAD))
+    return out
+
+
+def train_epoch_expected(batches, seed: int, lr: float, gamma: float | None = None):
+    """(mean loss, final state) of the definition, run here on the same tiny model."""
+    model = _TinyTranslator(9, 9, init=seed).train()
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.5)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 1, gamma) if gamma else None
+    loss_fn = torch.nn.CrossEntropyLoss(ignore_index=PAD)
+    losses = []
+    for src, tgt_in, tgt_out in batches:
+        opt.zero_grad()
+        logits = model(src, tgt_in)
+        loss = loss_fn(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1))
+        loss.backward()
+        opt.step()
+        if sched:
+            sched.step()
+        losses.append(loss.item())
+    return sum(losses) / len(losses), model.state_dict()
+
+
+def run_train_epoch(student, batches, seed: int, lr: float, scheduler: str | None = None, gamma: float = 0.5):
+    model = student.new("kit:tiny_translator", 9, 9, init=seed).train()
+    opt = student.call("torch.optim:SGD", model.method("parameters"), lr=lr, momentum=0.5)
+    loss_fn = student.new("torch.nn:CrossEntropyLoss", ignore_index=PAD)
+    sched = None
+    if scheduler == "counting":
+        sched = student.new("kit:counting_scheduler", opt)
+    elif scheduler == "step":
+        sched = student.call("torch.optim.lr_scheduler:StepLR", opt, 1, gamma)
+    got = student.call(TRAIN, model, batches, opt, loss_fn, sched, grad=True)
+    return got, model, sched
+
+
+def test_train_epoch_updates_like_the_definition(student):
+    batches = tiny_batches(1)
+    _, want = train_epoch_expected(batches, 1, 0.3)
+    _, model, _ = run_train_epoch(student, batches, 1, 0.3)
+    state = model.state()
+    example = describe(batches=f"{len(batches)} batches of 3 pairs", optimizer="SGD(lr=0.3, momentum=0.5)",
+                       loss_fn="CrossEntropyLoss(ignore_index=0)")
+    start = _TinyTranslator(9, 9, init=1).state_dict()
+    if all(torch.equal(state[k], start[k]) for k in start):
+        raise Mismatch("train_epoch should update the model's parameters", expected="changed parameters",
+                       got="the initial parameters", example=example, hint="Call loss.backward() and optimizer.step().")
+    for name, value in want.items():
+        assert_close(state.get(name), value, name=f"parameter {name} after the epoch", example=example, atol=1e-5,
+                     hint="Per batch: optimizer.zero_grad(), logits = model(src, tgt_in), loss on the flattened "
+                          "logits and tgt_out, loss.backward(), optimizer.step(): one update per batch.")
+
+
+def test_train_epoch_returns_the_mean_batch_loss(student):
+    batches = tiny_batches(2)
+    want, _ = train_epoch_expected(batches, 2, 0.3)
+    got, _, _ = run_train_epoch(student, batches, 2, 0.3)
+    example = describe(batches=f"{len(batches)} batches", optimizer="SGD(lr=0.3, momentum=0.5)")
+    if type(got) is not float:
+        raise Mismatch("train_epoch should return a Python float", expected="float", got=short(got),
+                       example=example, hint="Collect loss.item() per batch and return their mean.")
+    if not math.isclose(got, want, rel_tol=1e-5, abs_tol=1e-6):
+        raise Mismatch("train_epoch should return the mean of the batch losses", expected=f"{want:.6g}",
+                       got=f"{got:.6g}", example=example,
+                       hint="Each batch's loss is taken before its update; return sum(losses) / len(losses).")
+
+
+def test_train_epoch_steps_the_scheduler_once_per_batch(student):
+    for n in (1, 3):
+        batches = tiny_batches(3, n_batches=n)
+        _, _, sched = run_train_epoch(student, batches, 3, 0.1, scheduler="counting")
+        steps = sched.attr("steps")
+        if steps != n:
+            raise Mismatch("train_epoch should call scheduler.step() once per batch", expected=f"{n} calls",
+                           got=f"{steps} calls", example=describe(batches=f"{n} batches"),
+                           hint="Step the scheduler after optimizer.step(), inside the loop over batches.")
+    got, _, _ = run_train_epoch(student, tiny_batches(3, n_batches=2), 3, 0.1)  # scheduler=None works too
+    if type(got) is not float:
+        raise Mismatch("train_epoch without a scheduler should return a float", expected="float", got=short(got),
+                       hint="The scheduler is optional: step it only when it is not None.")
+
+
+# greedy_decode ----------------------------------------------------------------------------
+
+def greedy_expected(model, src, max_len, sos, eos):
+    model.eval()
+    with torch.no_grad():
+        ys = torch.full((src.size(0), 1), sos, dtype=torch.long)
+        done = torch.zeros(src.size(0), dtype=torch.bool)
+        while ys.size(1) < max_len and not done.all():
+            nxt = model(src, ys)[:, -1].argmax(-1).masked_fill(done, model.pad_idx)
+            ys = torch.cat([ys, nxt[:, None]], dim=1)
+            done |= nxt == eos
+    return ys
+
+
+def check_greedy(student, src, max_len, seed=0, vocab=12, pad=PAD, sos=SOS, eos=EOS, train_first=False):
+    """The submission's greedy_decode on the kit's tiny model equals the definition, position by position."""
+    model = student.new("kit:tiny_translator", vocab, vocab, pad_idx=pad, sos_idx=sos, eos_idx=eos, init=seed)
+    if train_first:
+        model.train()
+    got = student.call(GREEDY, model, src, max_len, sos, eos)
+    local = _TinyTranslator(vocab, vocab, pad_idx=pad, sos_idx=sos, eos_idx=eos, init=seed)
+    want = greedy_expected(local, src, max_len, sos, eos)
+    example = describe(src=src, max_len=max_len, sos_idx=sos, eos_idx=eos, pad_idx=pad, expected=want)
+    got = expect_tensor(got, name="greedy_decode output", dtype=torch.long, example=example)
+    B, L = want.shape
+    if got.dim() != 2 or got.size(0) != B or not L <= got.size(1) <= max_len:
+        raise Mismatch("greedy_decode output has the wrong shape", got=str(tuple(got.shape)), example=example,
+                       expected=f"({B}, L) with {L} <= L <= max_len = {max_len}",
+                       hint="Stop when every row has emitted <eos> or when L reaches max_len (<sos> counts).")
+    if not bool((got[:, 0] == sos).all()):
+        raise Mismatch("every row should start with sos_idx", expected=f"column 0 all {sos}",
+                       got=str(got[:, 0].tolist()), example=example)
+    full = torch.full((B, got.size(1)), pad, dtype=torch.long)
+    full[:, :L] = want
+    wrong = torch.nonzero(got != full)
+    if len(wrong):
+        b, t = (int(i) for i in wrong[0])
+        ended = bool((want[b, 1:t] == eos).any()) if t < L else True
+        if ended:
+            what = f"row {b}, position {t} comes after that row's <eos>: it should be padding ({pad})"
+            hint = "A finished row gets model.pad_idx after its <eos>, whatever the model predicts there."
+        else:
+            what = (f"row {b}, position {t} should be the argmax of the teacher-forced forward pass "
+                    f"model(src, ys[:, :{t}])[{b}, {t - 1}]")
+            hint = ("Decode one token at a time from the last position, in eval mode, and feed it back; "
+                    "the decoder is causal, so this equals the teacher-forced argmax.")
+        raise Mismatch(what, expected=str(full[b].tolist()), got=str(got[b].tolist()), where=f"row {b}, position {t}",
+                       example=example, hint=hint)
+    return model, want
+
+
+def test_greedy_decode_matches_teacher_forced_argmax(student):
+    src = torch.tensor([[4, 5, 6, 7, 8, 9], [7, 8, 9, 10, 11, 4]])
+    _, want = check_greedy(student, src, 6, seed=5)
+    assert want.size(1) == 6 and not bool((want == EOS).any())  # non-degenerate: long rows, no early <eos>
+
+
+@given(src=s.padded_tokens(vocab=st.just(12), pad=st.just(PAD), max_t=6), max_len=st.integers(2, 9),
+       seed=s.seeds)
+def test_greedy_decode_matches_the_definition(student, src, max_len, seed):
+    check_greedy(student, src.tokens, max_len, seed=seed)
+
+
+def test_greedy_decode_stops_at_eos_and_pads_after(student):
+    src = torch.tensor([[4, 5, 6, 0], [7, 8, 0, 0], [4, 4, 4, 4], [5, 0, 0, 0]])
+    _, want = check_greedy(student, src, 10, seed=0)
+    # non-degenerate: rows end at different steps, and the model predicts real tokens after an <eos>
+    ends = [int((row == EOS).nonzero()[0]) for row in want]
+    assert len(set(ends)) > 1 and max(ends) < 9, want
+
+
+def test_greedy_decode_respects_max_len(student):
+    src = torch.tensor([[4, 5, 6, 7, 8, 9, 10, 11], [5, 6, 7, 8, 9, 10, 11, 4]])
+    for max_len in (1, 2, 4):
+        check_greedy(student, src, max_len, seed=1)
+
+
+def test_greedy_decode_runs_in_eval_mode(student):
+    src = torch.tensor([[4, 5, 6, 0], [7, 8, 9, 10]])
+    model, want = check_greedy(student, src, 7, seed=2, train_first=True)
+    local = _TinyTranslator(12, 12, init=2).train()
+    assert not torch.equal(greedy_expected_train(local, src, 7), want)  # the mode shows in the output
+    if model.attr("training") is not False:
+        raise Mismatch("greedy_decode should leave the model in eval mode", expected="model.training False",
+                       got=f"model.training {model.attr('training')!r}", hint="Call model.eval() first.")
+
+
+def greedy_expected_train(model, src, max_len):
+    """What a decoder that forgot model.eval() would give (the kit's model changes in train mode)."""
+    model.train()
+    with torch.no_grad():
+        ys = torch.full((src.size(0), 1), SOS, dtype=torch.long)
+        while ys.size(1) < max_len:
+            ys = torch.cat([ys, model(src, ys)[:, -1].argmax(-1)[:, None]], dim=1)
+    return ys[:, :max_len]
+
+
+# The whole stack ---------------------------------------------------------------------------
+
+SMALL = dict(batch_size=32, d_model=32, n_heads=4, n_layers=1, d_ff=64, dropout=0.0, warmup=100, lr_scale=1.0,
+             max_len=32)
+
+
+def train_date_task(student, steps: int, n_train: int, n_test: int, timeout: float = 120.0) -> dict:
+    """Train the submission's own stack in its process (grader.worker's train_date_task)."""
+    got = student._request({"op": "call", "target": "kit:train_date_task", "args": [],
+                            "kwargs": dict(seed=0, steps=steps, n_train=n_train, n_test=n_test, **SMALL),
+                            "seed": None, "grad": True, "device": None}, timeout=timeout)
+    if type(got) is not dict or not isinstance(got.get("losses"), list) or len(got["losses"]) != steps:
+        raise Mismatch("training did not record one loss per step", expected=f"{steps} losses", got=short(got))
+    return got
+
+
+def test_end_to_end_training_lowers_the_loss(student):
+    got = train_date_task(student, steps=150, n_train=2000, n_test=20)
+    losses = got["losses"]
+    example = describe(task="dates -> ISO dates", steps=150, **SMALL)
+    if not all(math.isfinite(x) for x in losses):
+        raise Mismatch("the training loss should stay finite", expected="finite losses",
+                       got=f"first non-finite at step {next(i for i, x in enumerate(losses) if not math.isfinite(x)) + 1}",
+                       example=example)
+    first, last = sum(losses[:5]) / 5, sum(losses[-20:]) / 20
+    if not last < 0.4 * first:
+        raise Mismatch("150 steps of training should cut the loss by more than half",
+                       expected=f"mean of the last 20 losses < {0.4 * first:.3f} (0.4 x the first 5)",
+                       got=f"{last:.3f} (first 5: {first:.3f})", example=example,
+                       hint="Run `grade train assignment4` to watch your model train; check collate's shift, "
+                            "the loss and the learning-rate schedule.")
