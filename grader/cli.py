@@ -41,9 +41,7 @@ def grade_parser() -> argparse.ArgumentParser:
 
 
 def run_grade(argv: list[str]) -> int:
-    from rich.console import Console
-
-    from grader import config, report, runner, scoring
+    from grader import config, runner
 
     args = grade_parser().parse_args(argv)
     course = config.load(find_course(args.course))
@@ -54,9 +52,15 @@ def run_grade(argv: list[str]) -> int:
     to_stdout = args.json == "-"
     if args.json and not to_stdout and not Path(args.json).resolve().parent.is_dir():
         raise ConfigError(f"--json: the folder of {args.json!r} does not exist")
+    sandbox = runner.start(course, args.assignment, submission)  # before the heavy imports below
+
+    from rich.console import Console
+
+    from grader import report, scoring
+
     console = Console(stderr=to_stdout, no_color="NO_COLOR" in os.environ or None)
     with console.status(f"grading {args.assignment} ...", spinner="dots"):
-        result = runner.grade(course, args.assignment, submission, args.device)
+        result = runner.grade(course, args.assignment, submission, args.device, sandbox)
     report.render(result, console)
     if args.json:
         text = json.dumps(scoring.to_json(result), indent=2)

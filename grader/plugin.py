@@ -77,7 +77,7 @@ class GradingPlugin:
             check = item.name.removeprefix("test_")
             if check in self.components and check not in self.results:
                 keep.append(item)
-                if "hidden" in Path(str(item.fspath)).parts and hasattr(item.obj, "hypothesis"):
+                if "hidden" in item.path.parts and hasattr(item.obj, "hypothesis"):
                     item.obj._hypothesis_internal_use_seed = self.course.hidden_seed
             else:
                 drop.append(item)

@@ -18,7 +18,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import protocol
 from grader.config import Limits
 
 GRADER_DIR = Path(__file__).resolve().parent
@@ -117,6 +116,7 @@ class Sandbox:
 
     def __init__(self, submission: Path, files: dict[str, list[str]], limits: Limits, reference: Path | None = None):
         self.limits = limits
+        self.created = time.monotonic()
         self.dir = Path(tempfile.mkdtemp(prefix="grade-"))
         self.staged = stage(submission, files, self.dir, reference)
         self.output = self.dir / "output.txt"
@@ -132,8 +132,7 @@ class Sandbox:
         boot = "import sys; sys.path.insert(0, sys.argv[1]); from grader.worker import main; main()"
         with open(self.output, "ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-X", f"pycache_prefix={pycache}", "-c", boot,
-                 str(self.dir), str(req_r), str(resp_w)],
+                [sys.executable, "-I", "-B", "-c", boot, str(self.dir), str(req_r), str(resp_w), pycache],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=self.dir,
                 env={"PATH": os.defpath, "HOME": str(self.dir), "LANG": "C.UTF-8",
                      "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
@@ -152,6 +151,7 @@ class Sandbox:
 
     def request(self, message: dict, timeout: float | None = None):
         """Send one request and return the worker's answer; raise StudentError or WorkerFault."""
+        from grader import protocol  # imports torch: not at module level, so the worker can start first
         self._await_ready()
         try:
             protocol.write_all(self.req, protocol.encode(message))
@@ -165,6 +165,7 @@ class Sandbox:
         return reply["ok"]
 
     def _receive(self, deadline: float, doing: str):
+        from grader import protocol
         def wait():
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self.resp], [], [], left)[0]:

@@ -268,8 +268,11 @@ def _safe_str(e: BaseException) -> str:
 
 
 def main():
-    scratch, req_fd, resp_fd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    scratch, req_fd, resp_fd, pycache = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     torch.set_num_threads(1)
+    # Set only now: torch (already imported) keeps its cached bytecode, which takes seconds to
+    # rebuild, while the submission's code is compiled from its sources into a fresh prefix.
+    sys.pycache_prefix = pycache
     import_tree(f"{scratch}/{PACKAGE}", PACKAGE)
     worker = Worker(scratch)
     protocol.write_all(resp_fd, protocol.encode({"ok": "ready"}))
