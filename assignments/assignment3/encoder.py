@@ -1,0 +1,63 @@
+"""The encoder: a stack of identical layers of self-attention followed by a feed-forward network."""
+
+import torch
+import torch.nn as nn
+
+from ..assignment1.feed_forward import PositionwiseFeedForward
+from ..assignment1.layer_norm import LayerNorm
+from ..assignment2.multi_head_attention import MultiHeadAttention
+from .sublayer import ResidualConnection
+
+
+class EncoderLayer(nn.Module):
+    """One encoder layer: every position attends to the whole source, then goes through the FFN.
+
+        x = residuals[0](x, lambda x: self_attn(x, x, x, src_mask))
+        x = residuals[1](x, feed_forward)
+
+    Shapes: x (B, S, d_model), src_mask bool broadcastable to (B, n_heads, S, S)
+    (typically (B, 1, 1, S) from make_pad_mask; True = may attend) -> (B, S, d_model).
+
+    The grader relies on these names:
+        self_attn     MultiHeadAttention(d_model, n_heads, dropout)
+        feed_forward  PositionwiseFeedForward(d_model, d_ff, dropout)
+        residuals     nn.ModuleList of 2 ResidualConnection(d_model, dropout, norm_first)
+
+    Do not use torch.nn.TransformerEncoderLayer (it is what the grader compares against).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
+                 norm_first: bool = False):
+        super().__init__()
+        # TODO: your code here (the docstring above says what to build).
+        raise NotImplementedError("assignment3: EncoderLayer.__init__")
+
+    def forward(self, x: torch.Tensor, src_mask: torch.Tensor | None) -> torch.Tensor:
+        # TODO: your code here (the docstring above says what to build).
+        raise NotImplementedError("assignment3: EncoderLayer.forward")
+
+
+class Encoder(nn.Module):
+    """A stack of n_layers EncoderLayers; its output is the `memory` the decoder attends to.
+
+        for layer in layers: x = layer(x, src_mask)
+        if norm_first: x = norm(x)      # pre-norm leaves the last output un-normalised
+
+    Shapes: x (B, S, d_model) (already embedded), src_mask as in EncoderLayer
+    -> (B, S, d_model).
+
+    The grader relies on these names:
+        layers  nn.ModuleList of n_layers distinct EncoderLayer (build each one:
+                repeating one instance would share its parameters)
+        norm    LayerNorm(d_model), always created, applied only when norm_first
+    """
+
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,
+                 dropout: float = 0.1, norm_first: bool = False):
+        super().__init__()
+        # TODO: your code here (the docstring above says what to build).
+        raise NotImplementedError("assignment3: Encoder.__init__")
+
+    def forward(self, x: torch.Tensor, src_mask: torch.Tensor | None) -> torch.Tensor:
+        # TODO: your code here (the docstring above says what to build).
+        raise NotImplementedError("assignment3: Encoder.forward")
