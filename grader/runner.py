@@ -26,7 +26,7 @@ def start(course: Course, assignment_name: str, submission: Path) -> Sandbox:
         raise ConfigError(f"no grading suite for {assignment_name}: {course.suites / 'public'} has no "
                           f"test_{assignment_name}.py")
     staged = {a.name: list(a.files) for a in course.closure(assignment_name)}
-    sandbox = Sandbox(submission, staged, course.limits, course.reference if "hidden" in files else None)
+    sandbox = Sandbox(submission, staged, course.limits)
     sandbox.start()
     return sandbox
 
@@ -45,7 +45,8 @@ def grade(course: Course, assignment_name: str, submission: Path, device: str = 
     submission = Path(submission).resolve()
     files = suite_files(course, assignment_name)
     try:
-        plugin = GradingPlugin(course, assignment, Submission(sandbox, device))
+        reference = course.reference if "hidden" in files else None  # the instructors' tier only
+        plugin = GradingPlugin(course, assignment, Submission(sandbox, device, reference))
         args = [str(p) for p in files.values()]
         # plugins a grading run has no use for; unraisableexception alone costs ~0.6 s of gc at exit
         for name in ("cacheprovider", "randomly", "unraisableexception", "threadexception", "faulthandler",

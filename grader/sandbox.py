@@ -53,17 +53,13 @@ class Copied:
     refused: list[str]
 
 
-def stage(submission: Path, files: dict[str, list[str]], scratch: Path, reference: Path | None = None) -> Copied:
-    """Copy the whitelisted files of each assignment, plus the worker's own code, into scratch.
-
-    With `reference`, the reference tree is staged too, as the package the hidden tier
-    swaps in for a composite's parts."""
+def stage(submission: Path, files: dict[str, list[str]], scratch: Path) -> Copied:
+    """Copy the whitelisted files of each assignment, plus the worker's own code, into scratch."""
     copied = _copy_tree(submission, files, scratch / "submission")
-    if reference is not None:
-        _copy_tree(reference, files, scratch / "reference")
     kit = scratch / "grader"
     kit.mkdir()
-    for name in ("__init__.py", "protocol.py", "tree.py", "worker.py", "config.py", "toytask.py", "train.py"):
+    for name in ("__init__.py", "protocol.py", "tree.py", "worker.py", "parts.py", "config.py", "toytask.py",
+                 "train.py"):
         if (GRADER_DIR / name).exists():
             shutil.copyfile(GRADER_DIR / name, kit / name)
     return copied
@@ -114,11 +110,12 @@ def _doing(message: dict) -> str:
 class Sandbox:
     """One submission's worker process, restarted after each fault."""
 
-    def __init__(self, submission: Path, files: dict[str, list[str]], limits: Limits, reference: Path | None = None):
+    def __init__(self, submission: Path, files: dict[str, list[str]], limits: Limits):
         self.limits = limits
         self.created = time.monotonic()
         self.dir = Path(tempfile.mkdtemp(prefix="grade-"))
-        self.staged = stage(submission, files, self.dir, reference)
+        self.staged = stage(submission, files, self.dir)
+        self.on_ask = None  # answers the worker's requests for reference parts (grader.parts)
         self.output = self.dir / "output.txt"
         self.output.touch()
         self.proc = None
@@ -166,21 +163,39 @@ class Sandbox:
 
     def _receive(self, deadline: float, doing: str):
         from grader import protocol
+
         def wait():
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self.resp], [], [], left)[0]:
                 self._fault("timeout", f"no answer within {self.limits.timeout_seconds:g} s while {doing}; "
                                        "the process was killed")
+        while True:
+            try:
+                reply = protocol.read_frame(self.resp, wait)
+            except EOFError:
+                self._fault("crash", self._death(f"while {doing}"))
+            except protocol.ProtocolError as e:
+                self._fault("tamper", f"the submission's process sent a malformed answer ({e}); it was killed")
+            if isinstance(reply, dict) and set(reply) == {"ask"} and self.on_ask is not None:
+                self._answer(reply["ask"])
+                continue
+            if not isinstance(reply, dict) or not ({"ok"} == set(reply) or {"error"} == set(reply)
+                                                  and isinstance(reply["error"], dict)):
+                self._fault("tamper", "the submission's process sent an answer the grader did not ask for; "
+                                      "it was killed")
+            return reply
+
+    def _answer(self, message):
+        from grader import protocol
+
         try:
-            reply = protocol.read_frame(self.resp, wait)
-        except EOFError:
-            self._fault("crash", self._death(f"while {doing}"))
-        except protocol.ProtocolError as e:
-            self._fault("tamper", f"the submission's process sent a malformed answer ({e}); it was killed")
-        if not isinstance(reply, dict) or not ({"ok"} == set(reply) or {"error"} == set(reply)
-                                              and isinstance(reply["error"], dict)):
-            self._fault("tamper", "the submission's process sent an answer the grader did not ask for; it was killed")
-        return reply
+            answer = {"ok": self.on_ask(message)}
+        except Exception as e:  # a bad request from the submission's side: tell it, keep grading
+            answer = {"error": f"{type(e).__name__}: {e}"[:500]}
+        try:
+            protocol.write_all(self.req, protocol.encode(answer))
+        except OSError:
+            self._fault("crash", self._death("while the grader answered it"))
 
     def _death(self, when: str) -> str:
         proc = self.proc

@@ -11,11 +11,10 @@ import traceback
 
 import torch
 
-from grader import protocol
+from grader import parts, protocol
 from grader.tree import import_tree, resolve
 
 PACKAGE = "submission"
-REFERENCE = "reference"  # staged only for the instructors' tier
 
 
 class _Linear:
@@ -105,11 +104,11 @@ KIT = {"linear_sublayer": _Linear, "counting_scheduler": _CountingScheduler, "ti
 
 
 class Worker:
-    def __init__(self, scratch: str = ""):
-        self.scratch = scratch
+    def __init__(self, req_fd: int = -1, resp_fd: int = -1):
+        self.req_fd, self.resp_fd = req_fd, resp_fd
         self.objects: dict[int, object] = {}
         self.next_id = 1
-        self.swaps: dict[str, tuple[object, object]] = {}  # part -> (submission's, reference's)
+        self.swaps: dict[str, tuple[object, object]] = {}  # part -> (submission's, stand-in)
         self.patched: list[tuple[object, str, object]] = []  # (module, name, original)
 
     def keep(self, obj) -> protocol.Handle:
@@ -212,13 +211,25 @@ class Worker:
         self._patch()
 
     def op_swap(self, req):
-        """Use the reference's versions of `parts` wherever the submission's code names them,
-        until the next reset: a composite is then graded on its own wiring alone."""
-        if REFERENCE not in sys.modules:
-            import_tree(f"{self.scratch}/{REFERENCE}", REFERENCE)
+        """Use stand-ins that run the reference's `parts` in the grader wherever the submission's
+        code names them, until the next reset: a composite is then graded on its own wiring."""
         for part in req["parts"]:
-            self.swaps[part] = (resolve(PACKAGE, part), resolve(REFERENCE, part))
+            self.swaps[part] = (resolve(PACKAGE, part), parts.stand_in(part, self.ask))
         self._patch()
+
+    def ask(self, message: dict):
+        """A request to the grader in the middle of answering one of its own. Callables in it
+        (a sublayer given to a ResidualConnection) travel as handles: the grader may call them
+        back before it answers."""
+        protocol.write_all(self.resp_fd, protocol.encode({"ask": message}, keep=self.keep))
+        while True:
+            reply = protocol.read_frame(self.req_fd)
+            if "op" in reply:
+                protocol.write_all(self.resp_fd, self.handle(reply))
+                continue
+            if "error" in reply:
+                raise RuntimeError(f"the grader could not run the reference part: {reply['error']}")
+            return reply["ok"]
 
     def _patch(self):
         if not self.swaps:
@@ -274,7 +285,7 @@ def main():
     # rebuild, while the submission's code is compiled from its sources into a fresh prefix.
     sys.pycache_prefix = pycache
     import_tree(f"{scratch}/{PACKAGE}", PACKAGE)
-    worker = Worker(scratch)
+    worker = Worker(req_fd, resp_fd)
     protocol.write_all(resp_fd, protocol.encode({"ok": "ready"}))
     while True:
         try:

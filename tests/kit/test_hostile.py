@@ -55,3 +55,33 @@ def test_an_attack_earns_nothing_and_costs_nothing_elsewhere(tmp_path, quick_cou
     assert_loses_only_in(report, component)
     attacked = next(c for c in report["components"] if c["name"] == component)
     assert not any(t["status"] == "skipped" for t in attacked["tests"])
+
+
+CHEAT = '''
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import importlib.util, os, sys
+        for name, module in list(sys.modules.items()):
+            other = getattr(module, "TransformerEmbedding", None)
+            if other is not None and other is not type(self) and isinstance(other, type):
+                return other.forward(self, x)
+        for folder, _, files in os.walk(os.getcwd()):
+            path = os.path.join(folder, "embedding.py")
+            if "embedding.py" in files and path != os.path.abspath(__file__):
+                spec = importlib.util.spec_from_file_location("found", path)
+                found = importlib.util.module_from_spec(spec)
+                try:
+                    spec.loader.exec_module(found)
+                    return found.TransformerEmbedding.forward(self, x)
+                except Exception:
+                    pass
+        return self.token(x)
+'''
+
+
+def test_the_reference_is_nowhere_in_the_submissions_process(tmp_path):
+    """Isolated checks run the reference's parts in the grader: a submission that looks for the
+    reference to delegate to finds nothing, and its own bug still costs its points."""
+    old = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        ### BEGIN SOLUTION\n" \
+          "        return self.position(self.token(x))  # (B, T, d_model)\n        ### END SOLUTION\n"
+    tree = mutant(tmp_path, {"assignment1/embedding.py": [(old, CHEAT)]})
+    assert_loses_only_in(grade_json(tree, "assignment1"), "TransformerEmbedding")
