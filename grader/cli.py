@@ -75,32 +75,31 @@ def run_grade(argv: list[str]) -> int:
     return 0
 
 
-def run_stubs(argv: list[str]) -> int:
-    from grader import config, stubs
+def _generate(argv: list[str], name: str, description: str, what: str, write_all) -> int:
+    from grader import config
 
-    p = _Parser(prog="grade stubs", description="Generate assignments/ from the solutions' marked blocks.")
-    p.add_argument("--check", action="store_true", help="only report stubs that differ; exit 1 if any")
+    p = _Parser(prog=f"grade {name}", description=description)
+    p.add_argument("--check", action="store_true", help=f"only report {what} that differ; exit 1 if any")
     p.add_argument("--course", metavar="PATH")
     args = p.parse_args(argv)
-    course = config.load(find_course(args.course))
-    stale = stubs.write_all(course, check=args.check)
+    stale = write_all(config.load(find_course(args.course)), check=args.check)
     for path in stale:
         print(("stale: " if args.check else "wrote: ") + str(path))
     return 1 if args.check and stale else 0
+
+
+def run_stubs(argv: list[str]) -> int:
+    from grader import stubs
+
+    return _generate(argv, "stubs", "Generate assignments/ from the solutions' marked blocks.", "stubs",
+                     stubs.write_all)
 
 
 def run_expected(argv: list[str]) -> int:
-    from grader import config, expected
+    from grader import expected
 
-    p = _Parser(prog="grade expected", description="Store the reference's outputs for the public tier.")
-    p.add_argument("--check", action="store_true", help="only report stored outputs that differ; exit 1 if any")
-    p.add_argument("--course", metavar="PATH")
-    args = p.parse_args(argv)
-    course = config.load(find_course(args.course))
-    stale = expected.write_all(course, check=args.check)
-    for path in stale:
-        print(("stale: " if args.check else "wrote: ") + str(path))
-    return 1 if args.check and stale else 0
+    return _generate(argv, "expected", "Store the reference's outputs for the public tier.", "stored outputs",
+                     expected.write_all)
 
 
 def run_train(argv: list[str]) -> int:
