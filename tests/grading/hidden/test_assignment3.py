@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from grader.checks import assert_close, describe
 from tests import strategies as s
-from tests.grading.public.test_assignment3 import NORM_HINT, _sublayer, masks
+from tests.grading.public.test_assignment3 import NORM_HINT, _sublayer, check_padding_rows, check_xavier, masks
 from tests.grading.support import check_reference, reference_module
 
 RC = "assignment3.sublayer:ResidualConnection"
@@ -147,3 +147,10 @@ def test_transformer_matches_reference_with_reference_parts(student, reference, 
                  hint="Graded on the reference's embeddings, Encoder, Decoder and masks: check the wiring, "
                       "projection(decode(encode(src, src_mask), src_mask, tgt, tgt_mask)) with masks built from "
                       "self.pad_idx.")
+
+
+def test_transformer_init_with_reference_parts(student):
+    """Xavier init and zero padding rows are the Transformer's own job, whatever its parts."""
+    student.swap(EMB, ENC, DEC, PAD, TGT)
+    check_xavier(student)
+    check_padding_rows(student)
