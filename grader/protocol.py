@@ -9,6 +9,7 @@ in the worker {"$h": id, "type": name}, and a dict {"$d": [[key, value], ...]}.
 
 import json
 import os
+import re
 import struct
 
 import torch
@@ -66,6 +67,8 @@ def encode(value, keep=None) -> bytes:
             return {"$h": v.id, "type": v.type}
         if isinstance(v, torch.dtype) and v in DTYPE_NAMES:
             return {"$dtype": DTYPE_NAMES[v]}
+        if isinstance(v, torch.device):
+            return {"$device": str(v)}
         if keep is None:
             raise TypeError(f"cannot send a {type(v).__name__}")
         return enc(keep(v))
@@ -122,6 +125,9 @@ def decode_value(header: dict, blobs: list[bytes], metas) -> object:
                 return {_hashable(dec(k)): dec(x) for k, x in v["$d"]}
             if set(v) == {"$dtype"} and v["$dtype"] in DTYPES:
                 return DTYPES[v["$dtype"]]
+            if set(v) == {"$device"} and type(v["$device"]) is str and re.fullmatch(r"(cpu|cuda)(:\d{1,2})?",
+                                                                                   v["$device"]):
+                return torch.device(v["$device"])
             if set(v) == {"$h", "type"} and type(v["$h"]) is int and type(v["type"]) is str:
                 return Handle(v["$h"], v["type"][:200])
         raise ProtocolError(f"malformed value {str(v)[:80]}")
