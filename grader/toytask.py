@@ -7,7 +7,8 @@
 Small enough to train on a laptop CPU in about a minute, and it needs what a
 Transformer has: the output is reordered (year first, day last), every part goes
 through a lexical mapping (a year word to four digits, "march"/"mar" to "0 3",
-"3rd"/"3" to "0 3"), and the source and target vocabularies share no token, so
+"3rd"/"3" to "0 3"), and source and target have vocabularies of their own (a
+source word is a whole number, "1994"; a target token is one character), so
 copying the input gets nothing right.
 
 Generated in memory from a seed, no downloads. The splits are disjoint by

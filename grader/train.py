@@ -15,6 +15,11 @@ Front end (imports rich, and matplotlib when present, lazily):
 grader.tree.import_tree; everything trained or decoded here goes through that
 tree's own code (Transformer, Vocab, collate, LabelSmoothingLoss, noam_lr,
 train_epoch, greedy_decode).
+
+Trust: `grade train` imports and runs the given tree's code in its own process,
+without the grader's sandbox (it is a student's command, run on the student's own
+code). Grading never does that: the hidden end-to-end check calls fit() inside the
+sandboxed worker (grader.worker's `train_date_task`).
 """
 
 from __future__ import annotations
@@ -34,8 +39,8 @@ from .tree import import_tree, resolve
 
 # The default budget: about a minute on a 2-core laptop CPU, >= 95% exact match for the reference.
 # Two threads were the fastest of 1 and 2 for this small model on a 2-core machine.
-DEFAULTS = dict(steps=1000, batch_size=64, d_model=64, n_heads=4, n_layers=2, d_ff=256,
-                dropout=0.1, warmup=200, lr_scale=2.0, smoothing=0.1, max_len=64,
+DEFAULTS = dict(steps=800, batch_size=64, d_model=64, n_heads=4, n_layers=2, d_ff=256,
+                dropout=0.1, warmup=200, lr_scale=1.0, smoothing=0.1, max_len=64,
                 threads=min(2, os.cpu_count() or 1))
 
 
@@ -278,6 +283,7 @@ def run(submission: Path, out: Path, *, steps: int | None = None, seed: int = 0,
 
     `submission` holds assignment1..assignment4 (the kit's assignments/ or solutions/);
     PNGs go to `out`. Returns 0, or 1 when the tree cannot be imported or raises.
+    The tree's code runs in this process, not in the grader's sandbox: run it on code you trust.
     """
     from rich.console import Console
     from rich.panel import Panel
@@ -295,7 +301,8 @@ def run(submission: Path, out: Path, *, steps: int | None = None, seed: int = 0,
         f"[bold]Dates -> ISO[/bold]   train {len(task.train)}  valid {len(task.valid)}  test {len(task.test)}\n"
         f"e.g. [cyan]{' '.join(task.train[0][0])}[/cyan] -> [green]{' '.join(task.train[0][1])}[/green]\n"
         f"tree [bold]{submission}[/bold]   steps {steps}   seed {seed}   "
-        f"d_model {config['d_model']}  heads {config['n_heads']}  layers {config['n_layers']}",
+        f"d_model {config['d_model']}  heads {config['n_heads']}  layers {config['n_layers']}\n"
+        f"[dim]runs this tree's code in this process (no sandbox): for your own code[/dim]",
         title="grade train assignment4"))
 
     try:

@@ -1,0 +1,111 @@
+"""Assignment 4 through the real command line: solutions, stubs, one-bug mutants, the training command."""
+
+import subprocess
+import sys
+
+import pytest
+
+from grader import toytask, train
+from tests.kit.conftest import ROOT, SOLUTIONS, assert_loses_only_in, full_marks, grade_json, mutant, run_grade, scores
+
+
+def test_solutions_get_full_marks(solution_reports):
+    report = solution_reports("assignment4")
+    assert scores(report) == full_marks(report), report
+    assert report["score"] == report["max_score"] == 50
+
+
+def test_stubs_get_zero_and_are_not_attempted():
+    report = grade_json(ROOT / "assignments", "assignment4")
+    assert report["score"] == 0
+    assert {c["name"]: c["status"] for c in report["components"]} == {
+        c["name"]: "not attempted" for c in report["components"]}
+
+
+MUTANTS = {
+    "LabelSmoothingLoss": {"assignment4/training.py": [
+        ("return (per_token * keep).sum() / keep.sum().clamp(min=1)", "return per_token.mean()")]},
+    "noam_lr": {"assignment4/training.py": [
+        ("return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)",
+         "return d_model ** -0.5 * min((step + 1) ** -0.5, (step + 1) * warmup ** -1.5)")]},
+    "collate": {"assignment4/data.py": [  # pads with 0 whatever pad_idx is
+        ("list(r) + [pad_idx] * (width - len(r))", "list(r) + [0] * (width - len(r))")]},
+    "greedy_decode": {"assignment4/decoding.py": [
+        ("nxt = nxt.masked_fill(done, model.pad_idx)", "pass")]},
+    "train_epoch": {"assignment4/training.py": [  # the scheduler stepped once per epoch
+        ("        if scheduler is not None:\n            scheduler.step()\n        losses.append(loss.item())",
+         "        losses.append(loss.item())\n    if scheduler is not None:\n        scheduler.step()")]},
+}
+
+# Bugs that stop the model learning: they cost marks in their component and in EndToEnd (which
+# trains the submission's own stack; there is no isolated variant of it, see course.toml).
+BREAK_TRAINING = {
+    "collate": {"assignment4/data.py": [  # no shift: the model learns to copy its input
+        ("tgt_in = pad([[Vocab.SOS] + list(t) for _, t in pairs])",
+         "tgt_in = pad([list(t) + [Vocab.EOS] for _, t in pairs])")]},
+    "train_epoch": {"assignment4/training.py": [  # gradients accumulate over the batches
+        ("        optimizer.zero_grad()\n        logits = model(src, tgt_in)  # (B, T, V)",
+         "        logits = model(src, tgt_in)  # (B, T, V)")]},
+}
+
+
+@pytest.mark.parametrize("component", sorted(MUTANTS))
+def test_a_bug_costs_points_only_where_it_lives(tmp_path, component):
+    assert_loses_only_in(grade_json(mutant(tmp_path, MUTANTS[component]), "assignment4"), component)
+
+
+@pytest.mark.parametrize("component", sorted(BREAK_TRAINING))
+def test_a_bug_that_stops_learning_costs_points_in_its_component_and_end_to_end(tmp_path, component):
+    report = grade_json(mutant(tmp_path, BREAK_TRAINING[component]), "assignment4")
+    got, full = scores(report), full_marks(report)
+    assert got[component] < full[component] and got["EndToEnd"] < full["EndToEnd"], got
+    assert {n for n in got if got[n] != full[n]} == {component, "EndToEnd"}, got
+
+
+def test_the_task_is_fixed_by_its_seed_and_its_splits_are_disjoint():
+    a, b = toytask.make_task(seed=3, n_train=300, n_valid=50, n_test=50), toytask.make_task(3, 300, 50, 50)
+    assert a.train == b.train and a.test == b.test
+    assert a.train != toytask.make_task(seed=4, n_train=300, n_valid=50, n_test=50).train
+    dates = [{"".join(t) for _, t in split} for split in (a.train, a.valid, a.test)]
+    assert not (dates[0] & dates[1] or dates[0] & dates[2] or dates[1] & dates[2])
+    assert len({tuple(s[:1]) for s, _ in a.train}) > 1  # several wordings
+
+
+def test_corpus_bleu():
+    ref = [list("1994-03-03"), list("2001-12-25")]
+    assert train.corpus_bleu(ref, ref) == pytest.approx(100.0)
+    assert train.corpus_bleu([list("9999")] * 2, ref) == 0.0
+    assert 0 < train.corpus_bleu([list("1994-03-04"), list("2001-12-25")], ref) < 100
+
+
+def test_training_command_runs_end_to_end(tmp_path):
+    proc = run_grade("train", "assignment4", "--submission", str(SOLUTIONS), "--out", str(tmp_path / "out"),
+                     "--steps", "40", timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for text in ("exact match", "BLEU-4", "tokens / s", "Sample translations"):
+        assert text in proc.stdout, proc.stdout[-3000:]
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert "pip install" in proc.stdout
+    else:
+        names = sorted(p.name for p in (tmp_path / "out").iterdir())
+        assert names == ["cross_attention.png", "positional_encoding.png", "training_curve.png"]
+        assert all((tmp_path / "out" / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)
+
+
+def test_training_command_without_matplotlib_says_how_to_get_pictures(tmp_path):
+    code = ("import sys; sys.modules['matplotlib'] = None; from grader.cli import main; "
+            f"sys.exit(main(['train', 'assignment4', '--submission', {str(SOLUTIONS)!r}, '--out', "
+            f"{str(tmp_path / 'out')!r}, '--steps', '3']))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={"NO_COLOR": "1", "COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "pip install matplotlib" in proc.stdout
+    assert not (tmp_path / "out").exists()
+
+
+def test_training_command_on_the_stubs_says_what_is_missing(tmp_path):
+    proc = run_grade("train", "assignment4", "--out", str(tmp_path / "out"), "--steps", "3", timeout=300)
+    assert proc.returncode == 1
+    assert "Not implemented yet" in proc.stdout and "assignment4: Vocab.__init__" in proc.stdout
