@@ -2,29 +2,9 @@
 
 import pytest
 
-from tests.kit.conftest import ROOT, assert_loses_only_in, full_marks, grade_json, mutant, scores
+from tests.kit.conftest import assert_loses_only_in, full_marks, grade_json, mutant, scores
 
 ATT, MASKS, MHA = "assignment2/attention.py", "assignment2/masks.py", "assignment2/multi_head_attention.py"
-
-
-def test_solutions_get_full_marks(solution_reports):
-    report = solution_reports("assignment2")
-    assert report["score"] == report["max_score"] == 40
-    assert all(t["status"] == "passed" for c in report["components"] for t in c["tests"])
-    assert [c["name"] for c in report["components"]] == [
-        "scaled_dot_product_attention", "make_pad_mask", "make_causal_mask", "make_tgt_mask", "MultiHeadAttention"]
-    assert any(t["hidden"] for c in report["components"] for t in c["tests"])  # the hidden tier ran too
-
-
-def test_solutions_grade_quickly(solution_reports):
-    report = solution_reports("assignment2")
-    assert report["duration_seconds"] < 30, report["duration_seconds"]
-
-
-def test_stubs_get_nothing_and_every_component_is_not_attempted():
-    report = grade_json(ROOT / "assignments", "assignment2")
-    assert report["score"] == 0
-    assert {c["status"] for c in report["components"]} == {"not attempted"}
 
 
 # One classic bug each: (file, [(old, new), ...], the component that must lose points).

@@ -2,31 +2,11 @@
 
 import pytest
 
-from tests.kit.conftest import ROOT, assert_loses_only_in, full_marks, grade_json, mutant, scores
+from tests.kit.conftest import assert_loses_only_in, full_marks, grade_json, mutant, scores
 from tests.kit.test_assignment2 import FUSED_PROJECTION
 
 SUB, ENC, DEC = "assignment3/sublayer.py", "assignment3/encoder.py", "assignment3/decoder.py"
 TRANSFORMER = "assignment3/transformer.py"
-
-
-def test_solutions_get_full_marks(solution_reports):
-    report = solution_reports("assignment3")
-    assert report["score"] == report["max_score"] == 60
-    assert all(t["status"] == "passed" for c in report["components"] for t in c["tests"])
-    assert [c["name"] for c in report["components"]] == [
-        "ResidualConnection", "EncoderLayer", "Encoder", "DecoderLayer", "Decoder", "Transformer"]
-    assert any(t["hidden"] for c in report["components"] for t in c["tests"])
-
-
-def test_solutions_grade_quickly(solution_reports):
-    report = solution_reports("assignment3")
-    assert report["duration_seconds"] < 30, report["duration_seconds"]
-
-
-def test_stubs_get_nothing_and_every_component_is_not_attempted():
-    report = grade_json(ROOT / "assignments", "assignment3")
-    assert report["score"] == 0
-    assert {c["status"] for c in report["components"]} == {"not attempted"}
 
 
 BUGS = {

@@ -9,19 +9,6 @@ from grader import toytask, train
 from tests.kit.conftest import ROOT, SOLUTIONS, assert_loses_only_in, full_marks, grade_json, mutant, run_grade, scores
 
 
-def test_solutions_get_full_marks(solution_reports):
-    report = solution_reports("assignment4")
-    assert scores(report) == full_marks(report), report
-    assert report["score"] == report["max_score"] == 50
-
-
-def test_stubs_get_zero_and_are_not_attempted():
-    report = grade_json(ROOT / "assignments", "assignment4")
-    assert report["score"] == 0
-    assert {c["name"]: c["status"] for c in report["components"]} == {
-        c["name"]: "not attempted" for c in report["components"]}
-
-
 MUTANTS = {
     "LabelSmoothingLoss": {"assignment4/training.py": [
         ("return (per_token * keep).sum() / keep.sum().clamp(min=1)", "return per_token.mean()")]},

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.kit.conftest import ROOT, run_grade
+from tests.kit.conftest import run_grade
 
 
 def one_line_error(proc, *words):
