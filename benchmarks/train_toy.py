@@ -3,7 +3,7 @@
     python benchmarks/train_toy.py [--steps N] [--threads N] [--tree DIR]
 
 Trains the tree's (default: the reference solutions') Transformer with the defaults of
-`grade train assignment4` (grader.train.DEFAULTS), prints its wall time, tokens/s and
+`grade train assignment4` (grader.training.library.TrainConfig), prints its wall time, tokens/s and
 exact match / BLEU on the test split; then trains a model of the same size built on
 torch.nn.Transformer for the same steps, on the same batches, with the same loss,
 schedule and training loop (the tree's), and prints the ratio of the two wall times.
@@ -22,9 +22,9 @@ import torch.nn as nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader import train  # noqa: E402
-from grader.toytask import make_task  # noqa: E402
-from grader.tree import import_tree  # noqa: E402
+from grader.sandbox.child.tree import import_tree, resolve  # noqa: E402
+from grader.training import library  # noqa: E402
+from grader.training.toytask import build_vocabs, make_task  # noqa: E402
 
 
 class TorchTransformer(nn.Module):
@@ -72,35 +72,34 @@ class TorchTransformer(nn.Module):
 
 
 def run(pkg, task, steps, threads, model=None):
-    model, history = train.fit(pkg, task, steps=steps, seed=0, threads=threads, model=model)
-    metrics = train.evaluate(pkg, model, task.test, history.src_vocab, history.tgt_vocab)
+    config = library.TrainConfig(steps=steps)
+    model, history = library.fit(pkg, task, config, seed=0, threads=threads, model=model)
+    metrics = library.evaluate(pkg, model, task.test, history.src_vocab, history.tgt_vocab)
     return history, metrics
 
 
 def main():
     warnings.filterwarnings("ignore", message=".*nested tensors.*")  # nn.Transformer's eval fast path
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--steps", type=int, default=train.DEFAULTS["steps"])
-    p.add_argument("--threads", type=int, default=train.DEFAULTS["threads"])
+    p.add_argument("--steps", type=int, default=library.TrainConfig.steps)
+    p.add_argument("--threads", type=int, default=library.DEFAULT_THREADS)
     p.add_argument("--tree", default=str(ROOT / "solutions"))
     args = p.parse_args()
     import_tree(Path(args.tree), "_bench_tree")
     task = make_task(seed=0)
-    cfg = train.DEFAULTS
+    cfg = library.TrainConfig()
     print(f"date task: {len(task.train)} train / {len(task.test)} test pairs; {args.steps} steps of "
-          f"{cfg['batch_size']}, d_model {cfg['d_model']}, {cfg['n_heads']} heads, {cfg['n_layers']} layers, "
-          f"d_ff {cfg['d_ff']}; {args.threads} thread(s), torch {torch.__version__}")
+          f"{cfg.batch_size}, d_model {cfg.d_model}, {cfg.n_heads} heads, {cfg.n_layers} layers, "
+          f"d_ff {cfg.d_ff}; {args.threads} thread(s), torch {torch.__version__}")
 
     ours, ours_m = run("_bench_tree", task, args.steps, args.threads)
     print(f"course Transformer : {ours.wall_s:6.1f} s  {ours.tokens_per_s:9,.0f} tokens/s  "
           f"exact match {100 * ours_m['exact_match']:5.1f}%  BLEU {ours_m['bleu']:5.1f}")
 
     torch.manual_seed(0)
-    from grader.toytask import build_vocabs
-    from grader.tree import resolve
     src_vocab, tgt_vocab = build_vocabs(task, resolve("_bench_tree", "assignment4.data:Vocab"))
-    model = TorchTransformer(len(src_vocab), len(tgt_vocab), cfg["d_model"], cfg["n_heads"], cfg["n_layers"],
-                             cfg["d_ff"], cfg["dropout"], cfg["max_len"], 0)
+    model = TorchTransformer(len(src_vocab), len(tgt_vocab), cfg.d_model, cfg.n_heads, cfg.n_layers,
+                             cfg.d_ff, cfg.dropout, cfg.max_len, 0)
     theirs, theirs_m = run("_bench_tree", task, args.steps, args.threads, model=model)
     print(f"nn.Transformer     : {theirs.wall_s:6.1f} s  {theirs.tokens_per_s:9,.0f} tokens/s  "
           f"exact match {100 * theirs_m['exact_match']:5.1f}%  BLEU {theirs_m['bleu']:5.1f}")

@@ -1,67 +1,9 @@
 """From check outcomes to points: trusted arithmetic over the fixed list of checks in course.toml."""
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.config import Assignment, Course
-from grader.plugin import Outcome
-
-
-@dataclass
-class CheckResult:
-    id: str
-    tier: str
-    weight: float
-    outcome: Outcome
-
-
-@dataclass
-class ComponentResult:
-    name: str
-    file: str
-    score: float
-    max_score: float
-    checks: list[CheckResult]
-    depends: tuple[str, ...]
-
-    @property
-    def counted(self) -> list[CheckResult]:
-        return [c for c in self.checks if c.outcome.reason not in ("unavailable", "no_cuda", "dependency")]
-
-    @property
-    def status(self) -> str:
-        counted = self.counted
-        if counted and all(c.outcome.reason == "not_attempted" for c in counted):
-            return "not attempted"
-        if all(c.outcome.status == "passed" for c in counted):
-            return "passed"
-        return "failed" if self.score == 0 else "partial"
-
-
-@dataclass
-class Report:
-    assignment: str
-    title: str
-    submission: Path
-    components: list[ComponentResult]
-    duration: float
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def score(self) -> float:
-        return round(sum(c.score for c in self.components), 2)
-
-    @property
-    def max_score(self) -> float:
-        return sum(c.max_score for c in self.components)
-
-    def start_here(self) -> ComponentResult | None:
-        """The first component in dependency order (the order of course.toml) that is not passed."""
-        return next((c for c in self.components if c.status != "passed"), None)
-
-    def failing_dependencies(self, component: ComponentResult) -> list[str]:
-        status = {c.name: c.status for c in self.components}
-        return [d for d in component.depends if status.get(d, "passed") != "passed"]
+from grader.course import Assignment, Course
+from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Outcome, Report
 
 
 MISSING = Outcome("error", "missing", "this check did not run (not found in the grading suite)")
@@ -87,7 +29,7 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
             checks.append(CheckResult(check.id, check.tier, check.weight, results.get(check.id, MISSING)))
         # parts from earlier assignments are not graded here: their status is unknown
         _set_aside(comp, checks, [d for d in comp.depends if status.get(d) != "passed"])
-        counted = [c for c in checks if c.outcome.reason not in ("unavailable", "no_cuda", "dependency")]
+        counted = [c for c in checks if c.outcome.reason not in NOT_COUNTED]
         total = sum(c.weight for c in counted)
         earned = sum(c.weight for c in counted if c.outcome.status == "passed")
         points = round(comp.points * earned / total, 2) if total else 0.0
@@ -116,23 +58,3 @@ def _set_aside(comp, checks: list[CheckResult], failing: list[str]):
             c.outcome = Outcome(o.status, "dependency", f"{o.message} [not counted here: on the reference's {parts} "
                                 f"this component passes, so the difference comes from your {parts}]",
                                 o.details, o.output, o.duration)
-
-
-def to_json(report: Report) -> dict:
-    """The machine-readable report of the grader interface (fields may be added, never removed)."""
-    return {
-        "assignment": report.assignment,
-        "submission": str(report.submission),
-        "score": report.score,
-        "max_score": report.max_score,
-        "duration_seconds": round(report.duration, 2),
-        "notes": report.notes,
-        "components": [
-            {"name": c.name, "file": c.file, "score": c.score, "max_score": c.max_score, "status": c.status,
-             "tests": [{"id": t.id, "status": t.outcome.status, "hidden": t.tier == "hidden", "tier": t.tier,
-                        "reason": t.outcome.reason, "message": t.outcome.message,
-                        "duration_seconds": round(t.outcome.duration, 3), **t.outcome.details,
-                        **({"output": t.outcome.output} if t.outcome.output else {})}
-                       for t in c.checks]}
-            for c in report.components],
-    }

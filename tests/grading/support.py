@@ -5,8 +5,8 @@ from pathlib import Path
 
 import torch
 
-from grader.checks import assert_close, describe
-from grader.tree import resolve
+from grader.suite.checks import assert_close, describe
+from grader.suite.reference import resolve
 
 EXPECTED = Path(__file__).parent / "public" / "expected"
 

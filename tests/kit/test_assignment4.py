@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from grader import toytask, train
+from grader.training import library as train
+from grader.training import toytask
 from tests.kit.conftest import ROOT, SOLUTIONS, assert_loses_only_in, full_marks, grade_json, mutant, run_grade, scores
 
 

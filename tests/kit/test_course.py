@@ -4,7 +4,7 @@ import ast
 import subprocess
 import sys
 
-from grader import config
+from grader import course as config
 from tests.kit.conftest import ROOT
 
 

@@ -5,8 +5,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from grader import config, report, scoring
-from grader.plugin import Outcome
+from grader import course as config
+from grader import scoring
+from grader.render import report
+from grader.results import Outcome
 from tests.kit.conftest import ROOT
 
 HOSTILE = "[bold red]markup[/] \x1b[31mred\x1b[0m [link=http://x]link[/link]"

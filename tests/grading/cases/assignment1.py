@@ -2,7 +2,7 @@
 
 import torch
 
-from grader.expected import Case
+from grader.authoring.expected import Case
 
 
 def _x(*shape):

@@ -2,7 +2,7 @@
 
 import torch
 
-from grader.expected import Case
+from grader.authoring.expected import Case
 
 
 def _attention(lead, t_q, t_k, d_k, d_v, masked):

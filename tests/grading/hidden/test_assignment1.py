@@ -4,7 +4,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.checks import assert_close, describe
+from grader.suite.checks import assert_close, describe
 from tests import strategies as s
 from tests.grading.support import check_reference
 

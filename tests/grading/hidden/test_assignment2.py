@@ -3,8 +3,8 @@
 import torch
 from hypothesis import given
 
-from grader.checks import assert_close, describe, expect_tensor
-from grader.tree import resolve
+from grader.suite.checks import assert_close, describe, expect_tensor
+from grader.suite.reference import resolve
 from tests import strategies as s
 from tests.grading.public.test_assignment2 import SDPA, SDPA_HINT, call_sdpa, graded_rows
 from tests.grading.support import check_reference

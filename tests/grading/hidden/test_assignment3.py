@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.checks import assert_close, describe
+from grader.suite.checks import assert_close, describe
 from tests import strategies as s
 from tests.grading.public.test_assignment3 import NORM_HINT, _sublayer, check_padding_rows, check_xavier, masks
 from tests.grading.support import check_reference, reference_module

@@ -6,8 +6,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.checks import Mismatch, assert_close, describe, short
-from grader.tree import resolve
+from grader.suite.checks import Mismatch, assert_close, describe, short
+from grader.suite.reference import resolve
 from tests import strategies as s
 from tests.grading.public.test_assignment4 import (COLLATE, LOSS, NOAM, check_greedy, run_train_epoch, tiny_batches,
                                                    train_date_task, train_epoch_expected)

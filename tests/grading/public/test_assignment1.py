@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.checks import Mismatch, assert_close, describe, expect_error, expect_tensor
+from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor
 from tests import strategies as s
 from tests.grading.support import check_stored
 

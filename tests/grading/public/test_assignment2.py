@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.checks import Mismatch, assert_close, describe, expect_error, expect_tensor, short
+from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor, short
 from tests import strategies as s
 from tests.grading.support import _stored, check_stored
 

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.checks import Mismatch, assert_close, describe, expect_tensor
+from grader.suite.checks import Mismatch, assert_close, describe, expect_tensor
 from tests import strategies as s
 from tests.grading.public.test_assignment1 import pe_formula
 from tests.grading.public.test_assignment2 import expect_changed, load_torch_mha

@@ -2,7 +2,7 @@
 
 The loss is compared with PyTorch's own cross-entropy, noam_lr with its formula, collate
 with its definition. train_epoch and greedy_decode are graded on a small model of the
-kit's (grader.worker's _TinyTranslator, rebuilt here with the same seed), so that they
+kit's (grader.worker's TinyTranslator, rebuilt here with the same seed), so that they
 are graded on their own and not on the submission's Transformer.
 """
 
@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.checks import Mismatch, assert_close, describe, expect_error, expect_tensor, short
-from grader.worker import _TinyTranslator
+from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor, short
+from grader.suite.kit import TinyTranslator
 from tests import strategies as s
 
 VOCAB = "assignment4.data:Vocab"
@@ -281,7 +281,7 @@ def tiny_batches(seed: int, n_batches: int = 3, vocab: int = 9):
 
 def train_epoch_expected(batches, seed: int, lr: float, gamma: float | None = None):
     """(mean loss, final state) of the definition, run here on the same tiny model."""
-    model = _TinyTranslator(9, 9, init=seed).train()
+    model = TinyTranslator(9, 9, init=seed).train()
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.5)
     sched = torch.optim.lr_scheduler.StepLR(opt, 1, gamma) if gamma else None
     loss_fn = torch.nn.CrossEntropyLoss(ignore_index=PAD)
@@ -318,7 +318,7 @@ def test_train_epoch_updates_like_the_definition(student):
     state = model.state()
     example = describe(batches=f"{len(batches)} batches of 3 pairs", optimizer="SGD(lr=0.3, momentum=0.5)",
                        loss_fn="CrossEntropyLoss(ignore_index=0)")
-    start = _TinyTranslator(9, 9, init=1).state_dict()
+    start = TinyTranslator(9, 9, init=1).state_dict()
     if all(torch.equal(state[k], start[k]) for k in start):
         raise Mismatch("train_epoch should update the model's parameters", expected="changed parameters",
                        got="the initial parameters", example=example, hint="Call loss.backward() and optimizer.step().")
@@ -377,7 +377,7 @@ def check_greedy(student, src, max_len, seed=0, vocab=12, pad=PAD, sos=SOS, eos=
     if train_first:
         model.train()
     got = student.call(GREEDY, model, src, max_len, sos, eos)
-    local = _TinyTranslator(vocab, vocab, pad_idx=pad, sos_idx=sos, eos_idx=eos, init=seed)
+    local = TinyTranslator(vocab, vocab, pad_idx=pad, sos_idx=sos, eos_idx=eos, init=seed)
     want = greedy_expected(local, src, max_len, sos, eos)
     example = describe(src=src, max_len=max_len, sos_idx=sos, eos_idx=eos, pad_idx=pad, expected=want)
     got = expect_tensor(got, name="greedy_decode output", dtype=torch.long, example=example)
@@ -437,7 +437,7 @@ def test_greedy_decode_respects_max_len(student):
 def test_greedy_decode_runs_in_eval_mode(student):
     src = torch.tensor([[4, 5, 6, 0], [7, 8, 9, 10]])
     model, want = check_greedy(student, src, 7, seed=2, train_first=True)
-    local = _TinyTranslator(12, 12, init=2).train()
+    local = TinyTranslator(12, 12, init=2).train()
     assert not torch.equal(greedy_expected_train(local, src, 7), want)  # the mode shows in the output
     if model.attr("training") is not False:
         raise Mismatch("greedy_decode should leave the model in eval mode", expected="model.training False",

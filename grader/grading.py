@@ -5,8 +5,9 @@ import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
-from grader.config import ConfigError, Course
-from grader.sandbox import Sandbox
+from grader.course import ConfigError, Course
+from grader.results import Report
+from grader.sandbox.host import Sandbox
 
 
 def suite_files(course: Course, assignment: str) -> dict[str, Path]:
@@ -14,9 +15,10 @@ def suite_files(course: Course, assignment: str) -> dict[str, Path]:
     return {tier: path for tier, path in files.items() if path.exists()}
 
 
-def start(course: Course, assignment_name: str, submission: Path) -> Sandbox:
+def start_sandbox(*, course: Course, assignment: str, submission: Path) -> Sandbox:
     """Stage the submission and start its worker. Cheap and torch-free: call it first, so the
     worker imports torch while this process imports pytest, Hypothesis and torch."""
+    assignment_name = assignment
     course.assignment(assignment_name)
     submission = Path(submission).resolve()
     if not submission.is_dir():
@@ -31,22 +33,26 @@ def start(course: Course, assignment_name: str, submission: Path) -> Sandbox:
     return sandbox
 
 
-def grade(course: Course, assignment_name: str, submission: Path, device: str = "cpu",
-          sandbox: Sandbox | None = None):
-    """Run the suites of `assignment_name` on `submission` and score them (a scoring.Report)."""
+def grade_submission(*, course: Course, assignment: str, submission: Path, device: str = "cpu",
+                     sandbox: Sandbox | None = None) -> Report:
+    """Run the suites of `assignment` on `submission` and score them.
+
+    `sandbox`: one started by start_sandbox for the same submission (it is closed here)."""
     import pytest
 
     from grader import scoring
-    from grader.plugin import GradingPlugin, Outcome
-    from grader.remote import Submission
+    from grader.results import Outcome
+    from grader.suite.plugin import GradingPlugin
+    from grader.suite.remote import Submission
 
-    sandbox = sandbox or start(course, assignment_name, submission)
-    assignment = course.assignment(assignment_name)
+    assignment_name = assignment
+    sandbox = sandbox or start_sandbox(course=course, assignment=assignment_name, submission=submission)
+    spec = course.assignment(assignment_name)
     submission = Path(submission).resolve()
     files = suite_files(course, assignment_name)
     try:
         reference = course.reference if "hidden" in files else None  # the instructors' tier only
-        plugin = GradingPlugin(course, assignment, Submission(sandbox, device, reference))
+        plugin = GradingPlugin(course, spec, Submission(sandbox, device, reference))
         args = [str(p) for p in files.values()]
         # plugins a grading run has no use for; unraisableexception alone costs ~0.6 s of gc at exit
         for name in ("cacheprovider", "randomly", "unraisableexception", "threadexception", "faulthandler",
@@ -66,7 +72,7 @@ def grade(course: Course, assignment_name: str, submission: Path, device: str = 
         sandbox.close()
     cuda = device == "cuda" and _cuda_available()
     unavailable = {}
-    for component in assignment.components:
+    for component in spec.components:
         for check in component.checks:
             if check.tier == "hidden" and "hidden" not in files:
                 unavailable[check.id] = Outcome("skipped", "unavailable", "hidden tier: graded by your instructor")
@@ -74,7 +80,7 @@ def grade(course: Course, assignment_name: str, submission: Path, device: str = 
                 unavailable[check.id] = None
             elif check.tier == "cuda" and not cuda:
                 unavailable[check.id] = Outcome("skipped", "no_cuda", "no CUDA device here: GPU check not run")
-    return scoring.score(course, assignment, submission, results, unavailable,
+    return scoring.score(course, spec, submission, results, unavailable,
                          duration=time.monotonic() - sandbox.created, faults=[f.detail for f in faults], refused=refused)
 
 

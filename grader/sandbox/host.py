@@ -1,7 +1,7 @@
 """The grader's side of the trust boundary: a worker process per submission, with limits.
 
 The submission's files are copied (regular files on a whitelist only) into a scratch
-directory and imported there by `grader.worker` in a child started with `python -I`,
+directory and imported there by `grader.sandbox.child.worker` in a child started with `python -I`,
 a clean environment, resource limits and a process group of its own. A request that
 outlives its deadline kills the whole group; the next request starts a fresh child.
 """
@@ -18,9 +18,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.config import Limits
+from grader.course import Limits
 
-GRADER_DIR = Path(__file__).resolve().parent
+GRADER_DIR = Path(__file__).resolve().parent.parent
+# torch-only packages that run inside the submission's process
+CHILD_PACKAGES = ("sandbox/child", "training")
 MAX_SOURCE_BYTES = 1 << 20
 
 
@@ -49,24 +51,26 @@ class WorkerFault(BaseException):
 
 @dataclass
 class Copied:
-    files: list[str]
     refused: list[str]
 
 
 def stage(submission: Path, files: dict[str, list[str]], scratch: Path) -> Copied:
-    """Copy the whitelisted files of each assignment, plus the worker's own code, into scratch."""
+    """Copy the whitelisted files of each assignment, plus the code that runs beside them, into scratch.
+
+    What runs in the submission's process is `grader.sandbox.child` and the training library
+    it calls, each copied whole; nothing else of the grader is there to import."""
     copied = _copy_tree(submission, files, scratch / "submission")
     kit = scratch / "grader"
-    kit.mkdir()
-    for name in ("__init__.py", "protocol.py", "tree.py", "worker.py", "parts.py", "config.py", "toytask.py",
-                 "train.py"):
-        if (GRADER_DIR / name).exists():
-            shutil.copyfile(GRADER_DIR / name, kit / name)
+    for package in CHILD_PACKAGES:
+        shutil.copytree(GRADER_DIR / package, kit / package, ignore=shutil.ignore_patterns("__pycache__"))
+    # empty parents: the copied packages import as in the grader, and nothing else comes along
+    for package in ("", "sandbox"):
+        (kit / package / "__init__.py").touch()
     return copied
 
 
 def _copy_tree(tree: Path, files: dict[str, list[str]], package: Path) -> Copied:
-    copied, refused = [], []
+    refused = []
     package.mkdir(parents=True)
     for assignment, names in files.items():
         src_dir = tree / assignment
@@ -81,8 +85,7 @@ def _copy_tree(tree: Path, files: dict[str, list[str]], package: Path) -> Copied
                 refused.append(f"{assignment}/{name}")
                 continue
             shutil.copyfile(src, package / assignment / name)
-            copied.append(f"{assignment}/{name}")
-    return Copied(copied, refused)
+    return Copied(refused)
 
 
 def _limit(limits: Limits):
@@ -126,7 +129,7 @@ class Sandbox:
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         pycache = tempfile.mkdtemp(dir=self.dir, prefix="pycache-")
-        boot = "import sys; sys.path.insert(0, sys.argv[1]); from grader.worker import main; main()"
+        boot = "import sys; sys.path.insert(0, sys.argv[1]); from grader.sandbox.child.worker import main; main()"
         with open(self.output, "ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-I", "-B", "-c", boot, str(self.dir), str(req_r), str(resp_w), pycache],
@@ -148,7 +151,7 @@ class Sandbox:
 
     def request(self, message: dict, timeout: float | None = None):
         """Send one request and return the worker's answer; raise StudentError or WorkerFault."""
-        from grader import protocol  # imports torch: not at module level, so the worker can start first
+        from grader.sandbox.child import protocol  # imports torch: not at module level, so the worker can start first
         self._await_ready()
         try:
             protocol.write_all(self.req, protocol.encode(message))
@@ -162,7 +165,7 @@ class Sandbox:
         return reply["ok"]
 
     def _receive(self, deadline: float, doing: str):
-        from grader import protocol
+        from grader.sandbox.child import protocol
 
         def wait():
             left = deadline - time.monotonic()
@@ -186,7 +189,7 @@ class Sandbox:
             return reply
 
     def _answer(self, message):
-        from grader import protocol
+        from grader.sandbox.child import protocol
 
         try:
             answer = {"ok": self.on_ask(message)}

@@ -5,26 +5,14 @@ sandbox. What a check earns is decided from what this plugin records, never from
 anything the submission says about itself.
 """
 
-from dataclasses import dataclass, field
-from pathlib import Path
-
 import hypothesis
 import pytest
 
-from grader.checks import Mismatch
-from grader.config import Assignment, Course
-from grader.remote import Submission
-from grader.sandbox import StudentError, WorkerFault
-
-
-@dataclass
-class Outcome:
-    status: str  # passed, failed, error, timeout, skipped
-    reason: str = ""  # not_attempted, mismatch, exception, crash, timeout, tamper, grader
-    message: str = ""
-    details: dict = field(default_factory=dict)
-    output: str = ""
-    duration: float = 0.0
+from grader.suite.checks import Mismatch
+from grader.course import Assignment, Course
+from grader.results import Outcome
+from grader.suite.remote import Submission
+from grader.sandbox.host import StudentError, WorkerFault
 
 
 def classify(exc: BaseException) -> Outcome:
@@ -92,10 +80,9 @@ class GradingPlugin:
     @pytest.fixture(scope="session")
     def reference(self):
         """The reference solutions, imported into the grader's process (instructors' tier only)."""
-        from grader.tree import import_tree
+        from grader.suite import reference
 
-        import_tree(self.course.reference, "_kit_reference")
-        return "_kit_reference"
+        return reference.load(self.course.reference)
 
     @pytest.fixture(autouse=True)
     def _one_check(self, request):

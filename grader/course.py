@@ -84,13 +84,6 @@ class Course:
         visit(name)
         return [self.assignments[n] for n in seen]
 
-    def component(self, name: str) -> Component:
-        for a in self.assignments.values():
-            for c in a.components:
-                if c.name == name:
-                    return c
-        raise KeyError(name)
-
 
 class _Table:
     """A TOML table being read: remembers its dotted key and refuses keys nobody asked for."""

@@ -7,7 +7,7 @@ what lies outside the markers (imports, signatures, docstrings) is copied as it 
 import re
 from pathlib import Path
 
-from grader.config import Course
+from grader.course import Course
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 _DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)|^(\s*)class\s+(\w+)")

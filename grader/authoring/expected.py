@@ -12,8 +12,8 @@ from typing import Callable
 
 import torch
 
-from grader.config import Course
-from grader.tree import import_tree, resolve
+from grader.course import Course
+from grader.sandbox.child.tree import import_tree, resolve
 
 REFERENCE = "_kit_reference"
 
@@ -75,8 +75,12 @@ def _same(a, b) -> bool:
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.dtype != b.dtype \
                 or a.shape != b.shape:
             return False
-        # another CPU may round the last bit differently: that is not a stale file
-        return torch.allclose(a, b, rtol=1e-6, atol=1e-7) if a.is_floating_point() else torch.equal(a, b)
+        if not a.is_floating_point():
+            return torch.equal(a, b)
+        # another CPU (other SIMD width, other thread count) rounds float32 sums differently, by a few
+        # ulps of the tensor's largest value: that is not a stale file
+        scale = float(b.abs().max()) if b.numel() else 0.0
+        return torch.allclose(a, b, rtol=1e-5, atol=1e-6 * max(scale, 1.0))
     if isinstance(a, (list, tuple)):
         return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(_same, a, b))
     if isinstance(a, dict):

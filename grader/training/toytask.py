@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 MONTHS = ["january", "february", "march", "april", "may", "june", "july",
           "august", "september", "october", "november", "december"]
@@ -62,15 +62,6 @@ class Task:
     train: list[Pair]
     valid: list[Pair]
     test: list[Pair]
-    seed: int = 0
-    name: str = "dates"
-    formats: list[str] = field(default_factory=lambda: list(FORMATS))
-
-    def max_src_len(self) -> int:
-        return max(len(s) for split in (self.train, self.valid, self.test) for s, _ in split)
-
-    def max_tgt_len(self) -> int:
-        return max(len(t) for split in (self.train, self.valid, self.test) for _, t in split)
 
 
 def make_task(seed: int = 0, n_train: int = 12000, n_valid: int = 500, n_test: int = 1000) -> Task:
@@ -94,7 +85,7 @@ def make_task(seed: int = 0, n_train: int = 12000, n_valid: int = 500, n_test: i
         date = start + datetime.timedelta(days=off)
         pairs.append((render(date, rng.choice(fmts)), iso_tokens(date)))
     return Task(train=pairs[:n_train], valid=pairs[n_train:n_train + n_valid],
-                test=pairs[n_train + n_valid:], seed=seed)
+                test=pairs[n_train + n_valid:])
 
 
 # ---- helpers that use a tree's own assignment4 Vocab / collate ----------------------

@@ -1,4 +1,4 @@
-"""The sandboxed side: runs in a child process, imports the submission, answers requests.
+"""The request loop of the submission's process: imports the submission, answers the grader.
 
 Everything here runs next to untrusted code, so nothing it says is believed: the
 grader checks every answer itself. This module only has to be honest for honest
@@ -11,96 +11,9 @@ import traceback
 
 import torch
 
-from grader import parts, protocol
-from grader.tree import import_tree, resolve
-
-PACKAGE = "submission"
-
-
-class _Linear:
-    """A sublayer the grader can pass to `ResidualConnection.forward`."""
-
-    def __init__(self, weight, bias):
-        self.weight, self.bias = weight, bias
-
-    def __call__(self, x):
-        return torch.tanh(torch.nn.functional.linear(x, self.weight.to(x.device), self.bias.to(x.device)))
-
-
-class _CountingScheduler:
-    """Counts `step()` calls, so `train_epoch` can be checked to step the scheduler once a batch."""
-
-    def __init__(self, optimizer=None):
-        self.steps = 0
-
-    def step(self):
-        self.steps += 1
-
-
-class _TinyTranslator(torch.nn.Module):
-    """A small seq2seq model with the Transformer's interface (encode, decode, projection,
-    pad_idx, forward), causal by construction and deterministic in eval() mode, so that
-    `greedy_decode` and `train_epoch` can be graded without the submission's Transformer.
-
-    The masks it is given are ignored (a bug in them costs marks in assignment2 only).
-    Position t of the decoder output is a running mean of the target embeddings up to t
-    plus a summary of the source; one extra feature fires when t + 1 equals the source
-    length and pushes the <eos> logit (id `eos_idx`) up, so rows of different source
-    lengths end at different steps. <pad> and <sos> are never predicted. In train() mode the
-    features are reversed, which changes the predictions: decoding in train mode shows.
-    """
-
-    def __init__(self, src_vocab: int, tgt_vocab: int, d: int = 8, pad_idx: int = 0, sos_idx: int = 1,
-                 eos_idx: int = 2, init: int = 0):
-        super().__init__()
-        g = torch.Generator().manual_seed(init)  # the weights' seed
-        self.pad_idx, self.eos_idx = pad_idx, eos_idx
-        self.src_emb = torch.nn.Embedding(src_vocab, d)
-        self.tgt_emb = torch.nn.Embedding(tgt_vocab, d)
-        self.projection = torch.nn.Linear(d + 1, tgt_vocab)
-        with torch.no_grad():
-            for p in self.parameters():
-                p.copy_(torch.randn(p.shape, generator=g))
-            self.projection.weight[:, d] = -4.0
-            self.projection.weight[eos_idx, d] = 12.0
-            self.projection.bias[pad_idx] = self.projection.bias[sos_idx] = -30.0  # never predicted
-
-    def encode(self, src, src_mask=None):
-        keep = (src != self.pad_idx).unsqueeze(-1)  # (B, S, 1)
-        return torch.tanh(self.src_emb(src)) * keep  # (B, S, d)
-
-    def decode(self, memory, src_mask, tgt, tgt_mask=None):
-        T = tgt.size(1)
-        steps = torch.arange(1, T + 1, device=tgt.device)  # (T,)
-        h = torch.cumsum(self.tgt_emb(tgt), dim=1) / steps[None, :, None]  # (B, T, d) causal mean
-        h = torch.tanh(h + memory.sum(dim=1, keepdim=True))
-        if self.training:
-            h = h.flip(-1)
-        n_src = (memory.abs().sum(-1) > 0).sum(-1)  # (B,) source length
-        end = (steps[None, :] == n_src[:, None]).to(h.dtype).unsqueeze(-1)  # (B, T, 1)
-        return torch.cat([h, end], dim=-1)  # (B, T, d + 1)
-
-    def forward(self, src, tgt):
-        return self.projection(self.decode(self.encode(src), None, tgt))
-
-
-def _train_date_task(seed: int = 0, steps: int = 1000, n_train: int = 4000, n_test: int = 200, **config):
-    """Train a tree's whole assignment4 stack on the bundled date task; return the metrics.
-
-    Runs inside the sandbox on the submission (`grader.train` uses the tree's own Transformer,
-    Vocab, collate, LabelSmoothingLoss, noam_lr, train_epoch and greedy_decode)."""
-    from grader import toytask, train
-
-    task = toytask.make_task(seed=seed, n_train=n_train, n_valid=1, n_test=n_test)
-    model, history = train.fit(PACKAGE, task, steps=steps, seed=seed, threads=None, **config)
-    metrics = train.evaluate(PACKAGE, model, task.test, history.src_vocab, history.tgt_vocab)
-    return {"losses": [float(x) for x in history.losses], "exact_match": float(metrics["exact_match"]),
-            "bleu": float(metrics["bleu"]), "samples": [[" ".join(s), " ".join(t), " ".join(h)] for (s, t), h
-                                                        in zip(task.test[:3], metrics["hypotheses"][:3])]}
-
-
-KIT = {"linear_sublayer": _Linear, "counting_scheduler": _CountingScheduler, "tiny_translator": _TinyTranslator,
-       "train_date_task": _train_date_task}
+from grader.sandbox.child import protocol, standins
+from grader.sandbox.child.fixtures import KIT, SUBMISSION as PACKAGE
+from grader.sandbox.child.tree import import_tree, resolve
 
 
 class Worker:
@@ -214,7 +127,7 @@ class Worker:
         """Use stand-ins that run the reference's `parts` in the grader wherever the submission's
         code names them, until the next reset: a composite is then graded on its own wiring."""
         for part in req["parts"]:
-            self.swaps[part] = (resolve(PACKAGE, part), parts.stand_in(part, self.ask))
+            self.swaps[part] = (resolve(PACKAGE, part), standins.stand_in(part, self.ask))
         self._patch()
 
     def ask(self, message: dict):

@@ -7,7 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from grader.scoring import ComponentResult, Report
+from grader.results import ComponentResult, Report
 
 STYLES = {"passed": "green", "partial": "yellow", "failed": "red", "not attempted": "dim", "error": "red",
           "timeout": "magenta", "skipped": "dim"}

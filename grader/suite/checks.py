@@ -2,7 +2,7 @@
 
 import torch
 
-from grader.protocol import Handle
+from grader.sandbox.child.protocol import Handle
 
 
 class Mismatch(AssertionError):
@@ -96,7 +96,7 @@ def assert_close(got, expected: torch.Tensor, *, name: str, example: str = "", h
 
 def expect_error(fn, *, kind: str, names: list[str], example: str = "", hint: str = ""):
     """`fn()` must raise `kind` (in the submission) with a message that mentions every item of `names`."""
-    from grader.sandbox import StudentError
+    from grader.sandbox.host import StudentError
 
     try:
         value = fn()

@@ -1,0 +1,1 @@
+"""Instructors' authoring tools: stubs from the solutions, the public tier's stored outputs."""

@@ -1,0 +1,1 @@
+"""One module per `grade` command, each a thin layer over one library function."""

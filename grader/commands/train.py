@@ -1,0 +1,155 @@
+"""`grade train assignment4`: train a tree's Transformer on the bundled date task, live.
+
+The tree's code runs in this process, without the grader's sandbox: it is a student's
+command, run on the student's own code. Grading never does that (the hidden end-to-end
+check trains inside the sandbox).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from grader.cli import UsageParser, find_course
+from grader.course import ConfigError
+
+if TYPE_CHECKING:
+    from grader.training.library import TrainConfig
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
+def main(argv: list[str]) -> int:
+    from grader import load_course
+    from grader.training.library import TrainConfig
+
+    p = UsageParser(prog="grade train", description="Train your Transformer on the bundled translation task.")
+    p.add_argument("assignment", choices=("assignment4",))
+    p.add_argument("--submission", metavar="DIR")
+    p.add_argument("--out", metavar="DIR", default="training-output")
+    p.add_argument("--steps", type=_positive, default=TrainConfig.steps, help="optimiser steps (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--course", metavar="PATH")
+    args = p.parse_args(argv)
+    course = load_course(find_course(args.course))
+    submission = Path(args.submission) if args.submission else course.assignments_dir
+    if not submission.is_dir():
+        raise ConfigError(f"--submission: {str(submission)!r} is not a directory")
+    return train_tree(submission=submission, out=Path(args.out), config=TrainConfig(steps=args.steps),
+                      seed=args.seed)
+
+
+def train_tree(*, submission: Path, out: Path, config: TrainConfig, seed: int = 0, console=None) -> int:
+    """Train `submission`'s Transformer on the date task, report test metrics, draw pictures.
+
+    `submission` holds assignment1..assignment4 (the kit's assignments/ or solutions/);
+    PNGs go to `out`. Returns 0, or 1 when the tree cannot be imported or raises.
+    The tree's code runs in this process, not in the grader's sandbox: run it on code you trust.
+    """
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+    from rich.table import Table
+
+    from grader.render.plots import save_training_plots
+    from grader.sandbox.child.tree import import_tree
+    from grader.training.library import cross_attention, evaluate, fit
+    from grader.training.toytask import make_task
+
+    console = console or Console()
+    submission, out = Path(submission), Path(out)
+    steps = config.steps
+    pkg = "_grade_train_" + hashlib.sha1(str(submission.resolve()).encode()).hexdigest()[:12]
+    task = make_task(seed=seed)
+    console.print(Panel.fit(
+        f"[bold]Dates -> ISO[/bold]   train {len(task.train)}  valid {len(task.valid)}  test {len(task.test)}\n"
+        f"e.g. [cyan]{' '.join(task.train[0][0])}[/cyan] -> [green]{' '.join(task.train[0][1])}[/green]\n"
+        f"tree [bold]{submission}[/bold]   steps {steps}   seed {seed}   "
+        f"d_model {config.d_model}  heads {config.n_heads}  layers {config.n_layers}\n"
+        f"[dim]runs this tree's code in this process (no sandbox): for your own code[/dim]",
+        title="grade train assignment4"))
+
+    try:
+        import_tree(submission, pkg)
+        progress = Progress(
+            TextColumn("[bold blue]training"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("loss [bold]{task.fields[loss]:.3f}"),
+            TextColumn("lr {task.fields[lr]:.2e}"),
+            TextColumn("{task.fields[tps]:,.0f} tok/s"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            console=console)
+        t0 = time.perf_counter()
+        seen = [0]
+        with progress:
+            bar = progress.add_task("train", total=steps, loss=float("nan"), lr=0.0, tps=0.0)
+
+            def on_step(step, loss, lr, tokens):
+                seen[0] += tokens
+                progress.update(bar, completed=step, loss=loss, lr=lr,
+                                tps=seen[0] / max(time.perf_counter() - t0, 1e-9))
+
+            model, history = fit(pkg, task, config, seed=seed, on_step=on_step)
+        src_vocab, tgt_vocab = history.src_vocab, history.tgt_vocab
+        t1 = time.perf_counter()
+        metrics = evaluate(pkg, model, task.test, src_vocab, tgt_vocab)
+        eval_s = time.perf_counter() - t1
+    except NotImplementedError as exc:
+        console.print(Panel(f"[red]Not implemented yet:[/red] {exc}\nFinish it and run this again.",
+                            title="cannot train", border_style="red"))
+        return 1
+    except Exception as exc:  # a student's tree can fail anywhere: report it, do not crash
+        console.print_exception(max_frames=8)
+        console.print(Panel(f"[red]{type(exc).__name__}: {exc}", title="training failed", border_style="red"))
+        return 1
+
+    table = Table(title="Test split (greedy decoding)")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_row("exact match", f"{100 * metrics['exact_match']:.1f}%  ({round(metrics['exact_match'] * metrics['n'])}/{metrics['n']})")
+    table.add_row("BLEU-4", f"{metrics['bleu']:.1f}")
+    table.add_row("final loss (mean of last 50 steps)", f"{sum(history.losses[-50:]) / len(history.losses[-50:]):.3f}")
+    table.add_row("training time", f"{history.wall_s:.1f} s")
+    table.add_row("tokens / s", f"{history.tokens_per_s:,.0f}")
+    table.add_row("decoding time (test)", f"{eval_s:.1f} s")
+    console.print(table)
+
+    samples = Table(title="Sample translations (test split)", show_lines=False)
+    samples.add_column("source", style="cyan")
+    samples.add_column("reference", style="green")
+    samples.add_column("model")
+    samples.add_column("", justify="center")
+    for (src, ref), hyp in list(zip(task.test, metrics["hypotheses"]))[:8]:
+        ok = hyp == list(ref)
+        samples.add_row(" ".join(src), " ".join(ref), " ".join(hyp) or "(empty)",
+                        "[green]✓[/green]" if ok else "[red]✗[/red]")
+    console.print(samples)
+
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        console.print("[yellow]No pictures: pip install matplotlib (or the kit's [plots] extra) "
+                      "to get the training curve, attention map and positional encoding as PNGs.[/yellow]")
+        return 0
+    try:
+        sample_src = task.test[0][0]
+        attn, out_tokens = cross_attention(pkg, model, sample_src, src_vocab, tgt_vocab)
+        pe = model.src_embed.position.pe[:48].detach().cpu()
+        paths = save_training_plots(out, history, attn.detach().cpu(), sample_src, out_tokens, pe)
+    except Exception as exc:
+        console.print(Panel(f"[red]{type(exc).__name__}: {exc}", title="could not draw the pictures",
+                            border_style="red"))
+        return 1
+    console.print(Panel("\n".join(str(p) for p in paths), title="pictures written", border_style="green"))
+    return 0

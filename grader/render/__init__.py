@@ -1,0 +1,1 @@
+"""Terminal output (rich) and pictures (matplotlib)."""

@@ -1,0 +1,60 @@
+"""Pictures of a training run (matplotlib, imported only when drawing)."""
+
+from pathlib import Path
+
+
+def save_training_plots(out: Path, history, attn, attn_src, attn_out, pe) -> list[Path]:
+    """The training curve, a cross-attention map and the positional encoding as PNGs in `out`.
+
+    `history` is a grader.training.library.History. Needs matplotlib (raises ImportError)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+
+    fig, ax1 = plt.subplots(figsize=(7, 4))
+    ax1.plot(history.steps, history.losses, lw=0.6, alpha=0.4, color="tab:blue", label="batch loss")
+    k = max(1, len(history.losses) // 50)  # a running mean shows the trend through the noise
+    smooth = [sum(history.losses[max(0, i - k + 1):i + 1]) / len(history.losses[max(0, i - k + 1):i + 1])
+              for i in range(len(history.losses))]
+    ax1.plot(history.steps, smooth, lw=1.8, color="tab:blue", label=f"running mean ({k} steps)")
+    ax1.set_xlabel("step")
+    ax1.set_ylabel("label-smoothed loss")
+    ax1.set_yscale("log")
+    ax2 = ax1.twinx()
+    ax2.plot(history.steps, history.lrs, color="tab:orange", lw=1.2, label="learning rate")
+    ax2.set_ylabel("learning rate (noam)", color="tab:orange")
+    lines = ax1.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+    ax1.legend(lines, [l.get_label() for l in lines], loc="upper right")
+    ax1.set_title("Training curve")
+    fig.tight_layout()
+    paths.append(out / "training_curve.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(1.0 + 0.7 * len(attn_src), 1.0 + 0.45 * len(attn_out)))
+    im = ax.imshow(attn.numpy(), cmap="viridis", vmin=0.0, aspect="auto")
+    ax.set_xticks(range(len(attn_src)), attn_src, rotation=45, ha="right")
+    ax.set_yticks(range(len(attn_out)), attn_out)
+    ax.set_xlabel("source")
+    ax.set_ylabel("output")
+    ax.set_title("Cross-attention, last decoder layer\n(mean over heads)")
+    fig.colorbar(im, ax=ax)
+    fig.tight_layout()
+    paths.append(out / "cross_attention.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    im = ax.imshow(pe.numpy(), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+    ax.set_xlabel("dimension")
+    ax.set_ylabel("position")
+    ax.set_title("Sinusoidal positional encoding (pe buffer)")
+    fig.colorbar(im, ax=ax)
+    fig.tight_layout()
+    paths.append(out / "positional_encoding.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+    return paths

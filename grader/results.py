@@ -1,0 +1,101 @@
+"""What a grading run produces: outcomes, checks, components, the report, and its JSON.
+
+Standard library only, so that exports, batch summaries and the nbgrader bridge can read
+a report without importing pytest, Hypothesis or torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Outcome reasons that leave a check out of its component's proportion: it could not run
+# here for reasons outside the submission.
+NOT_COUNTED = ("unavailable", "no_cuda", "dependency")
+
+
+@dataclass
+class Outcome:
+    status: str  # passed, failed, error, timeout, skipped
+    reason: str = ""  # not_attempted, mismatch, exception, crash, timeout, tamper, grader, ...
+    message: str = ""
+    details: dict = field(default_factory=dict)
+    output: str = ""
+    duration: float = 0.0
+
+
+@dataclass
+class CheckResult:
+    id: str
+    tier: str
+    weight: float
+    outcome: Outcome
+
+
+@dataclass
+class ComponentResult:
+    name: str
+    file: str
+    score: float
+    max_score: float
+    checks: list[CheckResult]
+    depends: tuple[str, ...]
+
+    @property
+    def counted(self) -> list[CheckResult]:
+        return [c for c in self.checks if c.outcome.reason not in NOT_COUNTED]
+
+    @property
+    def status(self) -> str:
+        counted = self.counted
+        if counted and all(c.outcome.reason == "not_attempted" for c in counted):
+            return "not attempted"
+        if all(c.outcome.status == "passed" for c in counted):
+            return "passed"
+        return "failed" if self.score == 0 else "partial"
+
+
+@dataclass
+class Report:
+    assignment: str
+    title: str
+    submission: Path
+    components: list[ComponentResult]
+    duration: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        return round(sum(c.score for c in self.components), 2)
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.max_score for c in self.components)
+
+    def start_here(self) -> ComponentResult | None:
+        """The first component in dependency order (the order of course.toml) that is not passed."""
+        return next((c for c in self.components if c.status != "passed"), None)
+
+    def failing_dependencies(self, component: ComponentResult) -> list[str]:
+        status = {c.name: c.status for c in self.components}
+        return [d for d in component.depends if status.get(d, "passed") != "passed"]
+
+
+def to_json(report: Report) -> dict:
+    """The machine-readable report of the grader interface (fields may be added, never removed)."""
+    return {
+        "assignment": report.assignment,
+        "submission": str(report.submission),
+        "score": report.score,
+        "max_score": report.max_score,
+        "duration_seconds": round(report.duration, 2),
+        "notes": report.notes,
+        "components": [
+            {"name": c.name, "file": c.file, "score": c.score, "max_score": c.max_score, "status": c.status,
+             "tests": [{"id": t.id, "status": t.outcome.status, "hidden": t.tier == "hidden", "tier": t.tier,
+                        "reason": t.outcome.reason, "message": t.outcome.message,
+                        "duration_seconds": round(t.outcome.duration, 3), **t.outcome.details,
+                        **({"output": t.outcome.output} if t.outcome.output else {})}
+                       for t in c.checks]}
+            for c in report.components],
+    }

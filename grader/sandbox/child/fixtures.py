@@ -1,0 +1,97 @@
+"""Objects the grading suites build inside the submission's process (`kit:NAME` targets).
+
+They stand in for what a check needs around the component it grades: a sublayer for a
+ResidualConnection, a scheduler that counts its steps, a small translator for decoding
+and training loops, and the end-to-end training run itself.
+"""
+
+import torch
+
+SUBMISSION = "submission"  # the package the submission's tree is imported as
+
+
+class LinearSublayer:
+    """A sublayer the grader can pass to `ResidualConnection.forward`."""
+
+    def __init__(self, weight, bias):
+        self.weight, self.bias = weight, bias
+
+    def __call__(self, x):
+        return torch.tanh(torch.nn.functional.linear(x, self.weight.to(x.device), self.bias.to(x.device)))
+
+
+class CountingScheduler:
+    """Counts `step()` calls, so `train_epoch` can be checked to step the scheduler once a batch."""
+
+    def __init__(self, optimizer=None):
+        self.steps = 0
+
+    def step(self):
+        self.steps += 1
+
+
+class TinyTranslator(torch.nn.Module):
+    """A small seq2seq model with the Transformer's interface (encode, decode, projection,
+    pad_idx, forward), causal by construction and deterministic in eval() mode, so that
+    `greedy_decode` and `train_epoch` can be graded without the submission's Transformer.
+
+    The masks it is given are ignored (a bug in them costs marks in assignment2 only).
+    Position t of the decoder output is a running mean of the target embeddings up to t
+    plus a summary of the source; one extra feature fires when t + 1 equals the source
+    length and pushes the <eos> logit (id `eos_idx`) up, so rows of different source
+    lengths end at different steps. <pad> and <sos> are never predicted. In train() mode the
+    features are reversed, which changes the predictions: decoding in train mode shows.
+    """
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, d: int = 8, pad_idx: int = 0, sos_idx: int = 1,
+                 eos_idx: int = 2, init: int = 0):
+        super().__init__()
+        g = torch.Generator().manual_seed(init)  # the weights' seed
+        self.pad_idx, self.eos_idx = pad_idx, eos_idx
+        self.src_emb = torch.nn.Embedding(src_vocab, d)
+        self.tgt_emb = torch.nn.Embedding(tgt_vocab, d)
+        self.projection = torch.nn.Linear(d + 1, tgt_vocab)
+        with torch.no_grad():
+            for p in self.parameters():
+                p.copy_(torch.randn(p.shape, generator=g))
+            self.projection.weight[:, d] = -4.0
+            self.projection.weight[eos_idx, d] = 12.0
+            self.projection.bias[pad_idx] = self.projection.bias[sos_idx] = -30.0  # never predicted
+
+    def encode(self, src, src_mask=None):
+        keep = (src != self.pad_idx).unsqueeze(-1)  # (B, S, 1)
+        return torch.tanh(self.src_emb(src)) * keep  # (B, S, d)
+
+    def decode(self, memory, src_mask, tgt, tgt_mask=None):
+        T = tgt.size(1)
+        steps = torch.arange(1, T + 1, device=tgt.device)  # (T,)
+        h = torch.cumsum(self.tgt_emb(tgt), dim=1) / steps[None, :, None]  # (B, T, d) causal mean
+        h = torch.tanh(h + memory.sum(dim=1, keepdim=True))
+        if self.training:
+            h = h.flip(-1)
+        n_src = (memory.abs().sum(-1) > 0).sum(-1)  # (B,) source length
+        end = (steps[None, :] == n_src[:, None]).to(h.dtype).unsqueeze(-1)  # (B, T, 1)
+        return torch.cat([h, end], dim=-1)  # (B, T, d + 1)
+
+    def forward(self, src, tgt):
+        return self.projection(self.decode(self.encode(src), None, tgt))
+
+
+def train_date_task(seed: int = 0, steps: int = 1000, n_train: int = 4000, n_test: int = 200, **config):
+    """Train a tree's whole assignment4 stack on the bundled date task; return the metrics.
+
+    Runs inside the sandbox on the submission (`grader.training.library` uses the tree's own Transformer,
+    Vocab, collate, LabelSmoothingLoss, noam_lr, train_epoch and greedy_decode)."""
+    from grader.training import library, toytask
+
+    task = toytask.make_task(seed=seed, n_train=n_train, n_valid=1, n_test=n_test)
+    config = library.TrainConfig(steps=steps, **config)
+    model, history = library.fit(SUBMISSION, task, config, seed=seed, threads=None)
+    metrics = library.evaluate(SUBMISSION, model, task.test, history.src_vocab, history.tgt_vocab)
+    return {"losses": [float(x) for x in history.losses], "exact_match": float(metrics["exact_match"]),
+            "bleu": float(metrics["bleu"]), "samples": [[" ".join(s), " ".join(t), " ".join(h)] for (s, t), h
+                                                        in zip(task.test[:3], metrics["hypotheses"][:3])]}
+
+
+KIT = {"linear_sublayer": LinearSublayer, "counting_scheduler": CountingScheduler, "tiny_translator": TinyTranslator,
+       "train_date_task": train_date_task}

@@ -1,0 +1,1 @@
+"""What the grading suites import: check helpers, proxies for the submission, the reference."""

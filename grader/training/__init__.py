@@ -1,0 +1,1 @@
+"""The bundled translation task and the training library (torch only; runs in the sandbox too)."""
