@@ -1,4 +1,4 @@
-"""Grade one submission for one assignment: stage it, run the suites, score the results."""
+"""Grade one submission for one assignment: stage it, run the suites, attribute failures, score."""
 
 import io
 import time
@@ -6,8 +6,12 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 from grader.course import ConfigError, Course
-from grader.results import Report
+from grader.results import Outcome, Report
 from grader.sandbox.host import Sandbox
+
+# plugins a grading run has no use for; unraisableexception alone costs ~0.6 s of gc at exit
+_NO_PLUGINS = ("cacheprovider", "randomly", "unraisableexception", "threadexception", "faulthandler", "doctest",
+               "pastebin", "junitxml", "nose")
 
 
 def suite_files(course: Course, assignment: str) -> dict[str, Path]:
@@ -18,16 +22,14 @@ def suite_files(course: Course, assignment: str) -> dict[str, Path]:
 def start_sandbox(*, course: Course, assignment: str, submission: Path) -> Sandbox:
     """Stage the submission and start its worker. Cheap and torch-free: call it first, so the
     worker imports torch while this process imports pytest, Hypothesis and torch."""
-    assignment_name = assignment
-    course.assignment(assignment_name)
+    course.assignment(assignment)
     submission = Path(submission).resolve()
     if not submission.is_dir():
         raise ConfigError(f"submission directory {str(submission)!r} does not exist")
-    files = suite_files(course, assignment_name)
-    if "public" not in files:
-        raise ConfigError(f"no grading suite for {assignment_name}: {course.suites / 'public'} has no "
-                          f"test_{assignment_name}.py")
-    staged = {a.name: list(a.files) for a in course.closure(assignment_name)}
+    if "public" not in suite_files(course, assignment):
+        raise ConfigError(f"no grading suite for {assignment}: {course.suites / 'public'} has no "
+                          f"test_{assignment}.py")
+    staged = {a.name: list(a.files) for a in course.closure(assignment)}
     sandbox = Sandbox(submission, staged, course.limits)
     sandbox.start()
     return sandbox
@@ -37,51 +39,63 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, devic
                      sandbox: Sandbox | None = None) -> Report:
     """Run the suites of `assignment` on `submission` and score them.
 
-    `sandbox`: one started by start_sandbox for the same submission (it is closed here)."""
-    import pytest
-
-    from grader import scoring
-    from grader.results import Outcome
-    from grader.suite.plugin import GradingPlugin
+    Failing checks of composite components are re-run with the reference's versions of
+    their failing parts swapped in (grader.attribution); a check that then passes is
+    excused. `sandbox`: one started by start_sandbox for the same submission (closed here).
+    """
+    from grader import attribution, scoring
     from grader.suite.remote import Submission
 
-    assignment_name = assignment
-    sandbox = sandbox or start_sandbox(course=course, assignment=assignment_name, submission=submission)
-    spec = course.assignment(assignment_name)
+    sandbox = sandbox or start_sandbox(course=course, assignment=assignment, submission=submission)
+    spec = course.assignment(assignment)
     submission = Path(submission).resolve()
-    files = suite_files(course, assignment_name)
+    tiers = suite_files(course, assignment)
+    has_reference = "hidden" in tiers  # the instructors' tier: the reference tree is there too
     try:
-        reference = course.reference if "hidden" in files else None  # the instructors' tier only
-        plugin = GradingPlugin(course, spec, Submission(sandbox, device, reference))
-        args = [str(p) for p in files.values()]
-        # plugins a grading run has no use for; unraisableexception alone costs ~0.6 s of gc at exit
-        for name in ("cacheprovider", "randomly", "unraisableexception", "threadexception", "faulthandler",
-                     "doctest", "pastebin", "junitxml", "nose"):
-            args += ["-p", f"no:{name}"]
-        # the suites report through grader.checks, not bare asserts: no rewriting to pay for
-        args += ["-q", "--assert=plain", "--rootdir", str(course.root),
-                 "-c", str(course.path), "-o", "python_files=test_*.py", "-W", "ignore"]
-        with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err:
-            code = pytest.main(args, plugins=[plugin])
-        if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            raise RuntimeError(f"the grading suite for {assignment_name} did not run (pytest exit {code})\n"
-                               f"{(out.getvalue() + err.getvalue())[-3000:]}")
-        results = dict(plugin.results)
-        faults, restarts, refused = sandbox.faults, sandbox.restarts, sandbox.staged.refused
+        student = Submission(sandbox, device, course.reference if has_reference else None)
+
+        def run(checks: dict[str, tuple[str, ...]]) -> dict[str, Outcome]:
+            return run_checks(course, student, checks)
+
+        results = run({chk.id: () for comp in spec.components for chk in comp.checks})
+        blame = attribution.attribute(course, spec, results, run, swap=has_reference)
+        faults, refused = sandbox.faults, sandbox.staged.refused
     finally:
         sandbox.close()
+    unavailable: dict[str, Outcome | None] = {}
     cuda = device == "cuda" and _cuda_available()
-    unavailable = {}
     for component in spec.components:
         for check in component.checks:
-            if check.tier == "hidden" and "hidden" not in files:
+            if check.tier == "hidden" and not has_reference:
                 unavailable[check.id] = Outcome("skipped", "unavailable", "hidden tier: graded by your instructor")
             elif check.tier == "cuda" and device != "cuda":
                 unavailable[check.id] = None
             elif check.tier == "cuda" and not cuda:
                 unavailable[check.id] = Outcome("skipped", "no_cuda", "no CUDA device here: GPU check not run")
-    return scoring.score(course, spec, submission, results, unavailable,
-                         duration=time.monotonic() - sandbox.created, faults=[f.detail for f in faults], refused=refused)
+    return scoring.score(course, spec, submission, results, unavailable, blame,
+                         duration=time.monotonic() - sandbox.created, faults=[f.detail for f in faults],
+                         refused=refused)
+
+
+def run_checks(course: Course, student, checks: dict[str, tuple[str, ...]]) -> dict[str, Outcome]:
+    """One pytest run over the suites that hold `checks` (id -> parts to swap in first)."""
+    import pytest
+
+    from grader.suite.plugin import GradingPlugin
+
+    owners = {chk.id: a.name for a in course.assignments.values() for comp in a.components for chk in comp.checks}
+    files = sorted({str(path) for check in checks for path in suite_files(course, owners[check]).values()})
+    plugin = GradingPlugin(course, student, checks)
+    args = [*files, *(x for name in _NO_PLUGINS for x in ("-p", f"no:{name}"))]
+    # the suites report through grader.suite.checks, not bare asserts: no rewriting to pay for
+    args += ["-q", "--assert=plain", "--rootdir", str(course.root), "-c", str(course.path),
+             "-o", "python_files=test_*.py", "-W", "ignore"]
+    with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err:
+        code = pytest.main(args, plugins=[plugin])
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        raise RuntimeError(f"the grading suites did not run (pytest exit {code})\n"
+                           f"{(out.getvalue() + err.getvalue())[-3000:]}")
+    return dict(plugin.results)
 
 
 def _cuda_available() -> bool:

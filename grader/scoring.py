@@ -10,15 +10,18 @@ MISSING = Outcome("error", "missing", "this check did not run (not found in the 
 
 
 def score(course: Course, assignment: Assignment, submission: Path, results: dict[str, Outcome],
-          unavailable: dict[str, Outcome | None], duration: float, faults=(), refused=()) -> Report:
-    """Credit within a component is in proportion to the weight of the checks that passed.
+          unavailable: dict[str, Outcome | None], blame: dict[str, tuple[tuple[str, ...], bool | None]],
+          duration: float, faults=(), refused=()) -> Report:
+    """Credit within a component is in proportion to the weight of the checks earned.
 
-    A check that is missing, skipped or errored earns nothing. Checks that could not run
-    here for reasons outside the submission (the hidden tier, no GPU) are left out of
-    the proportion rather than counted as failed.
+    A check is earned when it passed, or when it failed only because parts the component
+    builds on fail (`blame`: check id -> (failing parts, whether the check passes on their
+    reference versions, None when that could not be tried); grader.attribution): those parts are charged in their own
+    components. A check that is missing, skipped or errored earns nothing. Checks that could
+    not run here for reasons outside the submission (the hidden tier, no GPU) are left out
+    of the proportion rather than counted as failed.
     """
     components = []
-    status: dict[str, str] = {}
     for comp in assignment.components:
         checks = []
         for check in comp.checks:
@@ -26,16 +29,18 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
                 if unavailable[check.id] is not None:
                     checks.append(CheckResult(check.id, check.tier, check.weight, unavailable[check.id]))
                 continue
-            checks.append(CheckResult(check.id, check.tier, check.weight, results.get(check.id, MISSING)))
-        # parts from earlier assignments are not graded here: their status is unknown
-        _set_aside(comp, checks, [d for d in comp.depends if status.get(d) != "passed"])
+            result = CheckResult(check.id, check.tier, check.weight, results.get(check.id, MISSING))
+            if check.id in blame:
+                parts, passes = blame[check.id]
+                result.excused_by = parts if passes else ()
+                result.note = _note(parts, passes)
+            checks.append(result)
         counted = [c for c in checks if c.outcome.reason not in NOT_COUNTED]
         total = sum(c.weight for c in counted)
-        earned = sum(c.weight for c in counted if c.outcome.status == "passed")
+        earned = sum(c.weight for c in counted if c.earned)
         points = round(comp.points * earned / total, 2) if total else 0.0
         components.append(ComponentResult(comp.name, f"{assignment.name}/{comp.file}", points, comp.points,
                                           checks, comp.depends))
-        status[comp.name] = components[-1].status
     notes = []
     if any(o is not None and o.reason == "unavailable" for o in unavailable.values()):
         notes.append("Public checks only: the hidden checks are run by your instructor.")
@@ -44,17 +49,11 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
     return Report(assignment.name, assignment.title, submission, components, duration, notes)
 
 
-def _set_aside(comp, checks: list[CheckResult], failing: list[str]):
-    """A bug costs marks once, where it lives: when the parts a component builds on fail and
-    its isolated checks (run on the reference's parts) all pass, the failures that ran on
-    the submission's own parts are reported but not counted against this component."""
-    isolated = [c for c in checks if c.id in comp.isolated]
-    if not failing or not isolated or not all(c.outcome.status == "passed" for c in isolated):
-        return
-    for c in checks:
-        if c.id not in comp.isolated and c.outcome.status != "passed":
-            o = c.outcome
-            parts = ", ".join(failing)
-            c.outcome = Outcome(o.status, "dependency", f"{o.message} [not counted here: on the reference's {parts} "
-                                f"this component passes, so the difference comes from your {parts}]",
-                                o.details, o.output, o.duration)
+def _note(parts: tuple[str, ...], passes: bool | None) -> str:
+    names = " and ".join(parts)
+    if passes:
+        return (f"not counted here: with the reference's {names} in place of yours this check passes, "
+                f"so the difference comes from your {names} (charged there)")
+    if passes is False:
+        return f"counted: this check fails with the reference's {names} too, so this component has a bug of its own"
+    return f"your {names} also fail{'s' if len(parts) == 1 else ''} their own checks: fix {names} first, then look here"

@@ -7,10 +7,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from grader.results import ComponentResult, Report
+from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Report
 
-STYLES = {"passed": "green", "partial": "yellow", "failed": "red", "not attempted": "dim", "error": "red",
-          "timeout": "magenta", "skipped": "dim"}
+STYLES = {"passed": "green", "excused": "cyan", "partial": "yellow", "failed": "red", "not attempted": "dim",
+          "error": "red", "timeout": "magenta", "skipped": "dim"}
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -29,51 +29,68 @@ def _status(status: str) -> Text:
 def _summary(report: Report) -> Table:
     table = Table(title=f"{report.assignment}: {report.title}", expand=False)
     table.add_column("component", no_wrap=True)
-    table.add_column("file", style="dim", no_wrap=True, min_width=12)
-    table.add_column("points", justify="right")
-    table.add_column("checks", justify="right")
-    table.add_column("status")
+    table.add_column("points", justify="right", no_wrap=True)
+    table.add_column("checks passed", justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
     for c in report.components:
         passed = sum(t.outcome.status == "passed" for t in c.counted)
-        table.add_row(c.name, c.file.rpartition("/")[2], f"{c.score:g} / {c.max_score:g}", f"{passed} / {len(c.counted)}",
-                      _status(c.status))
+        excused = sum(t.outcome.status != "passed" and t.earned for t in c.counted)
+        checks = f"{passed} / {len(c.counted)}" + (f" (+{excused} excused)" if excused else "")
+        table.add_row(c.name, f"{c.score:g} / {c.max_score:g}", checks, _status(c.status))
     table.add_section()
-    table.add_row(Text("total", style="bold"), "", Text(f"{report.score:g} / {report.max_score:g}", style="bold"),
-                  "", "")
+    table.add_row(Text("total", style="bold"), Text(f"{report.score:g} / {report.max_score:g}", style="bold"), "", "")
     return table
 
 
-def _component_panel(report: Report, c: ComponentResult) -> Panel:
-    parts = []
-    blockers = report.failing_dependencies(c)
-    if blockers:
-        names = " and ".join(blockers)
-        parts.append(Text(f"{c.name} builds on {names}, which {'does' if len(blockers) == 1 else 'do'} not pass yet: "
-                          f"fix {'that' if len(blockers) == 1 else 'those'} first; some failures below may come "
-                          f"from {'it' if len(blockers) == 1 else 'them'}.", style="yellow"))
+def _details(t: CheckResult) -> Table:
+    o = t.outcome
+    rows = Table.grid(padding=(0, 1))
+    rows.add_column(style="bold", no_wrap=True)
+    rows.add_column()
+    rows.add_row("message", plain(o.message))
+    if t.note:
+        rows.add_row("parts", plain(t.note))
+    for key in ("expected", "got", "max_abs_error", "where", "example", "hint"):
+        if key in o.details:
+            value = o.details[key]
+            rows.add_row(key.replace("_", " "), plain(f"{value:.3g}" if isinstance(value, float) else value))
+    if o.output:
+        rows.add_row("your output", plain(o.output))
+    return rows
+
+
+def _excused(checks: list[CheckResult]) -> Panel:
+    """Failures that come from the parts: one line each, not the red panels of a real failure."""
+    rows = Table.grid(padding=(0, 1))
+    rows.add_column(no_wrap=True)
+    rows.add_column()
+    for t in checks:
+        rows.add_row(t.id + (" (hidden)" if t.tier == "hidden" else ""), plain(t.outcome.message, 200))
+    parts = sorted({p for t in checks for p in t.excused_by})
+    names = " and ".join(parts)
+    return Panel(Group(Text(f"Not counted here: with the reference's {names} in place of yours these checks pass. "
+                            f"Fix your {names}; these failures should go with it.", style="cyan"), rows),
+                 title=Text.assemble(("excused", "cyan"), f"  {len(checks)} check{'s' * (len(checks) > 1)}"),
+                 title_align="left", border_style="cyan")
+
+
+def _component_panel(c: ComponentResult) -> Panel:
+    title = f"{c.name}: {c.score:g} / {c.max_score:g}  ({c.file})"
     if c.status == "not attempted":
-        parts.append(Text(f"Not attempted: every check raised NotImplementedError. Start in {c.file}.",
-                          style="dim"))
-        return Panel(Group(*parts), title=f"{c.name}", border_style="dim")
+        return Panel(Text(f"Not attempted: every check raised NotImplementedError. Start in {c.file}.", style="dim"),
+                     title=title, title_align="left", border_style="dim")
+    panels = []
     for t in c.checks:
         o = t.outcome
-        if o.status == "passed" or o.reason in ("unavailable", "no_cuda"):
+        if o.status == "passed" or o.reason in NOT_COUNTED or t.excused_by:
             continue
-        rows = Table.grid(padding=(0, 1))
-        rows.add_column(style="bold", no_wrap=True)
-        rows.add_column()
-        rows.add_row("message", plain(o.message))
-        for key in ("expected", "got", "max_abs_error", "where", "example", "hint"):
-            if key in o.details:
-                value = o.details[key]
-                rows.add_row(key.replace("_", " "), plain(f"{value:.3g}" if isinstance(value, float) else value))
-        if o.output:
-            rows.add_row("your output", plain(o.output))
         tier = " (hidden)" if t.tier == "hidden" else ""
-        parts.append(Panel(rows, title=Text.assemble(_status(o.status), f"  {t.id}{tier}"), title_align="left",
-                           border_style=STYLES.get(o.status, "")))
-    return Panel(Group(*parts), title=f"{c.name}: {c.score:g} / {c.max_score:g}", title_align="left",
-                 border_style=STYLES.get(c.status, ""))
+        panels.append(Panel(_details(t), title=Text.assemble(_status(o.status), f"  {t.id}{tier}"),
+                            title_align="left", border_style=STYLES.get(o.status, "")))
+    excused = [t for t in c.checks if t.excused_by and t.outcome.status != "passed"]
+    if excused:
+        panels.append(_excused(excused))
+    return Panel(Group(*panels), title=title, title_align="left", border_style=STYLES.get(c.status, ""))
 
 
 def render(report: Report, console: Console) -> None:
@@ -87,13 +104,15 @@ def render(report: Report, console: Console) -> None:
     console.print(Panel(header, title="grade", title_align="left"))
     console.print(_summary(report))
     for c in report.components:
-        if c.status != "passed" or any(t.outcome.reason == "dependency" for t in c.checks):
-            console.print(_component_panel(report, c))
+        if c.status != "passed":
+            console.print(_component_panel(c))
     for note in report.notes:
         console.print(plain(note), style="dim")
     first = report.start_here()
     if first is None:
-        console.print(Text(f"All checks passed: {report.score:g} / {report.max_score:g}.", style="bold green"))
+        console.print(Text(f"All checks passed: {report.score:g} / {report.max_score:g}.", style="bold green")
+                      if all(c.status == "passed" for c in report.components) else
+                      Text(f"Full marks: {report.score:g} / {report.max_score:g}.", style="bold green"))
     else:
         console.print(Text.assemble(("Start here: ", "bold"), (first.name, "bold red"), f" in {first.file} ",
                                     (f"({first.status})", STYLES.get(first.status, ""))))

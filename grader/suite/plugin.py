@@ -9,7 +9,7 @@ import hypothesis
 import pytest
 
 from grader.suite.checks import Mismatch
-from grader.course import Assignment, Course
+from grader.course import Course
 from grader.results import Outcome
 from grader.suite.remote import Submission
 from grader.sandbox.host import StudentError, WorkerFault
@@ -23,6 +23,9 @@ def classify(exc: BaseException) -> Outcome:
         return Outcome("failed", "mismatch", exc.what, exc.details())
     if isinstance(exc, StudentError):
         details = {"where": "\n".join(exc.where)} if exc.where else {}
+        example = falsifying_example(exc)
+        if example:
+            details["example"] = example
         if exc.not_attempted:
             return Outcome("error", "not_attempted", f"not attempted ({exc.type}: {exc.message})", details)
         return Outcome("error", "exception", f"your code raised {exc.type}: {exc.message}", details)
@@ -31,6 +34,18 @@ def classify(exc: BaseException) -> Outcome:
     if isinstance(exc, AssertionError):
         return Outcome("failed", "mismatch", str(exc) or "assertion failed")
     return Outcome("error", "grader", f"the check could not use what the code returned ({type(exc).__name__}: {exc})")
+
+
+def falsifying_example(exc: BaseException, limit: int = 1500) -> str:
+    """The (shrunk) inputs Hypothesis attached to `exc` as a note, one argument per line."""
+    for note in getattr(exc, "__notes__", []):
+        head, _, body = str(note).partition("(")
+        if not head.startswith("Falsifying example"):
+            continue
+        lines = [line.strip().rstrip(",") for line in body.rstrip().removesuffix(")").splitlines()]
+        text = "\n".join(line for line in lines if line and not line.startswith(("student=", "reference=")))
+        return text[:limit] + (" ..." if len(text) > limit else "")
+    return ""
 
 
 def _bound_shrinking(successful_shrinks: int = 16):
@@ -45,11 +60,11 @@ def _bound_shrinking(successful_shrinks: int = 16):
 
 
 class GradingPlugin:
-    def __init__(self, course: Course, assignment: Assignment, submission: Submission):
-        self.course, self.assignment, self.submission = course, assignment, submission
-        self.components = {chk.id: c.name for c in assignment.components for chk in c.checks}
+    """Runs the checks in `checks` (id -> parts whose reference versions are swapped in first)."""
+
+    def __init__(self, course: Course, submission: Submission, checks: dict[str, tuple[str, ...]]):
+        self.course, self.submission, self.checks = course, submission, checks
         self.results: dict[str, Outcome] = {}
-        self.output_start = 0
 
     def pytest_configure(self, config):
         hypothesis.settings.register_profile(
@@ -62,11 +77,10 @@ class GradingPlugin:
     def pytest_collection_modifyitems(self, session, config, items):
         keep, drop = [], []
         for item in items:
-            check = item.name.removeprefix("test_")
-            if check in self.components and check not in self.results:
+            if item.name.removeprefix("test_") in self.checks:
                 keep.append(item)
                 if "hidden" in item.path.parts and hasattr(item.obj, "hypothesis"):
-                    item.obj._hypothesis_internal_use_seed = self.course.hidden_seed
+                    hypothesis.seed(self.course.hidden_seed)(item.obj)  # the hidden tier draws its own inputs
             else:
                 drop.append(item)
         items[:] = keep
@@ -87,6 +101,9 @@ class GradingPlugin:
     @pytest.fixture(autouse=True)
     def _one_check(self, request):
         self.submission.begin_check()
+        parts = self.checks.get(request.node.name.removeprefix("test_"), ())
+        if parts:
+            self.submission.swap(*parts)
         yield
         self.submission.reset()
 
@@ -101,9 +118,7 @@ class GradingPlugin:
                 outcome = Outcome("skipped", "skipped", "the check was skipped")
             else:
                 outcome = classify(call.excinfo.value) if call.excinfo else Outcome("error", "grader", "no result")
-            text, self.output_start = self.submission.sandbox.read_output(
-                self.output_start, self.course.limits.output_kb * 1024)
-            outcome.output = text
+            outcome.output = self.submission.new_output(self.course.limits.output_kb * 1024)
             outcome.duration = report.duration
             self.results[check] = outcome
         return report
