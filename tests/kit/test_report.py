@@ -14,12 +14,12 @@ from tests.kit.conftest import ROOT
 HOSTILE = "[bold red]markup[/] \x1b[31mred\x1b[0m [link=http://x]link[/link]"
 
 
-def render(results: dict[str, Outcome]) -> str:
+def render(results: dict[str, Outcome], blame=None, width: int = 100) -> str:
     course = config.load(ROOT / "course.toml")
     assignment = course.assignment("assignment1")
-    result = scoring.score(course, assignment, Path("/sub"), results, {}, duration=1.25)
+    result = scoring.score(course, assignment, Path("/sub"), results, {}, blame or {}, duration=1.25)
     out = io.StringIO()
-    report.render(result, Console(file=out, width=100, no_color=True, force_terminal=False))
+    report.render(result, Console(file=out, width=width, no_color=True, force_terminal=False))
     return out.getvalue()
 
 
@@ -68,3 +68,31 @@ def test_what_a_submission_prints_is_shown_literally():
 def test_no_colour_and_no_terminal_means_no_escape_codes():
     text = render(all_checks(Outcome("failed", "mismatch", "wrong")))
     assert "\x1b" not in text
+
+
+def test_excused_failures_look_apart_and_name_the_part_to_fix():
+    results = all_checks(Outcome("passed"))
+    results["token_embedding_matches_torch"] = Outcome("failed", "mismatch", "TokenEmbedding output differs")
+    results["transformer_embedding_matches_its_parts"] = Outcome("failed", "mismatch", "output differs")
+    text = render(results, {"transformer_embedding_matches_its_parts": (("TokenEmbedding",), True)})
+    assert "excused" in text and "Fix your TokenEmbedding" in text
+    assert "TransformerEmbedding: 6 / 6" in text
+    assert "failed  transformer_embedding_matches_its_parts" not in text  # no red panel for it
+    assert "Start here: TokenEmbedding" in text
+
+
+def test_a_composites_own_failure_says_it_fails_on_the_reference_parts_too():
+    results = all_checks(Outcome("passed"))
+    results["token_embedding_matches_torch"] = Outcome("failed", "mismatch", "TokenEmbedding output differs")
+    results["transformer_embedding_matches_its_parts"] = Outcome("failed", "mismatch", "output differs")
+    text = render(results, {"transformer_embedding_matches_its_parts": (("TokenEmbedding",), False)}, width=200)
+    assert "fails with the reference's TokenEmbedding too" in text
+    assert "TransformerEmbedding: 5 / 6" in text
+
+
+def test_the_report_fits_80_columns():
+    results = all_checks(Outcome("passed"))
+    results["layer_norm_matches_torch"] = Outcome("failed", "mismatch", "LayerNorm output differs " * 8,
+                                                  {"example": "x: float32 (1, 2) " + "1.23456789, " * 30})
+    text = render(results, width=80)
+    assert max(len(line) for line in text.splitlines()) <= 80

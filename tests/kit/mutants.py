@@ -1,0 +1,128 @@
+"""The kit's mutant tables: one classic bug per entry, named, with the component it lives in.
+
+A mutant is a copy of solutions/ with textual patches ({file: [(old, new), ...]}). The
+kit's fairness properties are stated over these tables (tests/kit/test_attribution.py),
+and each assignment's tests grade its own entries (tests/kit/test_assignmentN.py).
+"""
+
+from dataclasses import dataclass
+
+LN, FFN, PE, EMB = ("assignment1/layer_norm.py", "assignment1/feed_forward.py", "assignment1/positional_encoding.py",
+                    "assignment1/embedding.py")
+ATT, MASKS, MHA = "assignment2/attention.py", "assignment2/masks.py", "assignment2/multi_head_attention.py"
+SUB, ENC, DEC = "assignment3/sublayer.py", "assignment3/encoder.py", "assignment3/decoder.py"
+TRANSFORMER = "assignment3/transformer.py"
+
+
+@dataclass(frozen=True)
+class Bug:
+    component: str  # where the bug lives: the only component that may lose points for it
+    patches: dict[str, list[tuple[str, str]]]
+
+    @property
+    def assignment(self) -> str:
+        return next(iter(self.patches)).partition("/")[0]
+
+
+def _one(component: str, file: str, old: str, new: str) -> Bug:
+    return Bug(component, {file: [(old, new)]})
+
+
+BUGS: dict[str, Bug] = {
+    # assignment1
+    "layer_norm_unbiased_variance": _one("LayerNorm", LN, "unbiased=False", "unbiased=True"),
+    "layer_norm_eps_outside_sqrt": _one("LayerNorm", LN, "torch.sqrt(var + self.eps)", "(torch.sqrt(var) + self.eps)"),
+    "feed_forward_no_relu": _one("PositionwiseFeedForward", FFN, "F.relu(self.linear1(x))", "self.linear1(x)"),
+    "positional_encoding_sin_cos_swapped": _one("PositionalEncoding", PE, "torch.sin(", "torch.cos("),
+    "token_embedding_no_scale": _one("TokenEmbedding", EMB, "* math.sqrt(self.d_model)", ""),
+    "transformer_embedding_no_position": _one("TransformerEmbedding", EMB, "return self.position(self.token(x))",
+                                              "return self.token(x)"),
+    # assignment2
+    "softmax_over_the_wrong_dim": _one("scaled_dot_product_attention", ATT, "scores.softmax(dim=-1)",
+                                       "scores.softmax(dim=-2)"),
+    "no_sqrt_d_k": _one("scaled_dot_product_attention", ATT, " / math.sqrt(d_k)", ""),
+    "mask_applied_after_softmax": _one(
+        "scaled_dot_product_attention", ATT,
+        "        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n"
+        "    weights = scores.softmax(dim=-1)  # (..., T_q, T_k)\n",
+        "        pass\n"
+        "    weights = scores.softmax(dim=-1)  # (..., T_q, T_k)\n"
+        "    if mask is not None:\n"
+        "        weights = weights.masked_fill(~mask, 0.0)\n"),
+    "mask_polarity_inverted": _one("scaled_dot_product_attention", ATT, "masked_fill(~mask,", "masked_fill(mask,"),
+    "pad_mask_polarity_inverted": _one("make_pad_mask", MASKS, "(tokens != pad_idx)", "(tokens == pad_idx)"),
+    "causal_mask_off_by_one": _one("make_causal_mask", MASKS, ".tril()[None, None]", ".tril(-1)[None, None]"),
+    "tgt_mask_or_instead_of_and": _one("make_tgt_mask", MASKS, "return pad & causal", "return pad | causal"),
+    "heads_split_with_the_wrong_view": Bug("MultiHeadAttention", {MHA: [
+        (f"self.w_{n}({n}).view(B, {t}, self.n_heads, self.d_k).transpose(1, 2)",
+         f"self.w_{n}({n}).view(B, self.n_heads, {t}, self.d_k)") for n, t in (("q", "T_q"), ("k", "T_k"),
+                                                                               ("v", "T_k"))]}),
+    "heads_merged_without_transpose": _one("MultiHeadAttention", MHA,
+                                           "out.transpose(1, 2).contiguous().view(B, T_q, self.d_model)",
+                                           "out.reshape(B, T_q, self.d_model)"),
+    # assignment3
+    "post_norm_wired_as_pre_norm": _one("ResidualConnection", SUB, "        if self.norm_first:\n",
+                                        "        if not self.norm_first:\n"),
+    "encoder_layer_skips_the_mask": _one("EncoderLayer", ENC, "self.self_attn(x, x, x, src_mask)",
+                                         "self.self_attn(x, x, x)"),
+    "encoder_missing_final_norm": _one("Encoder", ENC, "return self.norm(x) if self.norm_first else x", "return x"),
+    "cross_attention_fed_the_decoder_input_as_keys": _one(
+        "DecoderLayer", DEC, "self.cross_attn(x, memory, memory, src_mask)", "self.cross_attn(x, x, x, None)"),
+    "decoder_final_norm_always": _one("Decoder", DEC, "return self.norm(x) if self.norm_first else x",
+                                      "return self.norm(x)"),
+    "forward_without_padding_mask": _one("Transformer", TRANSFORMER,
+                                         "src_mask = make_pad_mask(src, self.pad_idx)  # (B, 1, 1, S)",
+                                         "src_mask = None"),
+    "padding_rows_not_zeroed": _one("Transformer", TRANSFORMER, "self.src_embed.token.embedding.weight[pad_idx].zero_()",
+                                    "pass"),
+}
+
+
+def patches(*names: str) -> dict[str, list[tuple[str, str]]]:
+    """The patches of several bugs together (bugs in one file are applied in order)."""
+    merged: dict[str, list[tuple[str, str]]] = {}
+    for name in names:
+        for file, edits in BUGS[name].patches.items():
+            merged.setdefault(file, []).extend(edits)
+    return merged
+
+
+# Correct solutions written differently: each must keep every point.
+EINSUM_NEG_INF = [(
+    "    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)\n"
+    "    if mask is not None:\n"
+    "        # finfo.min, not -inf: an all-blocked row becomes uniform instead of NaN\n"
+    "        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n"
+    "    weights = scores.softmax(dim=-1)  # (..., T_q, T_k)\n"
+    "    if dropout is not None:\n"
+    "        weights = dropout(weights)\n"
+    "    return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)\n",
+    "    scores = torch.einsum('...qd,...kd->...qk', q, k) * d_k ** -0.5\n"
+    "    if mask is not None:\n"
+    "        scores = scores.masked_fill(mask.logical_not(), float('-inf'))\n"
+    "    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # an all-blocked row: 0/0 -> 0\n"
+    "    if dropout is not None:\n"
+    "        weights = dropout(weights)\n"
+    "    return torch.einsum('...qk,...kd->...qd', weights, v), weights\n")]
+
+FUSED_PROJECTION = [(
+    "        q = self.w_q(q).view(B, T_q, self.n_heads, self.d_k).transpose(1, 2)  # (B, h, T_q, d_k)\n"
+    "        k = self.w_k(k).view(B, T_k, self.n_heads, self.d_k).transpose(1, 2)  # (B, h, T_k, d_k)\n"
+    "        v = self.w_v(v).view(B, T_k, self.n_heads, self.d_k).transpose(1, 2)  # (B, h, T_k, d_k)\n",
+    "        weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])  # (3 d_model, d_model)\n"
+    "        bias = torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])\n"
+    "        if q is k and k is v:  # self-attention: one matmul, split in three\n"
+    "            q, k, v = torch.nn.functional.linear(q, weight, bias).split(self.d_model, dim=-1)\n"
+    "        else:\n"
+    "            w, b = weight.split(self.d_model), bias.split(self.d_model)\n"
+    "            q, k, v = (torch.nn.functional.linear(x, w[i], b[i]) for i, x in enumerate((q, k, v)))\n"
+    "        q, k, v = (x.reshape(B, -1, self.n_heads, self.d_k).permute(0, 2, 1, 3) for x in (q, k, v))\n")]
+
+VARIANTS = {
+    "einsum_and_neg_inf_masking": {ATT: EINSUM_NEG_INF},
+    "fused_projection": {MHA: FUSED_PROJECTION},
+    "masks_written_differently": {MASKS: [
+        ("(tokens != pad_idx)[:, None, None, :]", "tokens.ne(pad_idx).unsqueeze(1).unsqueeze(2)"),
+        ("torch.ones(T, T, dtype=torch.bool, device=device).tril()[None, None]",
+         "(torch.arange(T, device=device)[None, :] <= torch.arange(T, device=device)[:, None]).view(1, 1, T, T)")]},
+}
