@@ -40,9 +40,9 @@ def falsifying_example(exc: BaseException, limit: int = 1500) -> str:
     """The (shrunk) inputs Hypothesis attached to `exc` as a note, one argument per line."""
     for note in getattr(exc, "__notes__", []):
         head, _, body = str(note).partition("(")
-        if not head.startswith("Falsifying example"):
+        if not head.startswith(("Falsifying example", "Failing test case")):  # older and newer Hypothesis
             continue
-        lines = [line.strip().rstrip(",") for line in body.rstrip().removesuffix(")").splitlines()]
+        lines = [line.split("  # ")[0].strip().rstrip(",") for line in body.rstrip().removesuffix(")").splitlines()]
         text = "\n".join(line for line in lines if line and not line.startswith(("student=", "reference=")))
         return text[:limit] + (" ..." if len(text) > limit else "")
     return ""

@@ -26,3 +26,15 @@ def test_a_bug_costs_points_in_its_component_only(tmp_path, bug):
     assert_loses_only_in(report, BUGS[bug].component)
     broken = next(c for c in report["components"] if c["name"] == BUGS[bug].component)
     assert any(t["status"] == "failed" and t["message"] for t in broken["tests"]), broken
+
+
+def test_a_check_that_ends_in_an_exception_shows_the_inputs_that_raised_it(tmp_path):
+    tree = mutant(tmp_path, {"assignment1/layer_norm.py": [(
+        "        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n",
+        "        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n"
+        "        if x.shape[-1] > 3:\n            raise RuntimeError('too wide')\n")]})
+    report = grade_json(tree, "assignment1")
+    norm = next(c for c in report["components"] if c["name"] == "LayerNorm")
+    raised = [t for t in norm["tests"] if t["reason"] == "exception" and "Activations(" in t.get("example", "")]
+    assert raised, [(t["id"], t.get("example")) for t in norm["tests"]]
+    assert all("too wide" in t["message"] for t in raised)
