@@ -12,7 +12,6 @@ schedule and training loop (the tree's), and prints the ratio of the two wall ti
 import argparse
 import math
 import sys
-import time
 import warnings
 from pathlib import Path
 

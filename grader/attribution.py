@@ -34,7 +34,8 @@ def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome
     With `swap` false (no reference tree: the students' public tier) nothing is re-run:
     whether the check passes on the reference's parts is None (unknown), and it counts."""
     components = {c.name: c for a in course.assignments.values() for c in a.components}
-    suspects = {comp.name: [chk.id for chk in comp.checks if chk.id not in comp.isolated and failed(results.get(chk.id))]
+    suspects = {comp.name: [chk.id for chk in comp.checks
+                            if chk.id not in comp.isolated and failed(results.get(chk.id))]
                 for comp in assignment.components if comp.depends}
     suspects = {name: ids for name, ids in suspects.items() if ids}
     if not suspects:

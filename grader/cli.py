@@ -1,7 +1,12 @@
 """The `grade` command line: one module per command (grader.commands), bad input one line, exit 2."""
 
 import argparse
+import atexit
+import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from grader.course import ConfigError
@@ -28,9 +33,26 @@ def find_course(given: str | None) -> Path:
     raise ConfigError("no course.toml here or in any parent folder (pass --course PATH)")
 
 
+def keep_hypothesis_out_of_cwd() -> None:
+    """Point Hypothesis's storage at a scratch folder removed at exit, unless the user chose one.
+
+    Hypothesis keeps caches under `./.hypothesis` of the current directory, created on first
+    use (hypothesis.configuration.storage_directory): grading has its example database off,
+    but Hypothesis still caches the constants it collects from local source files there
+    (`.hypothesis/constants/`). Grading must leave the folder it runs in as it was. The
+    variable is read lazily, so setting it before Hypothesis first stores anything is enough;
+    the submission's process never sees it (it gets a clean environment)."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        return
+    home = tempfile.mkdtemp(prefix="grade-hypothesis-")
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = home
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     from grader.commands import expected, grade, stubs, train
 
+    keep_hypothesis_out_of_cwd()
     argv = sys.argv[1:] if argv is None else argv
     command = {"stubs": stubs, "expected": expected, "train": train}.get(argv[0] if argv else "")
     try:
@@ -44,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def regenerate(argv: list[str], *, name: str, description: str, what: str, write_all) -> int:
+def regenerate(argv: list[str], *, name: str, description: str, what: str,
+               write_all: Callable[..., list[Path]]) -> int:
     """`grade stubs` and `grade expected`: write generated files, or with --check list the stale ones."""
     from grader import load_course
 

@@ -1,7 +1,7 @@
 """course.toml, parsed once into frozen dataclasses; any bad key or value is a ConfigError."""
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 
@@ -18,6 +18,11 @@ class Limits:
     processes: int = 256
     file_size_mb: int = 16
     output_kb: int = 4
+    source: str = field(default="course.toml", compare=False)  # the file they were read from, for messages
+
+    def where(self, name: str) -> str:
+        """Where limit `name` is set, with its value: "course.toml [limits] startup_seconds = 90"."""
+        return f"{self.source} [limits] {name} = {getattr(self, name):g}"
 
 
 @dataclass(frozen=True)
@@ -88,10 +93,11 @@ class Course:
 class _Table:
     """A TOML table being read: remembers its dotted key and refuses keys nobody asked for."""
 
-    def __init__(self, file: Path, key: str, data):
+    def __init__(self, file: str, key: str, data: object):
         if not isinstance(data, dict):
             raise ConfigError(f"{file}: {key}: expected a table, got {data!r}")
-        self.file, self.key, self.data, self.used = file, key, data, set()
+        self.file, self.key, self.data = file, key, data
+        self.used: set[str] = set()
 
     def where(self, name):
         return f"{self.key}.{name}" if self.key else name
@@ -150,8 +156,11 @@ def load(path: Path) -> Course:
     course.done()
 
     lim = top.table("limits")
-    limits = Limits(**{k: lim.get(k, "number" if isinstance(v, float) else "int", v)
-                       for k, v in Limits().__dict__.items()})
+    defaults = Limits()
+    limits = Limits(source=path.name, **{
+        f.name: lim.get(f.name, "number" if isinstance(getattr(defaults, f.name), float) else "int",
+                        getattr(defaults, f.name))
+        for f in fields(Limits) if f.name != "source"})
     lim.done()
 
     hyp = top.table("hypothesis")
@@ -184,7 +193,7 @@ def load(path: Path) -> Course:
             if file not in files:
                 raise ConfigError(f"{path.name}: {c.key}.file: {file!r} is not in {a_name}.files")
             weights = c.table("weights")
-            checks = []
+            checks: list[Check] = []
             for tier in ("public", "hidden", "cuda"):
                 for check_id in c.get(tier, "ids", []):
                     if any(x.id == check_id for x in checks):

@@ -5,7 +5,6 @@ from pathlib import Path
 from grader.course import Assignment, Course
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Outcome, Report
 
-
 MISSING = Outcome("error", "missing", "this check did not run (not found in the grading suite)")
 
 
@@ -26,8 +25,8 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
         checks = []
         for check in comp.checks:
             if check.id in unavailable:
-                if unavailable[check.id] is not None:
-                    checks.append(CheckResult(check.id, check.tier, check.weight, unavailable[check.id]))
+                if (skipped := unavailable[check.id]) is not None:
+                    checks.append(CheckResult(check.id, check.tier, check.weight, skipped))
                 continue
             result = CheckResult(check.id, check.tier, check.weight, results.get(check.id, MISSING))
             if check.id in blame:

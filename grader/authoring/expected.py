@@ -6,13 +6,13 @@ reference and keeps the results in `<suites>/public/expected/<assignment>.pt`.
 """
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import torch
 
-from grader.course import Course
+from grader.course import ConfigError, Course
 from grader.sandbox.child.tree import import_tree, resolve
 
 REFERENCE = "_kit_reference"
@@ -36,6 +36,8 @@ def load_cases(course: Course, assignment: str) -> list[Case]:
     if not path.exists():
         return []
     spec = importlib.util.spec_from_file_location(f"_kit_cases_{assignment}", path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"{path}: cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.CASES
@@ -55,7 +57,7 @@ def run_case(case) -> dict:
         if case.kind == "module":
             torch.manual_seed(case.seed)
             module = obj(*case.args, **case.kwargs).eval()
-            for name, p in module.named_parameters():
+            for p in module.parameters():
                 p.copy_(torch.randn(p.shape, generator=g) * 0.5)
             state = {k: v.clone() for k, v in module.state_dict().items()}
             output = module(*inputs)

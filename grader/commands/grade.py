@@ -14,7 +14,8 @@ def parser() -> UsageParser:
     p.add_argument("assignment", help="the assignment to grade, e.g. assignment1")
     p.add_argument("--submission", metavar="DIR", help="the submission tree (default: the course's assignments/)")
     p.add_argument("--json", metavar="PATH", help="also write the JSON report to PATH ('-' for stdout)")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="'cuda' adds the GPU checks")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="'cuda' also runs the course's GPU checks (none yet; skipped without a CUDA device)")
     p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     return p
 

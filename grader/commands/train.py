@@ -59,8 +59,14 @@ def train_tree(*, submission: Path, out: Path, config: TrainConfig, seed: int = 
     """
     from rich.console import Console
     from rich.panel import Panel
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
     from rich.table import Table
 
     from grader.render.plots import save_training_plots
@@ -117,7 +123,8 @@ def train_tree(*, submission: Path, out: Path, config: TrainConfig, seed: int = 
     table = Table(title="Test split (greedy decoding)")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    table.add_row("exact match", f"{100 * metrics['exact_match']:.1f}%  ({round(metrics['exact_match'] * metrics['n'])}/{metrics['n']})")
+    exact, n = metrics["exact_match"], metrics["n"]
+    table.add_row("exact match", f"{100 * exact:.1f}%  ({round(exact * n)}/{n})")
     table.add_row("BLEU-4", f"{metrics['bleu']:.1f}")
     table.add_row("final loss (mean of last 50 steps)", f"{sum(history.losses[-50:]) / len(history.losses[-50:]):.3f}")
     table.add_row("training time", f"{history.wall_s:.1f} s")
@@ -130,7 +137,7 @@ def train_tree(*, submission: Path, out: Path, config: TrainConfig, seed: int = 
     samples.add_column("reference", style="green")
     samples.add_column("model")
     samples.add_column("", justify="center")
-    for (src, ref), hyp in list(zip(task.test, metrics["hypotheses"]))[:8]:
+    for (src, ref), hyp in list(zip(task.test, metrics["hypotheses"], strict=True))[:8]:
         ok = hyp == list(ref)
         samples.add_row(" ".join(src), " ".join(ref), " ".join(hyp) or "(empty)",
                         "[green]✓[/green]" if ok else "[red]✗[/red]")

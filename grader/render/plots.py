@@ -26,8 +26,8 @@ def save_training_plots(out: Path, history, attn, attn_src, attn_out, pe) -> lis
     ax2 = ax1.twinx()
     ax2.plot(history.steps, history.lrs, color="tab:orange", lw=1.2, label="learning rate")
     ax2.set_ylabel("learning rate (noam)", color="tab:orange")
-    lines = ax1.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
-    ax1.legend(lines, [l.get_label() for l in lines], loc="upper right")
+    (handles1, labels1), (handles2, labels2) = ax1.get_legend_handles_labels(), ax2.get_legend_handles_labels()
+    ax1.legend(handles1 + handles2, labels1 + labels2, loc="upper right")
     ax1.set_title("Training curve")
     fig.tight_layout()
     paths.append(out / "training_curve.png")

@@ -15,8 +15,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grader.course import Limits
 
@@ -118,10 +120,11 @@ class Sandbox:
         self.created = time.monotonic()
         self.dir = Path(tempfile.mkdtemp(prefix="grade-"))
         self.staged = stage(submission, files, self.dir)
-        self.on_ask = None  # answers the worker's requests for reference parts (grader.parts)
+        # answers the worker's requests for reference parts (grader.suite.parts)
+        self.on_ask: Callable[[Any], Any] | None = None
         self.output = self.dir / "output.txt"
         self.output.touch()
-        self.proc = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.faults: list[WorkerFault] = []
         self.restarts = 0
 
@@ -129,6 +132,7 @@ class Sandbox:
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         pycache = tempfile.mkdtemp(dir=self.dir, prefix="pycache-")
+        self.started = time.monotonic()
         boot = "import sys; sys.path.insert(0, sys.argv[1]); from grader.sandbox.child.worker import main; main()"
         with open(self.output, "ab") as out:
             self.proc = subprocess.Popen(
@@ -146,31 +150,44 @@ class Sandbox:
         if self.proc is None:
             self.start()
         if not self.ready:
-            self._receive(time.monotonic() + self.limits.startup_seconds, "starting the worker")
+            # counted from the worker's launch, however long this process took to ask
+            self._receive(self.limits.startup_seconds, self.limits.where("startup_seconds"), "starting the worker",
+                          since=self.started)
             self.ready = True
 
     def request(self, message: dict, timeout: float | None = None):
-        """Send one request and return the worker's answer; raise StudentError or WorkerFault."""
+        """Send one request and return the worker's answer; raise StudentError or WorkerFault.
+
+        `timeout`: this request's own deadline in seconds, instead of the course's timeout_seconds."""
         from grader.sandbox.child import protocol  # imports torch: not at module level, so the worker can start first
         self._await_ready()
         try:
             protocol.write_all(self.req, protocol.encode(message))
         except (BrokenPipeError, OSError):
             self._fault("crash", self._death("before the request"))
-        reply = self._receive(time.monotonic() + (timeout or self.limits.timeout_seconds), _doing(message))
+        if timeout:
+            seconds, where = timeout, "this check's own timeout, set in its grading suite"
+        else:
+            seconds, where = self.limits.timeout_seconds, self.limits.where("timeout_seconds")
+        reply = self._receive(seconds, where, _doing(message))
         if "error" in reply:
             e = reply["error"]
             raise StudentError(str(e.get("type")), [str(x) for x in e.get("mro", [])],
                                str(e.get("message")), [str(x) for x in e.get("where", [])])
         return reply["ok"]
 
-    def _receive(self, deadline: float, doing: str):
+    def _receive(self, seconds: float, where: str, doing: str, since: float | None = None):
+        """The worker's next answer, within `seconds` of `since` (default: now); a timeout names the
+        limit and `where` it is set."""
         from grader.sandbox.child import protocol
 
+        deadline = (time.monotonic() if since is None else since) + seconds
+
         def wait():
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.resp], [], [], left)[0]:
-                self._fault("timeout", f"no answer within {self.limits.timeout_seconds:g} s while {doing}; "
+            # an answer already there when the deadline has passed still counts
+            left = max(deadline - time.monotonic(), 0)
+            if not select.select([self.resp], [], [], left)[0]:
+                self._fault("timeout", f"no answer within {seconds:g} s while {doing} ({where}); "
                                        "the process was killed")
         while True:
             try:
@@ -191,6 +208,7 @@ class Sandbox:
     def _answer(self, message):
         from grader.sandbox.child import protocol
 
+        assert self.on_ask is not None
         try:
             answer = {"ok": self.on_ask(message)}
         except Exception as e:  # a bad request from the submission's side: tell it, keep grading
@@ -202,6 +220,8 @@ class Sandbox:
 
     def _death(self, when: str) -> str:
         proc = self.proc
+        if proc is None:
+            return f"the submission's process was gone {when}"
         try:
             proc.wait(timeout=2)
         except subprocess.TimeoutExpired:

@@ -8,11 +8,11 @@ anything the submission says about itself.
 import hypothesis
 import pytest
 
-from grader.suite.checks import Mismatch
 from grader.course import Course
 from grader.results import Outcome
-from grader.suite.remote import Submission
 from grader.sandbox.host import StudentError, WorkerFault
+from grader.suite.checks import Mismatch
+from grader.suite.remote import Submission
 
 
 def classify(exc: BaseException) -> Outcome:
@@ -48,6 +48,17 @@ def falsifying_example(exc: BaseException, limit: int = 1500) -> str:
     return ""
 
 
+def _no_local_constants():
+    """Hypothesis mixes constants read from the source of "local" modules loaded in this
+    process into its examples (and caches them under .hypothesis/): which examples a check
+    draws would then depend on whether the reference, or an editable install of the kit,
+    is loaded. Grades must not, so the pool stays empty (an internal, patched when present)."""
+    from hypothesis.internal.conjecture import providers
+
+    if hasattr(providers, "_get_local_constants") and hasattr(providers, "_local_constants"):
+        providers._get_local_constants = lambda: providers._local_constants
+
+
 def _bound_shrinking(successful_shrinks: int = 16):
     """Every shrink step is a round trip to the sandbox: stop after a few successful ones.
 
@@ -72,6 +83,11 @@ class GradingPlugin:
             suppress_health_check=list(hypothesis.HealthCheck), report_multiple_bugs=False, print_blob=False,
             phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate, hypothesis.Phase.shrink])
         hypothesis.settings.load_profile("grading")
+        # Hypothesis keeps nothing here: no example database, and its home inside the scratch folder
+        from hypothesis.configuration import set_hypothesis_home_dir
+
+        set_hypothesis_home_dir(str(self.submission.sandbox.dir / "hypothesis"))
+        _no_local_constants()
         _bound_shrinking()
 
     def pytest_collection_modifyitems(self, session, config, items):

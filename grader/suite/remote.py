@@ -3,8 +3,8 @@
 import torch
 
 from grader.sandbox.child import protocol
-from grader.suite.checks import Mismatch, short
 from grader.sandbox.host import Sandbox, WorkerFault
+from grader.suite.checks import Mismatch, short
 from grader.suite.parts import ReferenceParts
 
 
@@ -145,7 +145,8 @@ class Remote(protocol.Handle):
 
     def parameters(self) -> dict[str, tuple]:
         """name -> (shape, dtype, requires_grad)"""
-        return {n: (tuple(s), d, g) for n, s, d, g in self.owner._request({"op": "params", "target": self})["parameters"]}
+        listing = self.owner._request({"op": "params", "target": self})["parameters"]
+        return {n: (tuple(s), d, g) for n, s, d, g in listing}
 
     def buffers(self) -> dict[str, tuple]:
         """name -> (shape, dtype, persistent)"""

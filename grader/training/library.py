@@ -26,6 +26,7 @@ import torch
 from grader.sandbox.child.tree import resolve
 from grader.training.toytask import Task, build_vocabs, encode_pairs, iterate_batches
 
+
 @dataclass(frozen=True)
 class TrainConfig:
     """One training run's settings. The defaults are `grade train assignment4`'s: about a
@@ -145,11 +146,13 @@ def translate(pkg: str, model, sources: list[list[str]], src_vocab, tgt_vocab, *
     greedy_decode = resolve(pkg, "assignment4.decoding:greedy_decode")
     Vocab = type(src_vocab)
     sos, eos = getattr(Vocab, "SOS", 1), getattr(Vocab, "EOS", 2)
-    results = []
+    results: list[list[str]] = []
     for i in range(0, len(sources), batch_size):
-        chunk = [(src_vocab.encode(s), []) for s in sources[i:i + batch_size]]
+        chunk: list[tuple[list[int], list[int]]] = [(src_vocab.encode(s), []) for s in sources[i:i + batch_size]]
         src, _, _ = collate(chunk, model.pad_idx)
         ys = greedy_decode(model, src, max_len, sos, eos)
+        if len(ys) != len(chunk):
+            raise ValueError(f"greedy_decode returned {len(ys)} rows for a batch of {len(chunk)} sources")
         results.extend(strip_specials(row, tgt_vocab) for row in ys.tolist())
     return results
 
@@ -168,7 +171,7 @@ def corpus_bleu(hypotheses: list[list[str]], references: list[list[str]], max_n:
     """
     matches, totals = [0] * max_n, [0] * max_n
     hyp_len = ref_len = 0
-    for hyp, ref in zip(hypotheses, references):
+    for hyp, ref in zip(hypotheses, references, strict=True):
         hyp_len += len(hyp)
         ref_len += len(ref)
         for n in range(1, max_n + 1):
@@ -177,7 +180,7 @@ def corpus_bleu(hypotheses: list[list[str]], references: list[list[str]], max_n:
             totals[n - 1] += max(len(hyp) - n + 1, 0)
     if hyp_len == 0 or min(matches) == 0:
         return 0.0
-    log_precision = sum(math.log(m / t) for m, t in zip(matches, totals)) / max_n
+    log_precision = sum(math.log(m / t) for m, t in zip(matches, totals, strict=True)) / max_n
     brevity = 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / hyp_len)
     return 100.0 * brevity * math.exp(log_precision)
 
@@ -192,7 +195,7 @@ def evaluate(pkg: str, model, pairs, src_vocab, tgt_vocab, *, batch_size: int = 
     hyps = translate(pkg, model, [s for s, _ in pairs], src_vocab, tgt_vocab,
                      max_len=max_len, batch_size=batch_size)
     refs = [list(t) for _, t in pairs]
-    exact = sum(h == r for h, r in zip(hyps, refs)) / max(len(pairs), 1)
+    exact = sum(h == r for h, r in zip(hyps, refs, strict=True)) / max(len(pairs), 1)
     return {"exact_match": exact, "bleu": corpus_bleu(hyps, refs), "n": len(pairs), "hypotheses": hyps}
 
 

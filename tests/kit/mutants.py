@@ -73,8 +73,8 @@ BUGS: dict[str, Bug] = {
     "forward_without_padding_mask": _one("Transformer", TRANSFORMER,
                                          "src_mask = make_pad_mask(src, self.pad_idx)  # (B, 1, 1, S)",
                                          "src_mask = None"),
-    "padding_rows_not_zeroed": _one("Transformer", TRANSFORMER, "self.src_embed.token.embedding.weight[pad_idx].zero_()",
-                                    "pass"),
+    "padding_rows_not_zeroed": _one("Transformer", TRANSFORMER,
+                                    "self.src_embed.token.embedding.weight[pad_idx].zero_()", "pass"),
 }
 
 

@@ -9,7 +9,6 @@ from grader.training import library as train
 from grader.training import toytask
 from tests.kit.conftest import ROOT, SOLUTIONS, assert_loses_only_in, full_marks, grade_json, mutant, run_grade, scores
 
-
 MUTANTS = {
     "LabelSmoothingLoss": {"assignment4/training.py": [
         ("return (per_token * keep).sum() / keep.sum().clamp(min=1)", "return per_token.mean()")]},

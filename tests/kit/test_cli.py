@@ -1,14 +1,20 @@
 """Bad input to the kit: one line naming the bad value, exit status 2, never a traceback."""
 
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from tests.kit.conftest import run_grade
+from tests.kit.conftest import ROOT, SOLUTIONS, grade_json, mutant, run_grade
 
 
-def one_line_error(proc, *words):
+def one_line_error(proc, *words, prog="grade"):
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("grade: "), proc.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"{prog}: "), proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
     for word in words:
         assert word in lines[0], lines[0]
@@ -49,3 +55,67 @@ def test_unknown_device():
     proc = run_grade("assignment1", "--device", "tpu")
     assert proc.returncode == 2 and "tpu" in proc.stderr and "Traceback" not in proc.stderr
 
+
+
+
+@pytest.mark.parametrize("steps", ["-5", "0", "many"])
+def test_train_steps_must_be_positive(steps):
+    one_line_error(run_grade("train", "assignment4", "--steps", steps), "--steps", repr(steps), prog="grade train")
+
+
+def course_copy(folder: Path, *, kit_folders: bool, **limits: float) -> Path:
+    """The kit's course.toml, written into `folder` with some limits changed; its folders are the
+    kit's own (`kit_folders`) or the same names inside `folder`."""
+    text = (ROOT / "course.toml").read_text()
+    if kit_folders:
+        for key in ("reference", "assignments", "suites"):
+            text = re.sub(rf'^({key} = )"([^"]+)"', lambda m: f'{m.group(1)}"{ROOT / m.group(2)}"', text, flags=re.M)
+    for name, value in limits.items():
+        text, n = re.subn(rf"^{name} = [0-9.]+", f"{name} = {value}", text, flags=re.M)
+        assert n == 1, name
+    path = folder / "course.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("marks, line, problem", [
+    (["### BEGIN SOLUTION"], 2, "never closed"),
+    (["### END SOLUTION"], 2, "without"),
+    (["### BEGIN SOLUTION", "### BEGIN SOLUTION", "### END SOLUTION"], 3, "inside another block"),
+])
+def test_malformed_solution_marker(tmp_path, marks, line, problem):
+    course = course_copy(tmp_path, kit_folders=False)
+    solution = tmp_path / "solutions" / "assignment1" / "layer_norm.py"
+    solution.parent.mkdir(parents=True)
+    solution.write_text("def f():\n" + "".join(f"    {m}\n" for m in marks) + "    return 1\n")
+    for check in ([], ["--check"]):
+        one_line_error(run_grade("stubs", *check, "--course", str(course)), f"{solution}:{line}:", problem)
+    assert not (tmp_path / "assignments").exists()
+
+
+def test_grading_leaves_the_current_folder_as_it_was(tmp_path):
+    """Nothing written where grade runs: no .hypothesis/ (Hypothesis's caches), no pytest cache."""
+    env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_STORAGE_DIRECTORY"}
+    proc = subprocess.run([sys.executable, "-m", "grader", "assignment1", "--submission", str(SOLUTIONS),
+                           "--course", str(ROOT / "course.toml")], cwd=tmp_path, env={**env, "NO_COLOR": "1"},
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_timeout_names_the_limit_that_expired(tmp_path):
+    """A hang is cut at timeout_seconds; the restarted worker (it imports torch) cannot start within
+    startup_seconds = 0.01. Each timeout names the limit that expired and where it is set."""
+    course = course_copy(tmp_path, kit_folders=True, timeout_seconds=1, startup_seconds=0.01)
+    forward = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+    hang = forward + "        while True:\n            pass\n"
+    tree = mutant(tmp_path, {"assignment1/feed_forward.py": [(forward, hang)]})
+    report = grade_json(tree, "assignment1", "--course", str(course))
+    messages = {t["message"] for c in report["components"] for t in c["tests"] if t["status"] == "timeout"}
+    hung = {m for m in messages if "starting the worker" not in m}
+    started = messages - hung
+    assert hung and started, messages
+    for message in hung:
+        assert "(course.toml [limits] timeout_seconds = 1)" in message and "startup" not in message, message
+    for message in started:
+        assert "(course.toml [limits] startup_seconds = 0.01)" in message and "timeout_seconds" not in message, message
