@@ -49,6 +49,19 @@ def activations(draw, d=d_model, leading=st.lists(st.integers(1, 4), min_size=1,
 
 
 @st.composite
+def far_from_zero(draw, d=d_model, offset: float = 1e4, step: float = 2.0 ** -6) -> Activations:
+    """(B, T, d_model) activations offset + z, z of spread about 1, on a grid of `step`.
+
+    float32 holds every value exactly (1e4 needs 14 bits of mantissa, the grid 6 more), so a float64
+    computation on the float32 tensor is the exact answer and no check rewards one way of rounding."""
+    seed = draw(seeds)
+    z = tensor([draw(batch), draw(length), draw(d)], seed, dtype=torch.float64)
+    x = offset + torch.round(z / step) * step
+    assert torch.equal(x.float().double(), x)  # exactly representable
+    return Activations(x.float(), seed)
+
+
+@st.composite
 def sequences(draw, d=d_model) -> Activations:
     """(B, T, d_model) float32 activations."""
     seed = draw(seeds)

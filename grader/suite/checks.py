@@ -29,23 +29,41 @@ def short(v) -> str:
     return f"{type(v).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
 
 
-def _values(t: torch.Tensor, n: int = 4) -> str:
-    flat = t.detach().reshape(-1)[:n]
-    if t.dtype.is_floating_point:
-        items = [f"{x:.4g}" for x in flat.tolist()]
-    else:
-        items = [str(x) for x in flat.tolist()]
-    return "[" + ", ".join(items) + (", ..." if t.numel() > n else "") + "]"
+FULL_NUMEL = 64  # tensors up to this size are printed in full, so a failing example can be typed back in
+
+
+def _number(x, floating: bool) -> str:
+    # 9 significant digits round-trip float32: the printed tensor is the tensor the check used
+    return f"{x:.9g}" if floating else repr(x)
+
+
+def _nested(values, floating: bool, depth: int = 0) -> str:
+    if not isinstance(values, list):
+        return _number(values, floating)
+    if values and isinstance(values[0], list):
+        sep = ",\n" + " " * (depth + 1)  # one innermost row per line, aligned under its bracket
+        return "[" + sep.join(_nested(v, floating, depth + 1) for v in values) + "]"
+    return "[" + ", ".join(_number(v, floating) for v in values) + "]"
+
+
+def _values(t: torch.Tensor, n: int = 8) -> str:
+    t = t.detach().cpu()
+    floating = t.dtype.is_floating_point
+    if t.numel() <= FULL_NUMEL:
+        return _nested(t.tolist(), floating)
+    first = ", ".join(_number(x, floating) for x in t.reshape(-1)[:n].tolist())
+    return f"[{first}, ...] (first {n} of {t.numel()} values, in row-major order)"
 
 
 def describe(**inputs) -> str:
-    """One line per input: tensors by dtype, shape and first values; the rest by repr."""
+    """One entry per input: tensors by dtype and shape, in full when small (9 significant digits, enough
+    to rebuild a float32 exactly), else their first values; the rest by repr."""
     lines = []
     for name, v in inputs.items():
         if isinstance(v, torch.Tensor):
-            lines.append(f"{name}: {str(v.dtype).removeprefix('torch.')} {tuple(v.shape)} {_values(v)}")
+            lines.append(f"{name}: {str(v.dtype).removeprefix('torch.')} {tuple(v.shape)} = {_values(v)}")
         else:
-            lines.append(f"{name} = {v!r}"[:200])
+            lines.append(f"{name} = {v!r}"[:300])
     return "\n".join(lines)
 
 

@@ -16,6 +16,11 @@ def _stored(assignment: str) -> dict:
     return torch.load(EXPECTED / f"{assignment}.pt", weights_only=True)
 
 
+def stored(assignment: str, case: str) -> dict:
+    """A stored case: target, args, kwargs, state, inputs and the reference's output."""
+    return _stored(assignment)[case]
+
+
 def name_of(target: str) -> str:
     return target.split(":")[-1]
 
@@ -30,7 +35,8 @@ def check_stored(student, assignment: str, case: str, atol: float = 1e-5, hint: 
     else:
         got = student.call(c["target"], *c["args"], *c["inputs"], **c["kwargs"])
     return assert_close(got, c["output"], name=f"{name_of(c['target'])} output", example=example, atol=atol,
-                        hint=hint or "Compare your computation with the formula in the docstring.")
+                        hint=hint or "The output on this fixed case differs from the reference's. Likely causes: see "
+                                     "the other checks of this component, which test one property at a time.")
 
 
 def reference_module(reference: str, target: str, *args, seed: int = 0, **kwargs) -> torch.nn.Module:

@@ -6,13 +6,10 @@ from hypothesis import given
 from grader.suite.checks import assert_close, describe, expect_tensor
 from grader.suite.reference import resolve
 from tests import strategies as s
-from tests.grading.public.test_assignment2 import SDPA, SDPA_HINT, call_sdpa, graded_rows
+from tests.grading.helpers.attention import SDPA_HINT, call_sdpa
+from tests.grading.helpers.names import CAUSAL_MASK, MHA, PAD_MASK, SDPA, TGT_MASK
+from tests.grading.helpers.oracles import graded_rows
 from tests.grading.support import check_reference
-
-PAD = "assignment2.masks:make_pad_mask"
-CAUSAL = "assignment2.masks:make_causal_mask"
-TGT = "assignment2.masks:make_tgt_mask"
-MHA = "assignment2.multi_head_attention:MultiHeadAttention"
 
 
 @given(a=s.attention_inputs())
@@ -36,23 +33,23 @@ def _check_mask(student, reference, target, *args, hint=""):
 
 @given(p=s.padded_tokens(max_t=9))
 def test_pad_mask_matches_reference(student, reference, p):
-    _check_mask(student, reference, PAD, p.tokens, p.pad_idx, hint="True where tokens != pad_idx, (B, 1, 1, T).")
+    _check_mask(student, reference, PAD_MASK, p.tokens, p.pad_idx, hint="True where tokens != pad_idx, (B, 1, 1, T).")
 
 
 def test_causal_mask_matches_reference(student, reference):
     for T in (1, 2, 5, 11):
-        _check_mask(student, reference, CAUSAL, T, hint="(1, 1, T, T), True where j <= i.")
+        _check_mask(student, reference, CAUSAL_MASK, T, hint="(1, 1, T, T), True where j <= i.")
 
 
 @given(p=s.padded_tokens(max_t=9))
 def test_tgt_mask_matches_reference(student, reference, p):
-    _check_mask(student, reference, TGT, p.tokens, p.pad_idx, hint="causal AND not padding, (B, 1, T, T).")
+    _check_mask(student, reference, TGT_MASK, p.tokens, p.pad_idx, hint="causal AND not padding, (B, 1, T, T).")
 
 
 @given(p=s.padded_tokens(max_t=9))
 def test_tgt_mask_matches_reference_with_reference_parts(student, reference, p):
-    student.swap(PAD, CAUSAL)
-    _check_mask(student, reference, TGT, p.tokens, p.pad_idx,
+    student.swap(PAD_MASK, CAUSAL_MASK)
+    _check_mask(student, reference, TGT_MASK, p.tokens, p.pad_idx,
                 hint="Graded on the reference's make_pad_mask and make_causal_mask: combine them with &, "
                      "pad (B, 1, 1, T) & causal (1, 1, T, T).")
 

@@ -9,14 +9,15 @@ from hypothesis import strategies as st
 from grader.suite.checks import Mismatch, assert_close, describe, short
 from grader.suite.reference import resolve
 from tests import strategies as s
-from tests.grading.public.test_assignment4 import (COLLATE, LOSS, NOAM, check_greedy, run_train_epoch, tiny_batches,
-                                                   train_date_task, train_epoch_expected)
+from tests.grading.helpers.names import COLLATE, LOSS, NOAM, VOCAB
+from tests.grading.helpers.training import (check_greedy, run_train_epoch, tiny_batches, train_date_task,
+                                            train_epoch_expected)
 
 
 @given(seqs=s.sentences(max_n=8), probe=s.sentences(max_n=2))
 def test_vocab_matches_reference_on_unseen_and_seen_tokens(student, reference, seqs, probe):
-    v = student.new("assignment4.data:Vocab", seqs)
-    ref = resolve(reference, "assignment4.data:Vocab")(seqs)
+    v = student.new(VOCAB, seqs)
+    ref = resolve(reference, VOCAB)(seqs)
     for sentence in probe:
         # ids of the other words may be ordered differently: compare which tokens are <unk>
         got = v.method("encode", sentence)
@@ -59,7 +60,8 @@ def test_train_epoch_steps_the_scheduler_after_the_optimizer(student):
     state = model.state()
     for name, value in want.items():
         assert_close(state.get(name), value, name=f"parameter {name} after the epoch", atol=1e-5,
-                     example=describe(optimizer="SGD(lr=0.4, momentum=0.5)", scheduler="StepLR(step_size=1, gamma=0.5)"),
+                     example=describe(optimizer="SGD(lr=0.4, momentum=0.5)",
+                                      scheduler="StepLR(step_size=1, gamma=0.5)"),
                      hint="optimizer.step() first, then scheduler.step(): the first batch uses the initial rate.")
 
 

@@ -9,91 +9,22 @@ weights) fail.
 import math
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor, short
+from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor
 from tests import strategies as s
-from tests.grading.support import _stored, check_stored
-
-SDPA = "assignment2.attention:scaled_dot_product_attention"
-PAD = "assignment2.masks:make_pad_mask"
-CAUSAL = "assignment2.masks:make_causal_mask"
-TGT = "assignment2.masks:make_tgt_mask"
-MHA = "assignment2.multi_head_attention:MultiHeadAttention"
-
-SDPA_HINT = "weights = softmax(q @ k^T / sqrt(d_k), dim=-1) with blocked scores filled first; out = weights @ v."
-
-
-# helpers ---------------------------------------------------------------------------------
-
-def call_sdpa(student, q, k, v, mask=None, example: str = "", **kwargs):
-    """Call the submission's attention; it must return (out, weights) of the right shapes."""
-    got = student.call(SDPA, q, k, v, mask, **kwargs)
-    if not (type(got) is tuple and len(got) == 2):
-        raise Mismatch("scaled_dot_product_attention should return a pair (out, weights)",
-                       expected="a tuple (out, weights)", got=short(got), example=example,
-                       hint="return weights @ v, weights")
-    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
-    out = expect_tensor(got[0], name="out", shape=(*lead, q.shape[-2], v.shape[-1]), dtype=torch.float32,
-                        example=example, hint="out = weights @ v has shape (..., T_q, d_v).")
-    w = expect_tensor(got[1], name="weights", shape=(*lead, q.shape[-2], k.shape[-2]), dtype=torch.float32,
-                      example=example, hint="weights has shape (..., T_q, T_k): one row per query.")
-    return out, w
-
-
-def expected_attention(q, k, v, mask=None):
-    """float64 weights and output; rows whose keys are all blocked come back as NaN."""
-    scores = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    w = scores.softmax(-1)
-    return w @ v.double(), w
-
-
-def graded_rows(mask, shape) -> torch.Tensor:
-    """(..., T_q) bool: the rows with at least one visible key (the others are not graded)."""
-    if mask is None:
-        return torch.ones(shape[:-1], dtype=torch.bool)
-    return mask.expand(shape).any(-1)
-
-
-def mha_weights(d: int, seed: int, scale: float = 0.5) -> dict:
-    w = {}
-    for i, n in enumerate(("w_q", "w_k", "w_v", "w_o")):
-        w[f"{n}.weight"] = s.tensor([d, d], seed + 2 * i, scale)
-        w[f"{n}.bias"] = s.tensor([d], seed + 2 * i + 1, scale)
-    return w
-
-
-def load_torch_mha(m: nn.MultiheadAttention, w: dict, prefix: str = ""):
-    """Copy a contract-named state (w_q, w_k, w_v, w_o) into nn.MultiheadAttention."""
-    with torch.no_grad():
-        m.in_proj_weight.copy_(torch.cat([w[f"{prefix}w_{n}.weight"] for n in "qkv"]))
-        m.in_proj_bias.copy_(torch.cat([w[f"{prefix}w_{n}.bias"] for n in "qkv"]))
-        m.out_proj.weight.copy_(w[f"{prefix}w_o.weight"])
-        m.out_proj.bias.copy_(w[f"{prefix}w_o.bias"])
-    return m
-
-
-def torch_mha(w: dict, d: int, h: int, q, k, v, key_padding=None, attn_mask=None):
-    """nn.MultiheadAttention's output and per-head weights; masks in torch's polarity (True = blocked)."""
-    m = load_torch_mha(nn.MultiheadAttention(d, h, dropout=0.0, batch_first=True), w).eval()
-    out, weights = m(q, k, v, key_padding_mask=key_padding, attn_mask=attn_mask, need_weights=True,
-                     average_attn_weights=False)  # grad enabled: the slow path, with weights per head
-    return out.detach(), weights.detach()
+from tests.grading.helpers.attention import SDPA_HINT, call_sdpa
+from tests.grading.helpers.checks import (check_dropout_inactive_in_eval, check_dropout_placement, expect_changed,
+                                          expect_gradients, expect_names, perturb)
+from tests.grading.helpers.names import CAUSAL_MASK, MHA, PAD_MASK, TGT_MASK, causal, mha_shapes
+from tests.grading.helpers.oracles import attention, graded_rows, mha_weights, torch_mha
+from tests.grading.support import check_stored, stored
 
 
 def new_mha(student, d, h, w, **kwargs):
     return student.new(MHA, d, h, **kwargs).load(w, "MultiHeadAttention").eval()
-
-
-def expect_changed(before, after, *, name: str, example: str, hint: str):
-    if torch.allclose(before, after, atol=1e-6):
-        raise Mismatch(f"{name} should change", expected="a different output", got="the same output",
-                       example=example, hint=hint)
 
 
 # scaled_dot_product_attention ------------------------------------------------------------
@@ -102,7 +33,7 @@ def expect_changed(before, after, *, name: str, example: str, hint: str):
 def test_sdpa_matches_torch(student, a):
     example = describe(q=a.q, k=a.k, v=a.v, mask=a.mask)
     out, w = call_sdpa(student, a.q, a.k, a.v, a.mask, example=example)
-    _, exp_w = expected_attention(a.q, a.k, a.v, a.mask)
+    _, exp_w = attention(a.q, a.k, a.v, a.mask)
     exp_out = F.scaled_dot_product_attention(a.q.double(), a.k.double(), a.v.double(), attn_mask=a.mask)
     rows = graded_rows(a.mask, w.shape)
     assert_close(w, exp_w.float(), name="attention weights", example=example, atol=1e-5,
@@ -113,7 +44,7 @@ def test_sdpa_matches_torch(student, a):
 
 def test_sdpa_matches_stored_reference(student):
     for case in ("sdpa", "sdpa_masked"):
-        c = _stored("assignment2")[case]
+        c = stored("assignment2", case)
         q, k, v, mask = c["inputs"]
         example = describe(q=q, k=k, v=v, mask=mask)
         out, w = call_sdpa(student, q, k, v, mask, example=example)
@@ -128,17 +59,19 @@ def test_sdpa_weights_rows_sum_to_one(student, a):
     rows = graded_rows(a.mask, w.shape)
     sums = w.double().sum(-1)
     assert_close(sums, torch.ones_like(sums), name="sum of each row of weights", example=example, atol=1e-5,
-                 mask=rows, hint="Take the softmax over the last dimension (the keys): dim=-1.")
+                 mask=rows, hint="Rows of weights do not sum to 1. Likely causes: the softmax taken over another "
+                                    "dimension than the last (the keys), or weights rescaled after it.")
     if bool((w < 0).any()):
         raise Mismatch("attention weights should not be negative", expected="weights >= 0",
                        got=f"a weight of {float(w.min()):.4g}", example=example, hint=SDPA_HINT)
     # and the weights follow the scores: in every graded row the best-scoring key gets the most weight
-    _, exp_w = expected_attention(a.q, a.k, a.v, a.mask)
+    _, exp_w = attention(a.q, a.k, a.v, a.mask)
     best = exp_w.nan_to_num(-1.0).argmax(-1)
     got_best = w.gather(-1, best[..., None])[..., 0]
     assert_close(got_best, w.max(-1).values, name="weight of the best-scoring key (the row's largest weight)",
                  example=example, mask=rows, atol=1e-6,
-                 hint="Weights come from softmax(scores): a higher score must mean a higher weight.")
+                 hint="The best-scoring key does not get the largest weight. Likely causes: scores from k @ q^T "
+                      "instead of q @ k^T, a sign error, or the softmax over the wrong dimension.")
 
 
 @given(a=s.attention_inputs(masked=st.just(True)))
@@ -149,12 +82,14 @@ def test_sdpa_blocked_keys_get_zero_weight(student, a):
     rows = graded_rows(a.mask, w.shape)[..., None].expand(w.shape)
     assert_close(w, torch.zeros_like(w), name="weights of blocked keys", example=example, atol=0, rtol=0,
                  mask=rows & ~mask,
-                 hint="Fill the scores where mask is False with a very negative number (e.g. "
-                      "torch.finfo(scores.dtype).min) BEFORE the softmax; True means 'may attend'.")
+                 hint="A blocked key got a weight other than exactly 0. Likely causes: the mask applied after the "
+                      "softmax, a finite fill value that is not very negative (use torch.finfo(scores.dtype).min), "
+                      "or the mask's polarity inverted (True means 'may attend').")
     if bool((w[rows & mask] <= 0).any()):
         raise Mismatch("visible keys should get a positive weight", expected="weights > 0 where mask is True",
                        got="a zero or negative weight on a visible key", example=example,
-                       hint="mask True means 'may attend': block only where it is False.")
+                       hint="A key the mask allows got weight 0. Likely causes: the mask's polarity inverted (True "
+                            "means 'may attend'), or dropout applied without being asked for.")
 
 
 def test_sdpa_fully_blocked_row_stays_finite(student):
@@ -171,9 +106,11 @@ def test_sdpa_fully_blocked_row_stays_finite(student):
                 raise Mismatch(f"{name} has NaN or inf where a query's keys are all blocked",
                                expected="finite values everywhere", got=f"non-finite values in {name}",
                                example=example,
-                               hint="softmax of a row of -inf is NaN: fill blocked scores with "
-                                    "torch.finfo(scores.dtype).min instead of -inf.")
-        exp_out, exp_w = expected_attention(q, k, v, mask)
+                               hint="A row whose keys are all blocked became NaN or inf. Likely causes: blocked scores "
+                                    "filled with -inf (the softmax of an all -inf row is NaN) and not cleaned up "
+                                    "afterwards; torch.finfo(scores.dtype).min, or nan_to_num after the softmax, "
+                                    "keep it finite.")
+        exp_out, exp_w = attention(q, k, v, mask)
         rows = graded_rows(mask, w.shape)[..., None]
         assert_close(w, exp_w.float(), name="weights of the rows with a visible key", example=example,
                      mask=rows.expand(w.shape), hint=SDPA_HINT)
@@ -205,10 +142,14 @@ def test_sdpa_output_is_a_convex_combination_of_values(student, a):
     rows = graded_rows(a.mask, w.shape)
     sums = w.double().sum(-1)
     assert_close(sums, torch.ones_like(sums), name="sum of each row of weights", example=example, atol=1e-5,
-                 mask=rows, hint="Each row of weights is a softmax over the keys.")
+                 mask=rows,
+                 hint="Rows of weights do not sum to 1. Likely causes: the softmax over another dimension than "
+                      "the keys, or weights rescaled after it.")
     mixed = (w.double() @ v.double()).float()
     assert_close(out, mixed, name="out compared with weights @ v", example=example, atol=1e-5,
-                 mask=rows[..., None].expand(out.shape), hint="out = weights @ v, with the weights you return.")
+                 mask=rows[..., None].expand(out.shape),
+                 hint="out is not the returned weights @ v. Likely causes: v multiplied by other weights than "
+                      "the ones returned, or k used instead of v.")
     visible = (a.mask if a.mask is not None else torch.ones(1, dtype=torch.bool)).expand(w.shape)[..., None]
     vv = v.double()[..., None, :, :].expand(*w.shape, v.shape[-1])
     low = torch.where(visible, vv, torch.inf).min(-2).values
@@ -220,7 +161,8 @@ def test_sdpa_output_is_a_convex_combination_of_values(student, a):
         raise Mismatch("each output should lie between the smallest and largest visible value",
                        expected=f"a value in [{float(low[i]):.4g}, {float(high[i]):.4g}] at index {list(i)}",
                        got=f"{float(out[i]):.4g}", example=example,
-                       hint="Weights are non-negative and sum to 1 over the visible keys.")
+                       hint="An output lies outside the range of the visible values. Likely causes: weights that are "
+                            "negative or do not sum to 1, or masked values mixed in.")
 
 
 def test_sdpa_applies_dropout_to_the_weights(student):
@@ -230,19 +172,53 @@ def test_sdpa_applies_dropout_to_the_weights(student):
     drop = student.new("torch.nn:Dropout", 0.5)
     out, w = call_sdpa(student, q, k, v, dropout=drop.eval(), example=example)
     assert_close(out, clean_out, name="output with dropout in eval() mode", example=example,
-                 hint="Apply the dropout module you are given; in eval() mode it does nothing.")
+                 hint="An nn.Dropout in eval() mode changed the output. Likely causes: dropout applied by hand or "
+                      "with F.dropout(..., training=True) instead of calling the module you are given.")
     out, w = call_sdpa(student, q, k, v, dropout=drop.train(), seed=1, example=example)
     expect_changed(clean_out, out, name="the output with nn.Dropout(0.5) in train() mode", example=example,
-                   hint="Apply dropout (when given) to the weights, before multiplying by v.")
+                   hint="The dropout module you are given had no effect. Likely causes: the dropout argument is "
+                        "ignored; it applies to the weights, before they multiply v.")
+    # Whatever the random draw: dropout on the output (or on weights @ v) leaves every output value either
+    # 0 or twice the clean one; dropout on the weights mixes the kept values of a row into new numbers.
+    scaled = (out == 0) | torch.isclose(out, clean_out * 2, atol=1e-6)
+    if bool(scaled.all()):
+        raise Mismatch("dropout should act on the weights, not on the output", got="every output value is 0 or "
+                       "2x the clean output (an elementwise dropout of the output)",
+                       expected="outputs mixed from the kept weights of each row", example=example,
+                       hint="Likely causes: dropout applied to weights @ v instead of to the weights: "
+                            "weights = dropout(softmax(scores)), out = weights @ v.")
     if not torch.allclose(w, clean_w):
         # the weights returned are the dropped-out ones: they must be what multiplied v
         kept = (w == 0) | torch.isclose(w, clean_w * 2, atol=1e-6)
         if not bool(kept.all()):
             raise Mismatch("dropout should zero some weights and scale the others by 1/(1-p)",
                            expected="each weight either 0 or 2x the clean weight", got="other values",
-                           example=example, hint="weights = dropout(softmax(scores)).")
+                           example=example,
+                           hint="The weights returned are neither the clean ones nor a dropout of them. Likely "
+                                "causes: dropout applied before the softmax, or the weights renormalised after it.")
         assert_close(out, (w.double() @ v.double()).float(), name="output compared with the returned weights @ v",
-                     example=example, hint="Multiply v by the dropped-out weights.")
+                     example=example,
+                     hint="The output is not the returned weights @ v. Likely causes: v multiplied by other weights "
+                          "than the ones returned (e.g. a second, separate dropout draw).")
+
+
+def test_sdpa_dropout_sits_where_the_docstring_says(student):
+    q, k, v = s.tensor([2, 6, 4], 4), s.tensor([2, 7, 4], 5), s.tensor([2, 7, 5], 6, offset=1.0)
+    example = describe(q=q, k=k, v=v, dropout="nn.Dropout(1.0), train() mode")
+    _, clean_w = attention(q, k, v)
+    out, w = call_sdpa(student, q, k, v, dropout=student.new("torch.nn:Dropout", 1.0).train(), seed=1,
+                       example=example)
+    assert_close(out, torch.zeros_like(out), name="attention output with nn.Dropout(1.0) in train() mode",
+                 example=example,
+                 hint="With dropout=1.0 every weight is dropped, so weights @ v is all zeros, and yours is not. "
+                      "Likely causes: dropout applied to the scores before the softmax (the weights then become "
+                      "uniform) or to q or k, instead of to the softmax weights.")
+    # the weights returned may be taken before dropout (the clean softmax) or after it (all zeros)
+    if not (bool((w == 0).all()) or torch.allclose(w.double(), clean_w, atol=1e-5)):
+        raise Mismatch("with nn.Dropout(1.0) the returned weights should be all 0 (after dropout) or the clean "
+                       "softmax weights (before it)", expected="zeros or softmax(q @ k^T / sqrt(d_k))",
+                       got=describe(weights=w), example=example,
+                       hint="Likely causes: dropout applied to the scores before the softmax.")
 
 
 # masks -----------------------------------------------------------------------------------
@@ -251,31 +227,35 @@ def test_sdpa_applies_dropout_to_the_weights(student):
 def test_pad_mask_matches_definition(student, p):
     B, T = p.tokens.shape
     example = describe(tokens=p.tokens, pad_idx=p.pad_idx)
-    got = expect_tensor(student.call(PAD, p.tokens, p.pad_idx), name="make_pad_mask's mask", shape=(B, 1, 1, T),
+    got = expect_tensor(student.call(PAD_MASK, p.tokens, p.pad_idx), name="make_pad_mask's mask", shape=(B, 1, 1, T),
                         dtype=torch.bool, example=example,
                         hint="(tokens != pad_idx)[:, None, None, :] is a (B, 1, 1, T) torch.bool tensor.")
     assert_close(got, p.real[:, None, None, :], name="make_pad_mask's mask", example=example,
-                 hint="True where the token is NOT padding (True = may attend).")
+                 hint="The mask differs from tokens != pad_idx. Likely causes: the polarity inverted (True = "
+                      "may attend, so True where the token is NOT padding).")
 
 
 def test_pad_mask_matches_stored_reference(student):
-    check_stored(student, "assignment2", "pad_mask", hint="True where the token is not pad_idx.")
+    check_stored(student, "assignment2", "pad_mask",
+                 hint="Likely causes: the polarity inverted (True where the token is not pad_idx).")
 
 
 def test_causal_mask_is_lower_triangular(student):
     for T in range(1, 9):
-        got = expect_tensor(student.call(CAUSAL, T), name=f"make_causal_mask({T})", shape=(1, 1, T, T),
+        got = expect_tensor(student.call(CAUSAL_MASK, T), name=f"make_causal_mask({T})", shape=(1, 1, T, T),
                             dtype=torch.bool, example=describe(T=T),
                             hint="A (1, 1, T, T) torch.bool tensor.")
-        assert_close(got, torch.ones(T, T, dtype=torch.bool).tril()[None, None], name=f"make_causal_mask({T})",
+        assert_close(got, causal(T)[None, None], name=f"make_causal_mask({T})",
                      example=describe(T=T),
-                     hint="mask[0, 0, i, j] = j <= i: position i sees itself and the positions before it.")
+                     hint="The mask is not lower-triangular with its diagonal. Likely causes: tril(-1) or triu "
+                          "instead of tril(); mask[0, 0, i, j] = j <= i.")
 
 
 def test_causal_mask_accepts_a_device(student):
-    got = student.call(CAUSAL, 3, device="cpu")
+    got = student.call(CAUSAL_MASK, 3, device="cpu")
     assert_close(got, torch.ones(3, 3, dtype=torch.bool).tril()[None, None], name="make_causal_mask(3, device='cpu')",
-                 hint="Accept a device argument and create the mask on it (torch.ones(..., device=device)).")
+                 hint="make_causal_mask(3, device='cpu') failed or differs. Likely causes: no device "
+                      "argument, or it is not passed to the tensor constructor (torch.ones(..., device=device)).")
 
 
 def test_causal_mask_matches_stored_reference(student):
@@ -286,11 +266,13 @@ def test_causal_mask_matches_stored_reference(student):
 def test_tgt_mask_matches_definition(student, p):
     B, T = p.tokens.shape
     example = describe(tgt=p.tokens, pad_idx=p.pad_idx)
-    got = expect_tensor(student.call(TGT, p.tokens, p.pad_idx), name="make_tgt_mask's mask", shape=(B, 1, T, T),
-                        dtype=torch.bool, example=example, hint="pad (B, 1, 1, T) & causal (1, 1, T, T) -> (B, 1, T, T).")
-    expected = p.real[:, None, None, :] & torch.ones(T, T, dtype=torch.bool).tril()
+    got = expect_tensor(student.call(TGT_MASK, p.tokens, p.pad_idx), name="make_tgt_mask's mask", shape=(B, 1, T, T),
+                        dtype=torch.bool, example=example,
+                        hint="pad (B, 1, 1, T) & causal (1, 1, T, T) -> (B, 1, T, T).")
+    expected = p.real[:, None, None, :] & causal(T)
     assert_close(got, expected, name="make_tgt_mask's mask", example=example,
-                 hint="mask[b, 0, i, j] = (j <= i) and tgt[b, j] != pad_idx.")
+                 hint="The mask differs from causal AND not padding. Likely causes: | instead of &, the "
+                      "padding applied to queries instead of keys, or a part that fails its own checks.")
 
 
 def test_tgt_mask_matches_stored_reference(student):
@@ -313,19 +295,22 @@ def test_mha_matches_torch(student, dh, keys, t_q, seed):
             "merge the heads back (transpose(1, 2).reshape(B, T_q, d_model)), then w_o.")
     assert_close(m(q, k, v, mask), expected, name="MultiHeadAttention output", example=example, atol=1e-4, hint=hint)
     assert_close(m.attr("attention_weights"), exp_weights, name="attention_weights", example=example, atol=1e-5,
-                 hint="Keep the softmax weights of every head, shape (B, n_heads, T_q, T_k).")
+                 hint="attention_weights differ from nn.MultiheadAttention's per-head weights. Likely causes: "
+                      "weights averaged over heads, kept after dropout, or from a wrong head split.")
 
 
 @given(dh=s.heads, B=s.batch, T=s.length, seed=s.seeds)
 def test_mha_matches_torch_with_a_causal_mask(student, dh, B, T, seed):
     d, h = dh
     x = s.tensor([B, T, d], seed + 5)
-    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    lower = causal(T)  # (T, T)
     w = mha_weights(d, seed)
-    expected, _ = torch_mha(w, d, h, x, x, x, attn_mask=~causal)
-    out = new_mha(student, d, h, w)(x, x, x, causal[None, None])
-    assert_close(out, expected, name="MultiHeadAttention output", example=describe(x=x, mask=causal[None, None]),
-                 atol=1e-4, hint="Pass the mask on to the attention of every head; it broadcasts over heads.")
+    expected, _ = torch_mha(w, d, h, x, x, x, attn_mask=~lower)
+    out = new_mha(student, d, h, w)(x, x, x, lower[None, None])
+    assert_close(out, expected, name="MultiHeadAttention output", example=describe(x=x, mask=lower[None, None]),
+                 atol=1e-4,
+                 hint="With a causal mask the output differs from nn.MultiheadAttention's. Likely causes: the mask "
+                      "not passed on to the attention, or reshaped so that it does not broadcast over the heads.")
 
 
 def test_mha_matches_stored_reference(student):
@@ -334,16 +319,7 @@ def test_mha_matches_stored_reference(student):
 
 
 def test_mha_has_named_layers(student):
-    got = {n: shape for n, (shape, _, _) in student.new(MHA, 8, 2).parameters().items()}
-    expected = {f"{n}.{p}": ((8, 8) if p == "weight" else (8,)) for n in ("w_q", "w_k", "w_v", "w_o")
-                for p in ("weight", "bias")}
-    if got != expected:
-        raise Mismatch("MultiHeadAttention's parameters have the wrong names or shapes",
-                       expected=", ".join(f"{n} {s}" for n, s in sorted(expected.items())),
-                       got=", ".join(f"{n} {s}" for n, s in sorted(got.items())) or "no parameters",
-                       example=describe(d_model=8, n_heads=2),
-                       hint="Four nn.Linear(d_model, d_model) named w_q, w_k, w_v, w_o (no fused projection "
-                            "layer: the grader copies weights by these names).")
+    expect_names(student.new(MHA, 8, 2), "MultiHeadAttention", mha_shapes(8), example=describe(d_model=8, n_heads=2))
 
 
 @given(dh=s.heads.filter(lambda dh: dh[1] > 1), data=st.data(), t_k=st.integers(2, 7), seed=s.seeds)
@@ -373,7 +349,8 @@ def test_mha_heads_use_contiguous_columns(student, dh, data, t_k, seed):
                       "x.view(B, T, n_heads, d_k).transpose(1, 2), not view(B, n_heads, T, d_k).")
     expected_out, _ = torch_mha(w, d, h, q, kv, kv)
     assert_close(out, expected_out, name="MultiHeadAttention output", example=example, atol=1e-4,
-                 hint="Merge the heads back with out.transpose(1, 2).reshape(B, T_q, d_model) before w_o.")
+                 hint="The output differs although the heads are right. Likely causes: heads merged without "
+                      "transposing back: out.transpose(1, 2).reshape(B, T_q, d_model) before w_o.")
 
 
 @given(dh=s.heads, keys=s.padded_tokens(), t_q=s.length, seed=s.seeds)
@@ -390,10 +367,14 @@ def test_mha_keeps_attention_weights(student, dh, keys, t_q, seed):
                       hint="After each forward keep self.attention_weights, shape (B, n_heads, T_q, T_k).")
     sums = w.double().sum(-1)
     assert_close(sums, torch.ones_like(sums), name="sum of each row of attention_weights", example=example,
-                 atol=1e-5, hint="Keep the softmax weights (before dropout); each row sums to 1.")
+                 atol=1e-5,
+                 hint="Rows of attention_weights do not sum to 1. Likely causes: keeping the scores or the "
+                      "dropped-out weights instead of the softmax weights.")
     blocked = (~mask).expand(w.shape)
     assert_close(w, torch.zeros_like(w), name="attention_weights of padded keys", example=example, atol=0, rtol=0,
-                 mask=blocked, hint="Pass the mask to the attention: padded keys get weight exactly 0.")
+                 mask=blocked,
+                 hint="Padded keys got a weight other than 0. Likely causes: the mask not passed on to the "
+                      "attention.")
 
 
 def test_mha_rejects_d_model_not_divisible_by_n_heads(student):
@@ -412,64 +393,70 @@ def test_mha_causal_self_attention_does_not_leak(student, dh, B, T, data, seed):
     x = s.tensor([B, T, d], seed)
     changed = x.clone()
     changed[:, t + 1:] += s.tensor([B, T - t - 1, d], seed + 7)
-    causal = torch.ones(T, T, dtype=torch.bool).tril()[None, None]
+    mask = causal(T)[None, None]  # (1, 1, T, T)
     m = new_mha(student, d, h, mha_weights(d, seed))
-    before, after = m(x, x, x, causal), m(changed, changed, changed, causal)
+    before, after = m(x, x, x, mask), m(changed, changed, changed, mask)
     expect_tensor(before, name="MultiHeadAttention output", shape=(B, T, d))
-    example = describe(x=x, mask=causal, changed_from_position=t + 1)
+    example = describe(x=x, mask=mask, changed_from_position=t + 1)
     assert_close(after[:, :t + 1], before[:, :t + 1], name=f"outputs at positions 0..{t}", example=example,
-                 hint="With a causal mask, position i may only see positions j <= i: changing later inputs "
-                      "must not change it. Apply the mask to every head.")
+                 hint="Changing inputs after position t changed outputs up to t, which a causal mask forbids. "
+                      "Likely causes: the mask not passed to the attention, not broadcast over the heads, or its "
+                      "polarity inverted (True = may attend).")
     expect_changed(before[:, t + 1:], after[:, t + 1:], name="the outputs at the changed positions",
-                   example=example, hint="The output must depend on the input.")
+                   example=example, hint="The output ignores its input. Likely causes: forward returns a constant "
+                                         "or the bias only.")
 
 
 @given(dh=s.heads, B=st.integers(2, 3), T=s.length, seed=s.seeds)
 def test_mha_batch_elements_are_independent(student, dh, B, T, seed):
     d, h = dh
     x = s.tensor([B, T, d], seed)
-    changed = x.clone()
-    changed[0] += 1.0
+    changed = perturb(x, 0, seed + 9)
     m = new_mha(student, d, h, mha_weights(d, seed))
     before, after = m(x, x, x), m(changed, changed, changed)
     expect_tensor(before, name="MultiHeadAttention output", shape=(B, T, d))
-    example = describe(x=x, changed_batch_element=0)
+    example = describe(x=x, changed_x=changed, changed_batch_element=0)
     assert_close(after[1:], before[1:], name="outputs of the batch elements that did not change", example=example,
-                 hint="Keep the batch dimension first when splitting heads: view(B, T, h, d_k), never mix "
-                      "batch elements.")
+                 hint="Changing batch element 0 changed the others. Likely causes: heads split with "
+                      "view(B * h, ...) or view(h, B, ...) so that batch elements mix; keep the batch dimension "
+                      "first: view(B, T, h, d_k).transpose(1, 2).")
     expect_changed(before[0], after[0], name="the output of the changed batch element", example=example,
-                   hint="The output must depend on the input.")
+                   hint="The output ignores its input. Likely causes: forward returns a constant or the bias only.")
 
 
 def test_mha_dropout_is_inactive_in_eval(student):
     q, kv = s.tensor([2, 5, 8], 1), s.tensor([2, 6, 8], 2)
     w = mha_weights(8, 3)
-    expected, _ = torch_mha(w, 8, 2, q, kv, kv)
     m = student.new(MHA, 8, 2, dropout=0.9).load(w, "MultiHeadAttention")
-    example = describe(q=q, kv=kv, dropout=0.9)
-    assert_close(m.eval()(q, kv, kv), expected, name="output in eval() mode", example=example, atol=1e-4,
-                 hint="Use nn.Dropout (a module), which does nothing in eval() mode.")
-    expect_changed(expected, expect_tensor(m.train()(q, kv, kv, seed=1), name="output in train() mode",
-                                           shape=expected.shape),
-                   name="the output in train() mode with dropout=0.9", example=example,
-                   hint="Apply self.dropout to the attention weights.")
+    check_dropout_inactive_in_eval(m, (q, kv, kv), torch_mha(w, 8, 2, q, kv, kv)[0], component="MultiHeadAttention",
+                                   uses="to the attention weights", example=describe(q=q, kv=kv, n_heads=2),
+                                   atol=1e-4)
+
+
+def test_mha_dropout_sits_where_the_docstring_says(student):
+    q, kv = s.tensor([2, 5, 8], 4), s.tensor([2, 6, 8], 5)
+    w = mha_weights(8, 6)
+    m = student.new(MHA, 8, 2, dropout=1.0).load(w, "MultiHeadAttention")
+    check_dropout_placement(m, (q, kv, kv), w["w_o.bias"].expand(2, 5, 8).clone(), component="MultiHeadAttention",
+                            placement="w_o.bias at every position (w_o of all-zero heads)",
+                            causes="dropout applied to the output of w_o (the output is then 0) or not at all, "
+                                   "instead of to the attention weights.",
+                            example=describe(q=q, kv=kv, n_heads=2, w_o_bias=w["w_o.bias"]))
 
 
 def test_mha_gradients_reach_every_parameter(student):
     q, k, v = s.tensor([2, 3, 8], 0), s.tensor([2, 4, 8], 1), s.tensor([2, 4, 8], 2)
     m = student.new(MHA, 8, 2)
+    example = describe(q=q, k=k, v=v, n_heads=2)
     _, grads_in, grads = m.backward(q, k, v, grad_output=s.tensor([2, 3, 8], 3), wrt=(0, 1, 2))
-    for name in (f"{n}.{p}" for n in ("w_q", "w_k", "w_v", "w_o") for p in ("weight", "bias")):
-        g = (grads or {}).get(name)
-        if name == "w_k.bias":  # a key bias shifts every score of a row equally: softmax ignores it
-            continue
-        if type(g) is not torch.Tensor or not bool(torch.isfinite(g).all()) or not bool((g != 0).any()):
-            raise Mismatch(f"no gradient reaches {name}", expected="a finite, non-zero gradient",
-                           got="None" if g is None else "zeros or non-finite values",
-                           hint="Use the layers in forward, without detaching.")
+    expect_gradients(m, grads, component="MultiHeadAttention", example=example)
     for i, name in enumerate(("q", "k", "v")):
         g = (grads_in or [None] * 3)[i]
         if type(g) is not torch.Tensor or not bool((g != 0).any()):
-            raise Mismatch(f"no gradient reaches the input {name}", expected="a non-zero gradient",
-                           got="None" if g is None else "zeros",
-                           hint="Compute the output from q, k and v with differentiable operations.")
+            raise Mismatch(f"the gradient with respect to the input {name} is {'None' if g is None else 'all zeros'}",
+                           expected="a gradient that is not all zeros", got="None" if g is None else "zeros",
+                           example=example,
+                           hint=f"Likely causes: the output does not depend on {name} (e.g. the same input projected "
+                                "three times) or it is cut from the graph (.detach(), .data, torch.no_grad()).")
+
+

@@ -16,15 +16,9 @@ from hypothesis import strategies as st
 from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor, short
 from grader.suite.kit import TinyTranslator
 from tests import strategies as s
-
-VOCAB = "assignment4.data:Vocab"
-COLLATE = "assignment4.data:collate"
-LOSS = "assignment4.training:LabelSmoothingLoss"
-NOAM = "assignment4.training:noam_lr"
-TRAIN = "assignment4.training:train_epoch"
-GREEDY = "assignment4.decoding:greedy_decode"
-SPECIALS = ["<pad>", "<sos>", "<eos>", "<unk>"]
-PAD, SOS, EOS, UNK = 0, 1, 2, 3
+from tests.grading.helpers.names import (COLLATE, EOS_ID, LOSS, NOAM, PAD_ID, SOS_ID, SPECIALS, UNK_ID, VOCAB)
+from tests.grading.helpers.training import (SMALL, check_greedy, collate_expected, greedy_expected_train,
+                                            run_train_epoch, tiny_batches, train_date_task, train_epoch_expected)
 
 
 def expect_list(value, *, name: str, kind: type, example: str = "", hint: str = "") -> list:
@@ -43,7 +37,7 @@ def test_vocab_specials_come_first(student):
     example = describe(sequences=seqs)
     got = expect_list(v.method("encode", SPECIALS), name="encode(['<pad>', '<sos>', '<eos>', '<unk>'])",
                       kind=int, example=example)
-    if got != [PAD, SOS, EOS, UNK]:
+    if got != [PAD_ID, SOS_ID, EOS_ID, UNK_ID]:
         raise Mismatch("the special tokens should have the ids 0, 1, 2, 3", expected="[0, 1, 2, 3]", got=str(got),
                        example=example, hint="Start the id -> token list with <pad>, <sos>, <eos>, <unk>, "
                                              "in this order, then add the words of the data.")
@@ -88,7 +82,7 @@ def test_vocab_maps_unknown_tokens_to_unk(student):
     v = student.new(VOCAB, seqs)
     got = expect_list(v.method("encode", ["the", "never-seen", "1994", "zzz"]), name="encode", kind=int)
     example = describe(sequences=seqs, tokens=["the", "never-seen", "1994", "zzz"])
-    if got[1] != UNK or got[3] != UNK or UNK in (got[0], got[2]):
+    if got[1] != UNK_ID or got[3] != UNK_ID or UNK_ID in (got[0], got[2]):
         raise Mismatch("unknown tokens should be encoded as <unk> (3), known ones as their ids",
                        expected="[id of 'the', 3, id of '1994', 3]", got=str(got), example=example,
                        hint="Look tokens up with a default: stoi.get(token, 3).")
@@ -101,7 +95,7 @@ def test_vocab_min_freq_drops_rare_tokens(student):
     n = v.method("__len__")
     ids = expect_list(v.method("encode", ["a", "b", "c", "d"]), name="encode(['a', 'b', 'c', 'd'])", kind=int,
                       example=example)
-    if n != 6 or ids[2:] != [UNK, UNK] or UNK in ids[:2] or ids[0] == ids[1]:
+    if n != 6 or ids[2:] != [UNK_ID, UNK_ID] or UNK_ID in ids[:2] or ids[0] == ids[1]:
         raise Mismatch("with min_freq=2 only tokens seen at least twice are kept", got=f"len {n!r}, ids {ids}",
                        expected="len 6; 'a' and 'b' get their own ids, 'c' and 'd' (seen once) are <unk> (3)",
                        example=example, hint="Count the tokens (collections.Counter) and keep count >= min_freq.")
@@ -111,7 +105,7 @@ def test_vocab_decode_maps_ids_as_they_are(student):
     seqs = [["may", "3rd"]]
     v = student.new(VOCAB, seqs)
     may = v.method("encode", ["may"])
-    ids = [SOS, *may, EOS, PAD, UNK]
+    ids = [SOS_ID, *may, EOS_ID, PAD_ID, UNK_ID]
     got = v.method("decode", ids)
     expected = ["<sos>", "may", "<eos>", "<pad>", "<unk>"]
     if type(got) not in (list, tuple) or list(got) != expected:
@@ -121,14 +115,6 @@ def test_vocab_decode_maps_ids_as_they_are(student):
 
 
 # collate ----------------------------------------------------------------------------------
-
-def collate_expected(pairs, pad_idx):
-    def pad(rows):
-        width = max(len(r) for r in rows)
-        return torch.tensor([list(r) + [pad_idx] * (width - len(r)) for r in rows], dtype=torch.long)
-
-    return (pad([a for a, _ in pairs]), pad([[SOS, *b] for _, b in pairs]), pad([[*b, EOS] for _, b in pairs]))
-
 
 def check_collate(student, pairs, pad_idx, hint=""):
     got = student.call(COLLATE, pairs, pad_idx)
@@ -265,52 +251,6 @@ def test_noam_lr_rejects_step_0(student):
 
 # train_epoch ------------------------------------------------------------------------------
 
-def tiny_batches(seed: int, n_batches: int = 3, vocab: int = 9):
-    """Batches (src, tgt_in, tgt_out) with some padding, as collate makes them."""
-    g = torch.Generator().manual_seed(seed)
-    out = []
-    for _ in range(n_batches):
-        pairs = []
-        for _ in range(3):
-            n, m = (int(x) for x in torch.randint(1, 5, (2,), generator=g))
-            pairs.append((torch.randint(4, vocab, (n,), generator=g).tolist(),
-                          torch.randint(4, vocab, (m,), generator=g).tolist()))
-        out.append(collate_expected(pairs, PAD))
-    return out
-
-
-def train_epoch_expected(batches, seed: int, lr: float, gamma: float | None = None):
-    """(mean loss, final state) of the definition, run here on the same tiny model."""
-    model = TinyTranslator(9, 9, init=seed).train()
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.5)
-    sched = torch.optim.lr_scheduler.StepLR(opt, 1, gamma) if gamma else None
-    loss_fn = torch.nn.CrossEntropyLoss(ignore_index=PAD)
-    losses = []
-    for src, tgt_in, tgt_out in batches:
-        opt.zero_grad()
-        logits = model(src, tgt_in)
-        loss = loss_fn(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1))
-        loss.backward()
-        opt.step()
-        if sched:
-            sched.step()
-        losses.append(loss.item())
-    return sum(losses) / len(losses), model.state_dict()
-
-
-def run_train_epoch(student, batches, seed: int, lr: float, scheduler: str | None = None, gamma: float = 0.5):
-    model = student.new("kit:tiny_translator", 9, 9, init=seed).train()
-    opt = student.call("torch.optim:SGD", model.method("parameters"), lr=lr, momentum=0.5)
-    loss_fn = student.new("torch.nn:CrossEntropyLoss", ignore_index=PAD)
-    sched = None
-    if scheduler == "counting":
-        sched = student.new("kit:counting_scheduler", opt)
-    elif scheduler == "step":
-        sched = student.call("torch.optim.lr_scheduler:StepLR", opt, 1, gamma)
-    got = student.call(TRAIN, model, batches, opt, loss_fn, sched, grad=True)
-    return got, model, sched
-
-
 def test_train_epoch_updates_like_the_definition(student):
     batches = tiny_batches(1)
     _, want = train_epoch_expected(batches, 1, 0.3)
@@ -359,62 +299,13 @@ def test_train_epoch_steps_the_scheduler_once_per_batch(student):
 
 # greedy_decode ----------------------------------------------------------------------------
 
-def greedy_expected(model, src, max_len, sos, eos):
-    model.eval()
-    with torch.no_grad():
-        ys = torch.full((src.size(0), 1), sos, dtype=torch.long)
-        done = torch.zeros(src.size(0), dtype=torch.bool)
-        while ys.size(1) < max_len and not done.all():
-            nxt = model(src, ys)[:, -1].argmax(-1).masked_fill(done, model.pad_idx)
-            ys = torch.cat([ys, nxt[:, None]], dim=1)
-            done |= nxt == eos
-    return ys
-
-
-def check_greedy(student, src, max_len, seed=0, vocab=12, pad=PAD, sos=SOS, eos=EOS, train_first=False):
-    """The submission's greedy_decode on the kit's tiny model equals the definition, position by position."""
-    model = student.new("kit:tiny_translator", vocab, vocab, pad_idx=pad, sos_idx=sos, eos_idx=eos, init=seed)
-    if train_first:
-        model.train()
-    got = student.call(GREEDY, model, src, max_len, sos, eos)
-    local = TinyTranslator(vocab, vocab, pad_idx=pad, sos_idx=sos, eos_idx=eos, init=seed)
-    want = greedy_expected(local, src, max_len, sos, eos)
-    example = describe(src=src, max_len=max_len, sos_idx=sos, eos_idx=eos, pad_idx=pad, expected=want)
-    got = expect_tensor(got, name="greedy_decode output", dtype=torch.long, example=example)
-    B, L = want.shape
-    if got.dim() != 2 or got.size(0) != B or not L <= got.size(1) <= max_len:
-        raise Mismatch("greedy_decode output has the wrong shape", got=str(tuple(got.shape)), example=example,
-                       expected=f"({B}, L) with {L} <= L <= max_len = {max_len}",
-                       hint="Stop when every row has emitted <eos> or when L reaches max_len (<sos> counts).")
-    if not bool((got[:, 0] == sos).all()):
-        raise Mismatch("every row should start with sos_idx", expected=f"column 0 all {sos}",
-                       got=str(got[:, 0].tolist()), example=example)
-    full = torch.full((B, got.size(1)), pad, dtype=torch.long)
-    full[:, :L] = want
-    wrong = torch.nonzero(got != full)
-    if len(wrong):
-        b, t = (int(i) for i in wrong[0])
-        ended = bool((want[b, 1:t] == eos).any()) if t < L else True
-        if ended:
-            what = f"row {b}, position {t} comes after that row's <eos>: it should be padding ({pad})"
-            hint = "A finished row gets model.pad_idx after its <eos>, whatever the model predicts there."
-        else:
-            what = (f"row {b}, position {t} should be the argmax of the teacher-forced forward pass "
-                    f"model(src, ys[:, :{t}])[{b}, {t - 1}]")
-            hint = ("Decode one token at a time from the last position, in eval mode, and feed it back; "
-                    "the decoder is causal, so this equals the teacher-forced argmax.")
-        raise Mismatch(what, expected=str(full[b].tolist()), got=str(got[b].tolist()), where=f"row {b}, position {t}",
-                       example=example, hint=hint)
-    return model, want
-
-
 def test_greedy_decode_matches_teacher_forced_argmax(student):
     src = torch.tensor([[4, 5, 6, 7, 8, 9], [7, 8, 9, 10, 11, 4]])
     _, want = check_greedy(student, src, 6, seed=5)
-    assert want.size(1) == 6 and not bool((want == EOS).any())  # non-degenerate: long rows, no early <eos>
+    assert want.size(1) == 6 and not bool((want == EOS_ID).any())  # non-degenerate: long rows, no early <eos>
 
 
-@given(src=s.padded_tokens(vocab=st.just(12), pad=st.just(PAD), max_t=6), max_len=st.integers(2, 9),
+@given(src=s.padded_tokens(vocab=st.just(12), pad=st.just(PAD_ID), max_t=6), max_len=st.integers(2, 9),
        seed=s.seeds)
 def test_greedy_decode_matches_the_definition(student, src, max_len, seed):
     check_greedy(student, src.tokens, max_len, seed=seed)
@@ -424,7 +315,7 @@ def test_greedy_decode_stops_at_eos_and_pads_after(student):
     src = torch.tensor([[4, 5, 6, 0], [7, 8, 0, 0], [4, 4, 4, 4], [5, 0, 0, 0]])
     _, want = check_greedy(student, src, 10, seed=0)
     # non-degenerate: rows end at different steps, and the model predicts real tokens after an <eos>
-    ends = [int((row == EOS).nonzero()[0]) for row in want]
+    ends = [int((row == EOS_ID).nonzero()[0]) for row in want]
     assert len(set(ends)) > 1 and max(ends) < 9, want
 
 
@@ -435,40 +326,15 @@ def test_greedy_decode_respects_max_len(student):
 
 
 def test_greedy_decode_runs_in_eval_mode(student):
+    # The model arrives in train() mode; the kit's model predicts differently there, so the tokens show the
+    # mode they were decoded in. Which mode the model is left in afterwards is the caller's business.
     src = torch.tensor([[4, 5, 6, 0], [7, 8, 9, 10]])
-    model, want = check_greedy(student, src, 7, seed=2, train_first=True)
-    local = TinyTranslator(12, 12, init=2).train()
-    assert not torch.equal(greedy_expected_train(local, src, 7), want)  # the mode shows in the output
-    if model.attr("training") is not False:
-        raise Mismatch("greedy_decode should leave the model in eval mode", expected="model.training False",
-                       got=f"model.training {model.attr('training')!r}", hint="Call model.eval() first.")
-
-
-def greedy_expected_train(model, src, max_len):
-    """What a decoder that forgot model.eval() would give (the kit's model changes in train mode)."""
-    model.train()
-    with torch.no_grad():
-        ys = torch.full((src.size(0), 1), SOS, dtype=torch.long)
-        while ys.size(1) < max_len:
-            ys = torch.cat([ys, model(src, ys)[:, -1].argmax(-1)[:, None]], dim=1)
-    return ys[:, :max_len]
+    _, want = check_greedy(student, src, 7, seed=2, train_first=True)
+    local = TinyTranslator(12, 12, init=2)
+    assert not torch.equal(greedy_expected_train(local, src, 7), want)  # non-degenerate: the mode shows
 
 
 # The whole stack ---------------------------------------------------------------------------
-
-SMALL = dict(batch_size=32, d_model=32, n_heads=4, n_layers=1, d_ff=64, dropout=0.0, warmup=100, lr_scale=1.0,
-             max_len=32)
-
-
-def train_date_task(student, steps: int, n_train: int, n_test: int, timeout: float = 120.0) -> dict:
-    """Train the submission's own stack in its process (grader.worker's train_date_task)."""
-    got = student._request({"op": "call", "target": "kit:train_date_task", "args": [],
-                            "kwargs": dict(seed=0, steps=steps, n_train=n_train, n_test=n_test, **SMALL),
-                            "seed": None, "grad": True, "device": None}, timeout=timeout)
-    if type(got) is not dict or not isinstance(got.get("losses"), list) or len(got["losses"]) != steps:
-        raise Mismatch("training did not record one loss per step", expected=f"{steps} losses", got=short(got))
-    return got
-
 
 def test_end_to_end_training_lowers_the_loss(student):
     got = train_date_task(student, steps=150, n_train=2000, n_test=20)

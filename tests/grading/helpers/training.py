@@ -1,0 +1,145 @@
+"""assignment4's steps run on the kit's TinyTranslator: batches, the definition of train_epoch and of
+greedy decoding (here), and the same steps run by the submission (in the sandbox)."""
+
+import torch
+
+from grader.suite.checks import Mismatch, describe, expect_tensor, short
+from grader.suite.kit import TinyTranslator
+from tests.grading.helpers.names import EOS_ID, GREEDY, PAD_ID, SOS_ID, TRAIN_EPOCH
+
+
+def collate_expected(pairs, pad_idx):
+    def pad(rows):
+        width = max(len(r) for r in rows)
+        return torch.tensor([list(r) + [pad_idx] * (width - len(r)) for r in rows], dtype=torch.long)
+
+    return (pad([a for a, _ in pairs]), pad([[SOS_ID, *b] for _, b in pairs]), pad([[*b, EOS_ID] for _, b in pairs]))
+
+
+def tiny_batches(seed: int, n_batches: int = 3, vocab: int = 9):
+    """Batches (src, tgt_in, tgt_out) with some padding, as collate makes them."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n_batches):
+        pairs = []
+        for _ in range(3):
+            n, m = (int(x) for x in torch.randint(1, 5, (2,), generator=g))
+            pairs.append((torch.randint(4, vocab, (n,), generator=g).tolist(),
+                          torch.randint(4, vocab, (m,), generator=g).tolist()))
+        out.append(collate_expected(pairs, PAD_ID))
+    return out
+
+
+def train_epoch_expected(batches, seed: int, lr: float, gamma: float | None = None):
+    """(mean loss, final state) of the definition, run here on the same tiny model."""
+    model = TinyTranslator(9, 9, init=seed).train()
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.5)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 1, gamma) if gamma else None
+    loss_fn = torch.nn.CrossEntropyLoss(ignore_index=PAD_ID)
+    losses = []
+    for src, tgt_in, tgt_out in batches:
+        opt.zero_grad()
+        logits = model(src, tgt_in)
+        loss = loss_fn(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1))
+        loss.backward()
+        opt.step()
+        if sched:
+            sched.step()
+        losses.append(loss.item())
+    return sum(losses) / len(losses), model.state_dict()
+
+
+def run_train_epoch(student, batches, seed: int, lr: float, scheduler: str | None = None, gamma: float = 0.5):
+    model = student.new("kit:tiny_translator", 9, 9, init=seed).train()
+    opt = student.call("torch.optim:SGD", model.method("parameters"), lr=lr, momentum=0.5)
+    loss_fn = student.new("torch.nn:CrossEntropyLoss", ignore_index=PAD_ID)
+    sched = None
+    if scheduler == "counting":
+        sched = student.new("kit:counting_scheduler", opt)
+    elif scheduler == "step":
+        sched = student.call("torch.optim.lr_scheduler:StepLR", opt, 1, gamma)
+    got = student.call(TRAIN_EPOCH, model, batches, opt, loss_fn, sched, grad=True)
+    return got, model, sched
+
+
+# greedy_decode ------------------------------------------------------------
+
+def greedy_expected(model, src, max_len, sos, eos):
+    model.eval()
+    with torch.no_grad():
+        ys = torch.full((src.size(0), 1), sos, dtype=torch.long)
+        done = torch.zeros(src.size(0), dtype=torch.bool)
+        while ys.size(1) < max_len and not done.all():
+            nxt = model(src, ys)[:, -1].argmax(-1).masked_fill(done, model.pad_idx)
+            ys = torch.cat([ys, nxt[:, None]], dim=1)
+            done |= nxt == eos
+    return ys
+
+
+def check_greedy(student, src, max_len, seed=0, vocab=12, pad=PAD_ID, sos=SOS_ID, eos=EOS_ID, train_first=False):
+    """The submission's greedy_decode on the kit's tiny model equals the definition, position by position."""
+    model = student.new("kit:tiny_translator", vocab, vocab, pad_idx=pad, sos_idx=sos, eos_idx=eos, init=seed)
+    if train_first:
+        model.train()
+    got = student.call(GREEDY, model, src, max_len, sos, eos)
+    local = TinyTranslator(vocab, vocab, pad_idx=pad, sos_idx=sos, eos_idx=eos, init=seed)
+    want = greedy_expected(local, src, max_len, sos, eos)
+    example = describe(src=src, max_len=max_len, sos_idx=sos, eos_idx=eos, pad_idx=pad, expected=want)
+    got = expect_tensor(got, name="greedy_decode output", dtype=torch.long, example=example)
+    B, L = want.shape
+    if got.dim() != 2 or got.size(0) != B or not L <= got.size(1) <= max_len:
+        raise Mismatch("greedy_decode output has the wrong shape", got=str(tuple(got.shape)), example=example,
+                       expected=f"({B}, L) with {L} <= L <= max_len = {max_len}",
+                       hint="The number of columns is off. Likely causes: not stopping once every row has emitted "
+                            "<eos>, or not counting <sos> toward max_len.")
+    if not bool((got[:, 0] == sos).all()):
+        raise Mismatch("every row should start with sos_idx", expected=f"column 0 all {sos}",
+                       got=str(got[:, 0].tolist()), example=example,
+                       hint="Column 0 is not sos_idx everywhere. Likely causes: starting from another id than the "
+                            "sos_idx argument, or dropping the first column.")
+    full = torch.full((B, got.size(1)), pad, dtype=torch.long)
+    full[:, :L] = want
+    wrong = torch.nonzero(got != full)
+    if len(wrong):
+        b, t = (int(i) for i in wrong[0])
+        ended = bool((want[b, 1:t] == eos).any()) if t < L else True
+        if ended:
+            what = f"row {b}, position {t} comes after that row's <eos>: it should be padding ({pad})"
+            hint = ("A position after <eos> holds a token other than padding. Likely causes: finished rows are not "
+                    "masked with model.pad_idx (the model keeps predicting after <eos>).")
+        else:
+            what = (f"row {b}, position {t} should be the argmax of the teacher-forced forward pass "
+                    f"model(src, ys[:, :{t}])[{b}, {t - 1}]")
+            hint = ("An emitted token differs from the eval-mode argmax at that position. Likely causes: the model "
+                    "left in train mode while decoding (model.eval() missing; the kit's model predicts differently "
+                    "in train mode), the argmax taken at another position than the last, or the new token not "
+                    "fed back.")
+        raise Mismatch(what, expected=str(full[b].tolist()), got=str(got[b].tolist()), where=f"row {b}, position {t}",
+                       example=example, hint=hint)
+    return model, want
+
+
+def greedy_expected_train(model, src, max_len):
+    """What a decoder that forgot model.eval() would give (the kit's model changes in train mode)."""
+    model.train()
+    with torch.no_grad():
+        ys = torch.full((src.size(0), 1), SOS_ID, dtype=torch.long)
+        while ys.size(1) < max_len:
+            ys = torch.cat([ys, model(src, ys)[:, -1].argmax(-1)[:, None]], dim=1)
+    return ys[:, :max_len]
+
+
+# the whole stack ----------------------------------------------------------
+
+SMALL = dict(batch_size=32, d_model=32, n_heads=4, n_layers=1, d_ff=64, dropout=0.0, warmup=100, lr_scale=1.0,
+             max_len=32)
+
+
+def train_date_task(student, steps: int, n_train: int, n_test: int, timeout: float = 120.0) -> dict:
+    """Train the submission's own stack in its process (grader.worker's train_date_task)."""
+    got = student._request({"op": "call", "target": "kit:train_date_task", "args": [],
+                            "kwargs": dict(seed=0, steps=steps, n_train=n_train, n_test=n_test, **SMALL),
+                            "seed": None, "grad": True, "device": None}, timeout=timeout)
+    if type(got) is not dict or not isinstance(got.get("losses"), list) or len(got["losses"]) != steps:
+        raise Mismatch("training did not record one loss per step", expected=f"{steps} losses", got=short(got))
+    return got
