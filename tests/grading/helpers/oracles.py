@@ -9,7 +9,6 @@ import torch.nn.functional as F
 from tests import strategies as s
 from tests.grading.helpers.names import causal
 
-
 # assignment1 ---------------------------------------------------------------------------------
 
 def pe_formula(max_len: int, d: int) -> torch.Tensor:

@@ -8,8 +8,21 @@ from hypothesis import strategies as st
 from grader.suite.checks import assert_close, describe
 from tests import strategies as s
 from tests.grading.helpers.checks import NORM_HINT, check_padding_rows, check_xavier, kit_sublayer
-from tests.grading.helpers.names import (DECODER, DECODER_LAYER, ENCODER, ENCODER_LAYER, FEED_FORWARD, LAYER_NORM, MHA,
-                                         PAD_MASK, RESIDUAL, TGT_MASK, TRANSFORMER, TRANSFORMER_EMBEDDING, masks)
+from tests.grading.helpers.names import (
+    DECODER,
+    DECODER_LAYER,
+    ENCODER,
+    ENCODER_LAYER,
+    FEED_FORWARD,
+    LAYER_NORM,
+    MHA,
+    PAD_MASK,
+    RESIDUAL,
+    TGT_MASK,
+    TRANSFORMER,
+    TRANSFORMER_EMBEDDING,
+    masks,
+)
 from tests.grading.support import check_reference, reference_module
 
 LAYER_PARTS = (MHA, FEED_FORWARD, RESIDUAL)

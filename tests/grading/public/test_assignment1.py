@@ -13,10 +13,23 @@ from hypothesis import strategies as st
 
 from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor
 from tests import strategies as s
-from tests.grading.helpers.checks import (check_dropout_inactive_in_eval, check_dropout_placement, expect_changed,
-                                          expect_gradients, expect_names, perturb)
-from tests.grading.helpers.names import (FEED_FORWARD, LAYER_NORM, POSITIONAL_ENCODING, TOKEN_EMBEDDING,
-                                         TRANSFORMER_EMBEDDING, ff_shapes, norm_shapes)
+from tests.grading.helpers.checks import (
+    check_dropout_inactive_in_eval,
+    check_dropout_placement,
+    expect_changed,
+    expect_gradients,
+    expect_names,
+    perturb,
+)
+from tests.grading.helpers.names import (
+    FEED_FORWARD,
+    LAYER_NORM,
+    POSITIONAL_ENCODING,
+    TOKEN_EMBEDDING,
+    TRANSFORMER_EMBEDDING,
+    ff_shapes,
+    norm_shapes,
+)
 from tests.grading.helpers.oracles import embed, feed_forward, ff_weights, pe_formula, pe_tolerance
 from tests.grading.support import check_stored
 

@@ -16,8 +16,14 @@ from hypothesis import strategies as st
 from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor
 from tests import strategies as s
 from tests.grading.helpers.attention import SDPA_HINT, call_sdpa
-from tests.grading.helpers.checks import (check_dropout_inactive_in_eval, check_dropout_placement, expect_changed,
-                                          expect_gradients, expect_names, perturb)
+from tests.grading.helpers.checks import (
+    check_dropout_inactive_in_eval,
+    check_dropout_placement,
+    expect_changed,
+    expect_gradients,
+    expect_names,
+    perturb,
+)
 from tests.grading.helpers.names import CAUSAL_MASK, MHA, PAD_MASK, TGT_MASK, causal, mha_shapes
 from tests.grading.helpers.oracles import attention, graded_rows, mha_weights, torch_mha
 from tests.grading.support import check_stored, stored
@@ -380,7 +386,7 @@ def test_mha_keeps_attention_weights(student, dh, keys, t_q, seed):
 def test_mha_rejects_d_model_not_divisible_by_n_heads(student):
     student.new(MHA, 8, 2)  # valid arguments build (a stub is "not attempted", not "raises the wrong error")
     for d, h in ((10, 4), (6, 4), (9, 2), (8, 3)):
-        expect_error(lambda: student.new(MHA, d, h), kind="ValueError", names=[d, h],
+        expect_error(lambda d=d, h=h: student.new(MHA, d, h), kind="ValueError", names=[d, h],
                      example=describe(d_model=d, n_heads=h),
                      hint=f"In __init__, raise ValueError when d_model % n_heads != 0, naming d_model ({d}) and "
                           f"n_heads ({h}) in the message.")

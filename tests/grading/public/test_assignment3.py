@@ -15,14 +15,41 @@ from hypothesis import strategies as st
 
 from grader.suite.checks import Mismatch, assert_close, describe, expect_tensor
 from tests import strategies as s
-from tests.grading.helpers.checks import (NORM_HINT, check_dropout_inactive_in_eval, check_dropout_placement,
-                                          check_padding_rows, check_xavier, expect_changed, expect_gradients,
-                                          expect_names, kit_sublayer, perturb)
-from tests.grading.helpers.names import (DECODER, DECODER_LAYER, ENCODER, ENCODER_LAYER, RESIDUAL, TRANSFORMER,
-                                         decoder_layer_shapes, encoder_layer_shapes, masks, norm_shapes, random_state,
-                                         stack_shapes, transformer_shapes)
-from tests.grading.helpers.oracles import (layer_norm, torch_decode, torch_decoder_layer, torch_encode,
-                                           torch_encoder_layer, torch_transformer)
+from tests.grading.helpers.checks import (
+    NORM_HINT,
+    check_dropout_inactive_in_eval,
+    check_dropout_placement,
+    check_padding_rows,
+    check_xavier,
+    expect_changed,
+    expect_gradients,
+    expect_names,
+    kit_sublayer,
+    perturb,
+)
+from tests.grading.helpers.names import (
+    DECODER,
+    DECODER_LAYER,
+    ENCODER,
+    ENCODER_LAYER,
+    RESIDUAL,
+    TRANSFORMER,
+    decoder_layer_shapes,
+    encoder_layer_shapes,
+    masks,
+    norm_shapes,
+    random_state,
+    stack_shapes,
+    transformer_shapes,
+)
+from tests.grading.helpers.oracles import (
+    layer_norm,
+    torch_decode,
+    torch_decoder_layer,
+    torch_encode,
+    torch_encoder_layer,
+    torch_transformer,
+)
 from tests.grading.support import check_stored
 
 D_FF = 16  # the hidden size of the feed-forward networks of the layers built below

@@ -16,9 +16,17 @@ from hypothesis import strategies as st
 from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor, short
 from grader.suite.kit import TinyTranslator
 from tests import strategies as s
-from tests.grading.helpers.names import (COLLATE, EOS_ID, LOSS, NOAM, PAD_ID, SOS_ID, SPECIALS, UNK_ID, VOCAB)
-from tests.grading.helpers.training import (SMALL, check_greedy, collate_expected, greedy_expected_train,
-                                            run_train_epoch, tiny_batches, train_date_task, train_epoch_expected)
+from tests.grading.helpers.names import COLLATE, EOS_ID, LOSS, NOAM, PAD_ID, SOS_ID, SPECIALS, UNK_ID, VOCAB
+from tests.grading.helpers.training import (
+    SMALL,
+    check_greedy,
+    collate_expected,
+    greedy_expected_train,
+    run_train_epoch,
+    tiny_batches,
+    train_date_task,
+    train_epoch_expected,
+)
 
 
 def expect_list(value, *, name: str, kind: type, example: str = "", hint: str = "") -> list:
@@ -64,7 +72,8 @@ def test_vocab_encode_decode_round_trip(student, seqs):
     ids = expect_list(v.method("encode", distinct), name="encode(distinct words)", kind=int, example=example)
     if len(set(ids)) != len(distinct) or any(i < 4 or i >= n for i in ids):
         raise Mismatch("every distinct word should get its own id in 4 .. len(vocab) - 1",
-                       expected=f"{len(distinct)} different ids in 4..{n - 1}", got=str(dict(zip(distinct, ids))),
+                       expected=f"{len(distinct)} different ids in 4..{n - 1}",
+                       got=str(dict(zip(distinct, ids, strict=False))),
                        example=example)
     for seq in seqs:
         enc = expect_list(v.method("encode", seq), name="encode(sentence)", kind=int, example=example)
@@ -125,7 +134,8 @@ def check_collate(student, pairs, pad_idx, hint=""):
     hints = {"src": "src is the source ids as given (no <sos>/<eos>), right-padded to the longest source.",
              "tgt_in": "tgt_in is <sos> (1) followed by the target ids, right-padded with pad_idx.",
              "tgt_out": "tgt_out is the target ids followed by <eos> (2), right-padded with pad_idx."}
-    for name, value, want in zip(("src", "tgt_in", "tgt_out"), got, collate_expected(pairs, pad_idx)):
+    expected = collate_expected(pairs, pad_idx)
+    for name, value, want in zip(("src", "tgt_in", "tgt_out"), got, expected, strict=False):
         assert_close(value, want, name=f"collate's {name}", example=example, hint=hint or hints[name])
 
 
@@ -230,10 +240,11 @@ def test_noam_lr_warms_up_then_decays(student):
     if not math.isclose(lrs[w - 1], d ** -0.5 * w ** -0.5, rel_tol=1e-9):
         raise Mismatch("the peak value should be d_model^-0.5 * warmup^-0.5",
                        expected=f"{d ** -0.5 * w ** -0.5:.8g}", got=f"{lrs[w - 1]:.8g}", example=example)
-    if not math.isclose(lrs[1], 2 * lrs[0], rel_tol=1e-9) or not all(a < b for a, b in zip(lrs[:w - 1], lrs[1:w])):
+    growing = all(a < b for a, b in zip(lrs[:w - 1], lrs[1:w], strict=True))
+    if not math.isclose(lrs[1], 2 * lrs[0], rel_tol=1e-9) or not growing:
         raise Mismatch("during warm-up the learning rate should grow linearly with the step",
                        expected="lr(2) = 2 lr(1), increasing up to step warmup", got=str(lrs[:w]), example=example)
-    if not all(a > b for a, b in zip(lrs[w - 1:], lrs[w:])):
+    if not all(a > b for a, b in zip(lrs[w - 1:], lrs[w:], strict=False)):
         raise Mismatch("after warm-up the learning rate should decrease", expected="decreasing after step 10",
                        got=str(lrs[w - 1:]), example=example)
     if not math.isclose(lrs[29], lrs[w - 1] * math.sqrt(w / 30), rel_tol=1e-9):
@@ -244,7 +255,7 @@ def test_noam_lr_warms_up_then_decays(student):
 def test_noam_lr_rejects_step_0(student):
     call_noam(student, 1, 16, 10)  # step 1 is fine (and a stub shows as not attempted, not as a wrong error)
     for step in (0, -3):
-        expect_error(lambda: student.call(NOAM, step, 16, 10), kind="ValueError", names=[step],
+        expect_error(lambda step=step: student.call(NOAM, step, 16, 10), kind="ValueError", names=[step],
                      example=describe(step=step, d_model=16, warmup=10),
                      hint="Steps count from 1: raise ValueError(f\"step must be >= 1, got {step}\").")
 
@@ -341,8 +352,9 @@ def test_end_to_end_training_lowers_the_loss(student):
     losses = got["losses"]
     example = describe(task="dates -> ISO dates", steps=150, **SMALL)
     if not all(math.isfinite(x) for x in losses):
+        first_bad = next(i for i, x in enumerate(losses) if not math.isfinite(x))
         raise Mismatch("the training loss should stay finite", expected="finite losses",
-                       got=f"first non-finite at step {next(i for i, x in enumerate(losses) if not math.isfinite(x)) + 1}",
+                       got=f"first non-finite at step {first_bad + 1}",
                        example=example)
     first, last = sum(losses[:5]) / 5, sum(losses[-20:]) / 20
     if not last < 0.4 * first:
