@@ -1,73 +1,264 @@
 """The reference's parts, served to the stand-ins in the submission's process.
 
 An isolated check swaps the reference's versions of a composite's parts in for the
-submission's own; the stand-ins (grader.sandbox.child.standins) ask for them here.
+submission's own; the stand-ins (grader.sandbox.child.standins) ask for them here: "build"
+gets a description of the reference module's tree (data only: class names, constructor
+arguments, attributes, tensors; never code), "forward" and "call" run the reference at a
+place in that tree on the stand-in's own weights, and "backward" gives the vector-Jacobian
+product of a call made with gradients, whose graph is kept here until the check ends.
 """
 
+import itertools
+from collections.abc import Callable
+from typing import Any
+
 import torch
+from torch import nn
 
 from grader.sandbox.child import protocol
+from grader.sandbox.child.gradients import fill, split
+from grader.sandbox.child.standins import TORCH, plain
 from grader.suite.reference import PACKAGE, load, resolve
+
+# constructor arguments of the torch.nn built-ins that the stand-ins rebuild as themselves
+TORCH_ARGS: dict[type[nn.Module], Callable[[Any], dict]] = {
+    nn.Linear: lambda m: {"in_features": m.in_features, "out_features": m.out_features, "bias": m.bias is not None},
+    nn.Dropout: lambda m: {"p": m.p, "inplace": m.inplace},
+    nn.Embedding: lambda m: {"num_embeddings": m.num_embeddings, "embedding_dim": m.embedding_dim,
+                             "padding_idx": m.padding_idx, "max_norm": m.max_norm, "norm_type": m.norm_type,
+                             "scale_grad_by_freq": m.scale_grad_by_freq, "sparse": m.sparse},
+    nn.LayerNorm: lambda m: {"normalized_shape": tuple(m.normalized_shape), "eps": m.eps,
+                             "elementwise_affine": m.elementwise_affine, "bias": m.bias is not None},
+    nn.ReLU: lambda m: {"inplace": m.inplace},
+    nn.GELU: lambda m: {"approximate": m.approximate},
+    **{c: lambda m: {} for c in (nn.ModuleList, nn.Sequential, nn.Identity, nn.Tanh, nn.Sigmoid)},
+}
+assert {c.__name__ for c in TORCH_ARGS} == set(TORCH), "the worker rebuilds the same classes"
 
 
 class ReferenceParts:
-    """Answers the worker's stand-ins (grader.parts): builds and runs the reference's parts.
+    """Answers the worker's stand-ins: builds and runs the reference's parts.
 
-    Only the parts swapped in by the current check are served, with bounded sizes, since
-    the requests come from the submission's process."""
+    Only the parts swapped in by the current check are served, with bounded sizes; every
+    request comes from the submission's process, so each is checked before it is served."""
 
     MAX_INT = 10_000
     MAX_NUMEL = 20_000_000
+    MAX_GRAPHS = 4096
 
     def __init__(self, call_back):
         self.call_back = call_back  # (handle, *args) -> what the submission's callable returns
         self.allowed: set[str] = set()
-        self.built: dict[int, torch.nn.Module] = {}
+        self.built: dict[int, nn.Module] = {}
+        self.graphs: dict[int, tuple[list, list, list, list]] = {}  # call -> outputs, input/param leaves, anchors
+        self.ids = itertools.count(1)  # never reused: a stale id from an earlier check names nothing
         self.package = PACKAGE
 
     def allow(self, reference, parts):
         if reference is not None:
             self.package = load(reference)
-        self.allowed = set(parts)
-        self.built.clear()
+        parts = set(parts)
+        if not parts or not parts >= self.allowed:  # a new check: what the last one built and kept goes
+            self.built.clear()
+            self.graphs.clear()
+        self.allowed = parts
 
     def _target(self, part):
         if part not in self.allowed:
-            raise ValueError(f"{part!r} is not a part of this check")
+            raise ValueError(f"{str(part)[:80]!r} is not a part of this check")
         return resolve(self.package, part)
 
     def answer(self, message: dict):
         if not isinstance(message, dict):
             raise ValueError("malformed request")
+        self._free(message.get("free", []))
+        if "backward" in message:
+            return self._backward(message)
         args, kwargs = message.get("args", []), message.get("kwargs", {})
         if not isinstance(args, list) or not isinstance(kwargs, dict):
             raise ValueError("malformed arguments")
-        args = [self._callable(a) for a in args]
-        kwargs = {k: self._callable(v) for k, v in kwargs.items()}
         if "build" in message:
-            if any(type(v) is int and abs(v) > self.MAX_INT for v in [*args, *kwargs.values()]):
-                raise ValueError(f"sizes above {self.MAX_INT} are not served")
-            torch.manual_seed(0)
-            module = self._target(message["build"])(*args, **kwargs)
-            if sum(t.numel() for t in module.state_dict().values()) > self.MAX_NUMEL:
-                raise ValueError("part too large")
-            self.built[len(self.built) + 1] = module
-            return {"id": len(self.built), "parameters": {k: v.detach() for k, v in module.named_parameters()},
-                    "buffers": dict(module.named_buffers())}
+            return self._build(message["build"], args, kwargs)
         if "forward" in message:
-            module = self.built[message["forward"]]
-            with torch.no_grad():
-                module.load_state_dict(message["state"])
-                module.train(bool(message.get("training")))
-                output = module(*args, **kwargs)
-            attrs = {k: v for k, v in vars(module).items() if isinstance(v, torch.Tensor) and not k.startswith("_")}
-            return {"output": output, "attrs": attrs}
+            module = self._place(message["forward"], message.get("path"))
+            weights = self._weights(module, message.get("state"), message.get("training"))
+            return self._run(lambda *a, **k: torch.func.functional_call(module, weights, a, k, strict=True),
+                             module, weights, message, args, kwargs)
         if "call" in message:
-            with torch.no_grad():
-                return {"output": self._target(message["call"])(*args, **kwargs)}
+            return self._run(self._target(message["call"]), None, {}, message, args, kwargs)
         raise ValueError("unknown request")
 
-    def _callable(self, v):
+    def _build(self, part, args, kwargs):
+        if any(type(v) is int and abs(v) > self.MAX_INT for v in [*args, *kwargs.values()]):
+            raise ValueError(f"sizes above {self.MAX_INT} are not served")
+        args, kwargs = self._callables([args, kwargs], {}, None)
+        torch.manual_seed(0)
+        module = self._target(part)(*args, **kwargs)
+        if not isinstance(module, nn.Module):
+            raise ValueError(f"{part!r} is not a module")
+        if sum(t.numel() for t in module.state_dict().values()) > self.MAX_NUMEL:
+            raise ValueError("part too large")
+        build = next(self.ids)
+        self.built[build] = module
+        return {"id": build, "tree": self._describe(module)}
+
+    def _describe(self, m: nn.Module) -> dict:
+        kind, prefix = type(m), self.package + "."
+        rebuilt = kind in TORCH_ARGS
+        return {
+            "class": kind.__name__,
+            "part": f"{kind.__module__[len(prefix):]}:{kind.__qualname__}" if kind.__module__.startswith(prefix)
+            else None,
+            "torch": rebuilt,
+            "kwargs": TORCH_ARGS[kind](m) if rebuilt else {},
+            "attrs": {} if rebuilt else {k: v for k, v in vars(m).items()
+                                         if not k.startswith("_") and k != "training" and plain(v)},
+            "parameters": {k: v.detach() for k, v in m._parameters.items() if v is not None},
+            "buffers": {k: v for k, v in m._buffers.items() if v is not None},
+            "persistent": [k for k in m._buffers if k not in m._non_persistent_buffers_set],
+            "modules": [[k, self._describe(c)] for k, c in m._modules.items() if c is not None],
+        }
+
+    def _place(self, build, path) -> nn.Module:
+        if type(build) is not int or build not in self.built or type(path) is not str or len(path) > 500:
+            raise ValueError("no such part in this check")
+        return self.built[build].get_submodule(path)
+
+    @staticmethod
+    def _weights(module: nn.Module, state, training) -> dict:
+        """The stand-in's weights, which must be the reference module's names and shapes, and its
+        submodules' train/eval flags, set on the reference's."""
+        own = {**dict(module.named_parameters()), **dict(module.named_buffers())}
+        if (not isinstance(state, dict) or set(state) != set(own)
+                or any(type(v) is not torch.Tensor or v.shape != own[k].shape
+                       or v.is_floating_point() != own[k].is_floating_point() for k, v in state.items())):
+            raise ValueError("the weights do not match the reference part's")
+        modules = dict(module.named_modules())
+        if not isinstance(training, dict) or any(k not in modules or type(v) is not bool for k, v in training.items()):
+            raise ValueError("malformed train/eval flags")
+        for k, flag in training.items():
+            modules[k].training = flag
+        return dict(state)
+
+    def _run(self, fn, module, weights: dict, message: dict, args: list, kwargs: dict):
+        grad = message.get("grad") is True
+        skeleton, inputs = split([args, kwargs])
+        if sum(t.numel() for t in [*inputs, *weights.values()]) > self.MAX_NUMEL:
+            raise ValueError("inputs too large")
+        inputs = [t.detach().requires_grad_() if grad and t.is_floating_point() else t for t in inputs]
+        params = self._leaves(weights, message.get("params")) if grad else []
+        # the sublayers run in the submission's process: their output needs a gradient even
+        # when nothing here does (the sublayer's own parameters live there)
+        anchors = [torch.zeros((), requires_grad=True)] if grad else []
+        callbacks = self._callback_pairs(message.get("callbacks", [])) if grad else {}
+        args, kwargs = fill(self._callables(skeleton, callbacks, anchors[0] if grad else None), inputs)
+        before = _tensor_attrs(module)
+        with torch.set_grad_enabled(grad):
+            output = fn(*args, **kwargs)
+        out_skeleton, outputs = split(output)
+        answer = {"output": fill(out_skeleton, [t.detach() for t in outputs]), "attrs": _changed(module, before)}
+        if grad:
+            if len(self.graphs) >= self.MAX_GRAPHS:
+                raise ValueError(f"more than {self.MAX_GRAPHS} calls with gradients kept at once")
+            answer["call"] = next(self.ids)
+            self.graphs[answer["call"]] = (outputs, [t if t.requires_grad else None for t in inputs], params,
+                                           anchors)
+        return answer
+
+    @staticmethod
+    def _leaves(weights: dict, names) -> list[torch.Tensor]:
+        """Make the named weights leaves of this call's graph (in place in `weights`)."""
+        if not isinstance(names, list) or any(type(n) is not str or n not in weights for n in names) \
+                or len(set(names)) != len(names):
+            raise ValueError("malformed parameter names")
+        for n in names:
+            if not weights[n].is_floating_point():
+                raise ValueError(f"{n} cannot have a gradient")
+            weights[n] = weights[n].detach().requires_grad_()
+        return [weights[n] for n in names]
+
+    @staticmethod
+    def _callback_pairs(pairs) -> dict[int, protocol.Handle]:
+        if not isinstance(pairs, list) or any(type(p) is not list or len(p) != 2 or not all(
+                isinstance(h, protocol.Handle) for h in p) for p in pairs):
+            raise ValueError("malformed callbacks")
+        return {run.id: backprop for run, backprop in pairs}
+
+    def _callables(self, v, callbacks: dict, anchor):
+        """The submission's callables (handles) in `v` as functions that call them back."""
         if isinstance(v, protocol.Handle):
+            if v.id in callbacks:
+                calls = itertools.count()
+                return lambda *args: Callback.apply(self.call_back, v, callbacks[v.id], next(calls), anchor, *args)
             return lambda *args: self.call_back(v, *args)
+        if type(v) in (list, tuple):
+            return type(v)(self._callables(x, callbacks, anchor) for x in v)
+        if type(v) is dict:
+            return {k: self._callables(x, callbacks, anchor) for k, x in v.items()}
         return v
+
+    def _backward(self, message: dict) -> dict:
+        call = message["backward"]
+        graph = self.graphs.get(call) if type(call) is int else None
+        if graph is None:
+            raise ValueError("no graph kept for this call")
+        outputs, inputs, params, anchors = graph
+        grads = message.get("grads")
+        if type(grads) is not list or len(grads) != len(outputs) or any(
+                g is not None and (type(g) is not torch.Tensor or g.shape != o.shape)
+                for g, o in zip(grads, outputs, strict=True)):
+            raise ValueError("malformed gradients")
+        pairs = [(o, g.to(o.dtype)) for o, g in zip(outputs, grads, strict=True) if g is not None and o.requires_grad]
+        leaves = [t for t in [*inputs, *params, *anchors] if t is not None]
+        # retained: the submission may run backward through this call again (retain_graph),
+        # and train-mode dropout must keep the mask it drew in forward
+        got = iter(torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs], retain_graph=True,
+                                       allow_unused=True) if pairs else [None] * len(leaves))
+        return {"inputs": [None if t is None else next(got) for t in inputs], "params": [next(got) for _ in params]}
+
+    def _free(self, calls):
+        if not isinstance(calls, list) or any(type(c) is not int for c in calls):
+            raise ValueError("malformed list of calls to free")
+        for c in calls:
+            self.graphs.pop(c, None)
+
+
+class Callback(torch.autograd.Function):
+    """A call back into the submission's process (a sublayer) as one node of the reference's graph:
+    backward asks that process to backpropagate through the graph it kept for the call."""
+
+    @staticmethod
+    def forward(ctx, call_back, handle, backprop, index, anchor, *args):
+        ctx.call_back, ctx.backprop, ctx.index = call_back, backprop, index
+        ctx.like = [(a.shape, a.dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else None
+                    for a in args]
+        out = call_back(handle, *[a.detach() if isinstance(a, torch.Tensor) else a for a in args])
+        if type(out) is not torch.Tensor or not out.is_floating_point():
+            raise ValueError("the sublayer should return a floating-point tensor")
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        grads = ctx.call_back(ctx.backprop, ctx.index, grad)
+        if type(grads) is not list or len(grads) != len(ctx.like) or any(
+                g is not None and (like is None or type(g) is not torch.Tensor or g.shape != like[0])
+                for g, like in zip(grads, ctx.like, strict=True)):
+            raise ValueError("the sublayer's process sent malformed gradients")
+        return (None,) * 5 + tuple(None if g is None else g.to(like[1])
+                                   for g, like in zip(grads, ctx.like, strict=True))
+
+
+def _tensor_attrs(module) -> dict:
+    if module is None:
+        return {}
+    return {(path, k): v for path, m in module.named_modules() for k, v in vars(m).items()
+            if isinstance(v, torch.Tensor) and not k.startswith("_")}
+
+
+def _changed(module, before: dict) -> dict:
+    """Tensor attributes the reference set during the call, by module path."""
+    changed: dict[str, dict] = {}
+    for (path, k), v in _tensor_attrs(module).items():
+        if before.get((path, k)) is not v:
+            changed.setdefault(path, {})[k] = v.detach()
+    return changed

@@ -13,8 +13,7 @@ from grader.suite.parts import ReferenceParts
 from grader.suite.remote import Submission
 from tests.kit.conftest import ROOT, SOLUTIONS, full_marks, grade_json, mutant, scores
 
-SUB, ENC, DEC = "assignment3/sublayer.py", "assignment3/encoder.py", "assignment3/decoder.py"
-TRANSFORMER, MHA_FILE = "assignment3/transformer.py", "assignment2/multi_head_attention.py"
+ENC, DEC, TRANSFORMER = "assignment3/encoder.py", "assignment3/decoder.py", "assignment3/transformer.py"
 EL, DL = "assignment3.encoder:EncoderLayer", "assignment3.decoder:DecoderLayer"
 TR = "assignment3.transformer:Transformer"
 LAYER_PARTS = ("assignment2.multi_head_attention:MultiHeadAttention",
@@ -80,12 +79,23 @@ READS_ATTRIBUTES_OF_ITS_PARTS = {
 }
 
 
-@pytest.mark.parametrize("patches", [LAYERS_BY_HAND, INIT_BY_WALKING_MODULES, READS_ATTRIBUTES_OF_ITS_PARTS],
-                         ids=["layers_call_norm_and_dropout", "init_walks_modules", "reads_attributes_of_parts"])
+# the Annotated Transformer's `clones`: one layer built, then deep-copied (a stand-in, in isolated checks)
+CLONES_LAYERS = {path: [(f"[{layer}(d_model, n_heads, d_ff, dropout, norm_first) for _ in range(n_layers)]",
+                         f"[__import__('copy').deepcopy({layer}(d_model, n_heads, d_ff, dropout, norm_first))\n"
+                         "             for _ in range(n_layers)]")]
+                 for path, layer in ((ENC, "EncoderLayer"), (DEC, "DecoderLayer"))}
+
+
+@pytest.mark.parametrize("patches", [LAYERS_BY_HAND, INIT_BY_WALKING_MODULES, READS_ATTRIBUTES_OF_ITS_PARTS,
+                                     CLONES_LAYERS],
+                         ids=["layers_call_norm_and_dropout", "init_walks_modules", "reads_attributes_of_parts",
+                              "clones_layers_with_deepcopy"])
 def test_code_relying_on_the_contracts_structure_keeps_full_marks(tmp_path, patches):
     report = grade_json(mutant(tmp_path, patches), "assignment3")
-    assert scores(report) == full_marks(report), [t for c in report["components"] for t in c["tests"]
-                                                  if t["status"] != "passed"]
+    tests = [t for c in report["components"] for t in c["tests"]]
+    assert scores(report) == full_marks(report), [t for t in tests if t["status"] != "passed"]
+    isolated = [t for t in tests if t["id"].endswith("with_reference_parts")]
+    assert len(isolated) >= 5 and all(t["status"] == "passed" for t in isolated), isolated
 
 
 def test_isolated_checks_still_catch_a_wiring_bug(tmp_path):

@@ -103,7 +103,7 @@ def tensor_sizes(header: dict) -> list[tuple[torch.dtype, tuple[int, ...], int]]
 
 def decode_value(header: dict, blobs: list[bytes], metas) -> object:
     tensors = []
-    for (dtype, shape, _), blob in zip(metas, blobs):
+    for (dtype, shape, _), blob in zip(metas, blobs, strict=True):
         buf = bytearray(blob)
         if dtype in (torch.float16, torch.bfloat16):
             t = torch.frombuffer(buf, dtype=torch.int16).view(dtype) if buf else torch.empty(0, dtype=dtype)
@@ -111,28 +111,31 @@ def decode_value(header: dict, blobs: list[bytes], metas) -> object:
             t = torch.frombuffer(buf, dtype=dtype) if buf else torch.empty(0, dtype=dtype)
         tensors.append(t.reshape(shape))
 
-    def dec(v):
-        if v is None or type(v) in (bool, int, float, str):
-            return v
-        if type(v) is list:
-            return [dec(x) for x in v]
-        if type(v) is dict:
-            if set(v) == {"$t"} and type(v["$t"]) is int and 0 <= v["$t"] < len(tensors):
-                return tensors[v["$t"]]
-            if set(v) == {"$tuple"} and type(v["$tuple"]) is list:
-                return tuple(dec(x) for x in v["$tuple"])
-            if set(v) == {"$d"} and type(v["$d"]) is list and all(type(p) is list and len(p) == 2 for p in v["$d"]):
-                return {_hashable(dec(k)): dec(x) for k, x in v["$d"]}
-            if set(v) == {"$dtype"} and v["$dtype"] in DTYPES:
-                return DTYPES[v["$dtype"]]
-            if set(v) == {"$device"} and type(v["$device"]) is str and re.fullmatch(r"(cpu|cuda)(:\d{1,2})?",
-                                                                                   v["$device"]):
-                return torch.device(v["$device"])
-            if set(v) == {"$h", "type"} and type(v["$h"]) is int and type(v["type"]) is str:
-                return Handle(v["$h"], v["type"][:200])
-        raise ProtocolError(f"malformed value {str(v)[:80]}")
+    return _decode(header.get("v"), tensors)
 
-    return dec(header.get("v"))
+
+def _decode(v, tensors: list):
+    # a module-level function, not a closure: a recursive closure is a reference cycle that
+    # would keep every decoded tensor (and the autograd graphs they join) alive until gc runs
+    if v is None or type(v) in (bool, int, float, str):
+        return v
+    if type(v) is list:
+        return [_decode(x, tensors) for x in v]
+    if type(v) is dict:
+        if set(v) == {"$t"} and type(v["$t"]) is int and 0 <= v["$t"] < len(tensors):
+            return tensors[v["$t"]]
+        if set(v) == {"$tuple"} and type(v["$tuple"]) is list:
+            return tuple(_decode(x, tensors) for x in v["$tuple"])
+        if set(v) == {"$d"} and type(v["$d"]) is list and all(type(p) is list and len(p) == 2 for p in v["$d"]):
+            return {_hashable(_decode(k, tensors)): _decode(x, tensors) for k, x in v["$d"]}
+        if set(v) == {"$dtype"} and v["$dtype"] in DTYPES:
+            return DTYPES[v["$dtype"]]
+        if set(v) == {"$device"} and type(v["$device"]) is str and re.fullmatch(r"(cpu|cuda)(:\d{1,2})?",
+                                                                               v["$device"]):
+            return torch.device(v["$device"])
+        if set(v) == {"$h", "type"} and type(v["$h"]) is int and type(v["type"]) is str:
+            return Handle(v["$h"], v["type"][:200])
+    raise ProtocolError(f"malformed value {str(v)[:80]}")
 
 
 def _hashable(k):

@@ -1,71 +1,280 @@
 """Stand-ins for a composite's parts, worker side: the reference's parts run in the grader.
 
 An isolated check grades a composite (an EncoderLayer, say) on the reference's versions of
-the parts it builds on. The reference never enters the submission's process: each stand-in
-owns parameters under the contract's names (so weights load by name as usual) and, when
-called, asks the grader to run the reference's part on its inputs and weights. Stand-ins
-carry values forward only; gradients do not flow through them.
+the parts it builds on. The reference never enters the submission's process: the grader
+describes the reference module's tree as data (class names, torch.nn constructor arguments,
+plain attributes, tensors) and the stand-in is built from it, so that code written against
+the contract's structure (`self.residuals[0].norm(x)`, `isinstance(m, nn.Linear)`,
+`self.self_attn.n_heads`) runs on it. torch.nn built-ins are real instances of their class;
+the kit's own modules are stand-ins which, when called, ask the grader to run the reference's
+module at their place with their subtree's weights. Gradients flow through them
+(grader.sandbox.child.gradients).
 """
 
+import weakref
+
 import torch
+from torch import nn
+
+from grader.sandbox.child.gradients import Recorder, Through, fill, split
+
+# torch.nn classes rebuilt as themselves from the constructor arguments the grader sends;
+# any other torch module is a stand-in like the kit's own
+TORCH = {c.__name__: c for c in (nn.Linear, nn.Dropout, nn.Embedding, nn.LayerNorm, nn.ModuleList, nn.Sequential,
+                                 nn.ReLU, nn.GELU, nn.Identity, nn.Tanh, nn.Sigmoid)}
+PLAIN = (type(None), bool, int, float, str)
 
 
-def stand_in(part: str, ask):
-    """A class or function to use in place of `part` ("assignment2.masks:make_pad_mask");
-    `ask(message)` sends a request to the grader and returns its answer."""
-    name = part.rpartition(":")[2]
-    if name[:1].islower():
-        def function(*args, **kwargs):
-            return ask({"call": part, "args": list(args), "kwargs": kwargs})["output"]
-
-        function.__name__ = function.__qualname__ = name
-        return function
-
-    class Part(torch.nn.Module):
-        def __init__(self, *args, **kwargs):
-            super().__init__()
-            spec = ask({"build": part, "args": list(args), "kwargs": kwargs})
-            self._kit_part = spec["id"]
-            for key, value in spec["parameters"].items():
-                _owner(self, key).register_parameter(key.rpartition(".")[2], torch.nn.Parameter(value))
-            for key, value in spec["buffers"].items():
-                _owner(self, key).register_buffer(key.rpartition(".")[2], value)
-
-        def forward(self, *args, **kwargs):
-            device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
-            state = {k: v.detach().cpu() for k, v in self.state_dict().items()}
-            answer = ask({"forward": self._kit_part, "args": _cpu(list(args)), "kwargs": _cpu(kwargs),
-                          "state": state, "training": self.training})
-            for attr, value in answer["attrs"].items():
-                setattr(self, attr, _to(value, device))
-            return _to(answer["output"], device)
-
-    Part.__name__ = Part.__qualname__ = name
-    return Part
+def plain(v) -> bool:
+    """An attribute value that travels as data: None, bool, int, float, str, or a tuple or list of those."""
+    return type(v) in PLAIN or type(v) in (tuple, list) and all(type(x) in PLAIN for x in v)
 
 
-def _owner(module: torch.nn.Module, key: str) -> torch.nn.Module:
-    """The submodule that holds `key` ("w_q.weight" -> module.w_q), made on the way."""
-    for step in key.split(".")[:-1]:
-        if step not in module._modules:
-            module.add_module(step, torch.nn.Module())
-        module = module._modules[step]
-    return module
+class StandIn(nn.Module):
+    """A module of the reference's whose forward runs in the grader, at `_kit_path` of built tree `_kit_build`."""
+
+    _kit_link: "Link"
+    _kit_build: int
+    _kit_path: str
+
+    def forward(self, *args, **kwargs):
+        return self._kit_link.run(self, {"forward": self._kit_build, "path": self._kit_path}, args, kwargs)
 
 
-def _cpu(v):
-    if isinstance(v, torch.Tensor):
-        return v.detach().cpu()
-    if isinstance(v, (list, tuple)):
-        return type(v)(_cpu(x) for x in v)
-    if isinstance(v, dict):
-        return {k: _cpu(x) for k, x in v.items()}
+class Link:
+    """The worker's end of the stand-ins: builds them and asks the grader to run them."""
+
+    def __init__(self, ask, known):
+        self.ask = ask  # message -> the grader's answer
+        self.known = known  # part -> the class standing in for it in this check, or None
+        self.classes: dict[str, type] = {}
+        self.freed: list[int] = []  # grader-side graphs no longer needed, sent with the next request
+
+    def send(self, message: dict):
+        if self.freed:
+            message["free"] = self.freed[:]
+            self.freed.clear()  # in place: finalizers of pending calls hold this list
+        return self.ask(message)
+
+    def reset(self):
+        self.freed.clear()  # the grader drops every graph of the check itself
+
+    def __deepcopy__(self, memo):
+        return self  # copy.deepcopy(layer) (the "clones" idiom) copies a stand-in, never the worker
+
+    def stand_in(self, part: str):
+        """A class or function to use in place of `part` ("assignment2.masks:make_pad_mask")."""
+        name, link = part.rpartition(":")[2], self
+        if name[:1].islower():
+            def function(*args, **kwargs):
+                return link.run(None, {"call": part}, args, kwargs)
+
+            function.__name__ = function.__qualname__ = name
+            return function
+
+        class Part(StandIn):
+            def __init__(self, *args, **kwargs):
+                super().__init__()
+                answer = link.send({"build": part, "args": list(args), "kwargs": kwargs})
+                if not isinstance(answer, dict) or type(answer.get("id")) is not int:
+                    raise RuntimeError("malformed description of a reference part")
+                link.populate(self, answer.get("tree"), answer["id"], "")
+
+        Part.__name__ = Part.__qualname__ = name
+        return Part
+
+    # building ------------------------------------------------------------------------------
+
+    def populate(self, module: StandIn, node, build: int, path: str):
+        """Give `module` the parameters, buffers, attributes and submodules of a described node."""
+        node = _node(node)
+        module._kit_link, module._kit_build, module._kit_path = self, build, path
+        for key, value in node["attrs"].items():
+            if not plain(value) or hasattr(type(module), _name(key)):
+                raise RuntimeError(f"malformed attribute {key!r} of a reference part")
+            setattr(module, key, value)
+        for key, value in node["parameters"].items():
+            module.register_parameter(_name(key), nn.Parameter(_tensor(value)))
+        for key, value in node["buffers"].items():
+            module.register_buffer(_name(key), _tensor(value), persistent=key in node["persistent"])
+        self._children(module, node, build, path)
+
+    def make(self, node, build: int, path: str) -> nn.Module:
+        """The module a described node stands for: a torch.nn built-in or a stand-in."""
+        node = _node(node)
+        if not node["torch"]:
+            cls: type[StandIn] | None = self.known(node["part"]) if type(node["part"]) is str else None
+            if cls is None:
+                key = f"{node['part']}/{node['class']}"
+                cls = self.classes.setdefault(key, type(_name(node["class"]), (StandIn,), {}))
+            stand_in = cls.__new__(cls)  # not cls(...): a swapped class would ask to build itself again
+            StandIn.__init__(stand_in)
+            self.populate(stand_in, node, build, path)
+            return stand_in
+        if node["class"] not in TORCH or not all(plain(v) for v in node["kwargs"].values()):
+            raise RuntimeError(f"no torch.nn.{str(node['class'])[:40]} with these arguments")
+        with torch.random.fork_rng(devices=[]):  # the submission's own seeded init stays as it was
+            module = TORCH[node["class"]](**node["kwargs"])
+        own = {k: v for k, v in {**module._parameters, **module._buffers}.items() if v is not None}
+        given = {**node["parameters"], **node["buffers"]}
+        if set(own) != set(given):
+            raise RuntimeError(f"the tensors of a reference {node['class']} do not match its arguments")
+        with torch.no_grad():
+            for key, value in given.items():
+                if _tensor(value).shape != own[key].shape:
+                    raise RuntimeError(f"{node['class']}.{key} has the wrong shape")
+                own[key].copy_(value)
+        self._children(module, node, build, path)
+        return module
+
+    def _children(self, module, node, build, path):
+        for pair in node["modules"]:
+            if type(pair) is not list or len(pair) != 2:
+                raise RuntimeError("malformed description of a reference part")
+            key = _name(pair[0], digits=True)
+            module.add_module(key, self.make(pair[1], build, f"{path}.{key}" if path else key))
+
+    # running -------------------------------------------------------------------------------
+
+    def run(self, module: StandIn | None, head: dict, args: tuple, kwargs: dict):
+        """Run the reference's part named by `head` on these inputs and `module`'s weights (a
+        function has none); through an autograd Function when gradients are wanted."""
+        skeleton, inputs = split([list(args), kwargs])
+        weights = {} if module is None else {**dict(module.named_parameters()), **dict(module.named_buffers())}
+        device = next((t.device for t in [*inputs, *weights.values()]), None)
+        grad = torch.is_grad_enabled() and any(t.requires_grad for t in [*inputs, *weights.values()])
+        recorders: list[Recorder] = []
+        skeleton = _wrap_callables(skeleton, device, grad, recorders)
+        message = {**head, "grad": grad}
+        if module is not None:
+            message["state"] = {k: w.detach().cpu() for k, w in weights.items()}
+            message["training"] = {k: m.training for k, m in module.named_modules()}
+        if not grad:
+            message["args"], message["kwargs"] = fill(skeleton, [t.detach().cpu() for t in inputs])
+            answer = self.send(message)
+            self.set_attrs(module, answer, device)
+            return _to(_output(answer), device)
+        params = {k: w for k, w in weights.items() if isinstance(w, nn.Parameter) and w.requires_grad}
+        message["params"] = list(params)
+        message["callbacks"] = [[r, r.backprop] for r in recorders]
+        call = Call(self, module, message, skeleton, inputs, list(params.values()), recorders, device)
+        return call.output(Through.apply(call, *inputs, *params.values()))
+
+    def set_attrs(self, module: StandIn | None, answer: dict, device):
+        """Keep the tensors the reference set during forward (MultiHeadAttention's attention_weights)
+        on the stand-ins at the same places."""
+        attrs = answer.get("attrs") if isinstance(answer, dict) else None
+        if module is None or not isinstance(attrs, dict):
+            return
+        for path, values in attrs.items():
+            try:
+                target = module.get_submodule(path)
+            except (AttributeError, TypeError):
+                continue
+            if not isinstance(target, StandIn) or not isinstance(values, dict):
+                continue
+            for key, value in values.items():
+                taken = {*target._parameters, *target._buffers, *target._modules}
+                if isinstance(value, torch.Tensor) and key not in taken and not hasattr(type(target), _name(key)):
+                    setattr(target, key, _to(value, device))
+
+
+class Call:
+    """One call of a reference part with gradients: what its backward needs on this side."""
+
+    def __init__(self, link, module, message, skeleton, inputs, params, recorders, device):
+        self.link, self.module, self.message, self.device = link, module, message, device
+        self.skeleton, self.recorders = skeleton, recorders
+        self.like = [(t.shape, t.dtype, t.device, t.is_floating_point()) for t in [*inputs, *params]]
+        self.n_inputs = len(inputs)
+        self.id = None
+        self.out_skeleton = None
+
+    def forward(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        message = self.message
+        message["args"], message["kwargs"] = fill(self.skeleton, [t.detach().cpu() for t in inputs])
+        answer = self.link.send(message)
+        self.message = None  # the inputs are not kept here: the grader holds the graph
+        output = _output(answer)
+        if type(answer.get("call")) is not int:
+            raise RuntimeError("the grader kept no graph for this call")
+        self.id = answer["call"]
+        # the grader keeps the graph until autograd drops this call (its ctx) on this side
+        weakref.finalize(self, _release, self.link.freed, self.id, self.recorders)
+        self.link.set_attrs(self.module, answer, self.device)
+        self.out_skeleton, outputs = split(output)
+        return [_to(t, self.device) for t in outputs]
+
+    def output(self, outputs):
+        return fill(self.out_skeleton, list(outputs))
+
+    def backward(self, grads) -> list[torch.Tensor | None]:
+        answer = self.link.send({"backward": self.id, "grads": [None if g is None else g.detach().cpu()
+                                                                for g in grads]})
+        ok = isinstance(answer, dict) and type(answer.get("inputs")) is list and type(answer.get("params")) is list
+        got = [*answer["inputs"], *answer["params"]] if ok else []
+        if len(got) != len(self.like):
+            raise RuntimeError("the grader sent gradients for other tensors than the inputs")
+        out = []
+        for g, (shape, dtype, device, floating) in zip(got, self.like, strict=True):
+            if g is not None and (not isinstance(g, torch.Tensor) or g.shape != shape):
+                raise RuntimeError("the grader sent a gradient of the wrong shape")
+            out.append(g.to(device, dtype) if g is not None and floating else None)
+        return out
+
+
+def _release(freed: list, call: int, recorders: list):
+    """A call's graph is gone on this side: the grader may drop its own, the recorders theirs."""
+    freed.append(call)
+    for r in recorders:
+        r.calls.clear()
+
+
+def _wrap_callables(v, device, record: bool, recorders: list):
+    """Callables in the arguments (a ResidualConnection's sublayer) travel as Recorders, which the
+    grader calls back. Not a closure: that would be a cycle keeping the recorded graphs alive."""
+    if type(v) in (list, tuple):
+        return type(v)(_wrap_callables(x, device, record, recorders) for x in v)
+    if type(v) is dict:
+        return {k: _wrap_callables(x, device, record, recorders) for k, x in v.items()}
+    if callable(v) and not isinstance(v, type):
+        recorders.append(Recorder(v, device, record))
+        return recorders[-1]
     return v
+
+
+NODE: dict[str, type | tuple[type, ...]] = {
+    "class": str, "part": (str, type(None)), "torch": bool, "kwargs": dict, "attrs": dict, "parameters": dict,
+    "buffers": dict, "persistent": list, "modules": list}
+
+
+def _node(node) -> dict:
+    if not isinstance(node, dict) or any(not isinstance(node.get(k), t) for k, t in NODE.items()):
+        raise RuntimeError("malformed description of a reference part")
+    return node
+
+
+def _name(key, digits=False) -> str:
+    if type(key) is not str or not (key.isidentifier() or digits and key.isdigit()) or key.startswith("_"):
+        raise RuntimeError(f"malformed name {str(key)[:40]!r} in a reference part")
+    return key
+
+
+def _tensor(v) -> torch.Tensor:
+    if type(v) is not torch.Tensor:
+        raise RuntimeError("a reference part's tensor did not arrive as a tensor")
+    return v
+
+
+def _output(answer):
+    if not isinstance(answer, dict) or "output" not in answer:
+        raise RuntimeError("the grader sent no output")
+    return answer["output"]
 
 
 def _to(v, device):
     if isinstance(v, torch.Tensor):
         return v.to(device) if device is not None else v
-    if isinstance(v, tuple):
-        return tuple(_to(x, device) for x in v)
+    if type(v) in (list, tuple):
+        return type(v)(_to(x, device) for x in v)
     return v

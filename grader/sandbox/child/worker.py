@@ -12,7 +12,8 @@ import traceback
 import torch
 
 from grader.sandbox.child import protocol, standins
-from grader.sandbox.child.fixtures import KIT, SUBMISSION as PACKAGE
+from grader.sandbox.child.fixtures import KIT
+from grader.sandbox.child.fixtures import SUBMISSION as PACKAGE
 from grader.sandbox.child.tree import import_tree, resolve
 
 
@@ -23,6 +24,7 @@ class Worker:
         self.next_id = 1
         self.swaps: dict[str, tuple[object, object]] = {}  # part -> (submission's, stand-in)
         self.patched: list[tuple[object, str, object]] = []  # (module, name, original)
+        self.link = standins.Link(self.ask, known=lambda part: self.swaps.get(part, (None, None))[1])
 
     def keep(self, obj) -> protocol.Handle:
         for id, known in self.objects.items():
@@ -127,7 +129,9 @@ class Worker:
         """Use stand-ins that run the reference's `parts` in the grader wherever the submission's
         code names them, until the next reset: a composite is then graded on its own wiring."""
         for part in req["parts"]:
-            self.swaps[part] = (resolve(PACKAGE, part), standins.stand_in(part, self.ask))
+            if part in self.swaps:
+                continue  # already swapped in: its name now resolves to the stand-in itself
+            self.swaps[part] = (resolve(PACKAGE, part), self.link.stand_in(part))
         self._patch()
 
     def ask(self, message: dict):
@@ -161,6 +165,7 @@ class Worker:
             setattr(module, attr, original)
         self.patched.clear()
         self.swaps.clear()
+        self.link.reset()
         self.objects.clear()
         torch.manual_seed(0)
         return None
