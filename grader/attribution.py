@@ -1,18 +1,23 @@
-"""A bug costs marks once, where it lives: which failing checks of a composite its parts explain.
+"""A bug costs marks once, where it lives, and fixing code never lowers a grade.
 
-A composite (an EncoderLayer, say) builds on parts (MultiHeadAttention, ...). When one of
-its checks fails while some of those parts fail their own checks, the check is run again
-with the reference's versions of exactly those failing parts swapped in. If it passes
-then, the failure comes from the parts, and the check is excused here: the parts are
-charged in their own components. If it still fails, the composite's own code is wrong
-too, and the check counts. The status of a part is measured, never assumed: parts graded
-in other assignments have their checks run for that purpose.
+A composite (an EncoderLayer, say) builds on parts (MultiHeadAttention, ...). When some of
+those parts fail their own checks, the composite is graded on the reference's versions of
+exactly those parts: each of its checks is run again with them swapped in, and that run
+decides. A check that fails on the student's parts but passes on the reference's is
+excused (the parts are charged in their own components); one that passes on the student's
+parts only because a part's bug hides a bug of the composite's own counts as failed, so
+that fixing the part cannot cost the composite marks. The status of a part is measured,
+never assumed: parts graded in other assignments have their checks run for that purpose
+when some check of a composite fails.
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from grader.course import Assignment, Component, Course
 from grader.results import NOT_COUNTED, Outcome
+
+MISSING = Outcome("error", "missing", "this check did not run again on the reference's parts")
 
 Run = Callable[[dict[str, tuple[str, ...]]], dict[str, Outcome]]
 
@@ -26,38 +31,40 @@ def failed(outcome: Outcome | None) -> bool:
     return outcome is not None and outcome.status != "passed" and outcome.reason not in NOT_COUNTED
 
 
-def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome], run: Run,
-              swap: bool) -> dict[str, tuple[tuple[str, ...], bool | None]]:
-    """check id -> (the failing parts of its component, whether the check passes on their
-    reference versions), for every failing check of a composite whose parts fail too.
+@dataclass(frozen=True)
+class Blame:
+    parts: tuple[str, ...]  # the failing parts of the check's component
+    on_reference: Outcome | None  # the check's outcome with their reference versions; None: not run
 
-    With `swap` false (no reference tree: the students' public tier) nothing is re-run:
-    whether the check passes on the reference's parts is None (unknown), and it counts."""
+
+def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome], run: Run,
+              swap: bool) -> dict[str, Blame]:
+    """check id -> Blame, for the checks of every composite whose parts fail.
+
+    With `swap` false (no reference tree: the students' public tier) nothing is re-run, and
+    only the failing checks are blamed, to point at the parts to fix first."""
     components = {c.name: c for a in course.assignments.values() for c in a.components}
-    suspects = {comp.name: [chk.id for chk in comp.checks
-                            if chk.id not in comp.isolated and failed(results.get(chk.id))]
-                for comp in assignment.components if comp.depends}
-    suspects = {name: ids for name, ids in suspects.items() if ids}
-    if not suspects:
-        return {}
-    # parts graded elsewhere: run their own checks, only to learn whether they fail
-    here = {c.name for c in assignment.components}
-    outside = sorted({d for name in suspects for d in components[name].depends if d not in here})
+    composites = [c for c in assignment.components if c.depends]
+    graded = {c.name: [chk.id for chk in c.checks if chk.id not in c.isolated and chk.id in results
+                       and results[chk.id].reason not in NOT_COUNTED] for c in composites}
     status = dict(results)
-    if outside:  # the GPU tier is not run for this: it says nothing about the part's arithmetic
+    here = {c.name for c in assignment.components}
+    if any(failed(results[i]) for ids in graded.values() for i in ids):
+        # parts graded elsewhere: run their own checks, only to learn whether they fail (not the GPU
+        # tier: it says nothing about the part's arithmetic)
+        outside = sorted({d for c in composites for d in c.depends if d not in here})
         status.update(run({chk.id: () for d in outside for chk in components[d].checks if chk.tier != "cuda"}))
 
     def fails(part: str) -> bool:
         return any(failed(status.get(chk.id)) for chk in components[part].checks)
 
-    reruns: dict[str, tuple[str, ...]] = {}
     blamed: dict[str, tuple[str, ...]] = {}
-    for name, ids in suspects.items():
-        parts = tuple(d for d in components[name].depends if fails(d))
-        for check in ids if parts else ():
-            blamed[check] = parts
-            reruns[check] = tuple(target(components[p]) for p in parts)
+    for comp in composites:
+        parts = tuple(d for d in comp.depends if fails(d))
+        for check in graded[comp.name] if parts else ():
+            if swap or failed(results[check]):
+                blamed[check] = parts
     if not swap:
-        return {check: (parts, None) for check, parts in blamed.items()}
-    again = run(reruns) if reruns else {}
-    return {check: (parts, check in again and again[check].status == "passed") for check, parts in blamed.items()}
+        return {check: Blame(parts, None) for check, parts in blamed.items()}
+    again = run({check: tuple(target(components[p]) for p in parts) for check, parts in blamed.items()})
+    return {check: Blame(parts, again.get(check, MISSING)) for check, parts in blamed.items()}

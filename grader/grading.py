@@ -79,6 +79,8 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, devic
 
 def run_checks(course: Course, student, checks: dict[str, tuple[str, ...]]) -> dict[str, Outcome]:
     """One pytest run over the suites that hold `checks` (id -> parts to swap in first)."""
+    if not checks:
+        return {}
     import pytest
 
     from grader.suite.plugin import GradingPlugin

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from grader.attribution import Blame
 from grader.course import Assignment, Course
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Outcome, Report
 
@@ -9,16 +10,16 @@ MISSING = Outcome("error", "missing", "this check did not run (not found in the 
 
 
 def score(course: Course, assignment: Assignment, submission: Path, results: dict[str, Outcome],
-          unavailable: dict[str, Outcome | None], blame: dict[str, tuple[tuple[str, ...], bool | None]],
+          unavailable: dict[str, Outcome | None], blame: dict[str, Blame],
           duration: float, faults=(), refused=()) -> Report:
     """Credit within a component is in proportion to the weight of the checks earned.
 
-    A check is earned when it passed, or when it failed only because parts the component
-    builds on fail (`blame`: check id -> (failing parts, whether the check passes on their
-    reference versions, None when that could not be tried); grader.attribution): those parts are charged in their own
-    components. A check that is missing, skipped or errored earns nothing. Checks that could
-    not run here for reasons outside the submission (the hidden tier, no GPU) are left out
-    of the proportion rather than counted as failed.
+    A check of a composite whose parts fail is decided by its run on the reference's versions
+    of those parts (`blame`, grader.attribution): a failure there is the composite's own, a
+    pass excuses a failure on the student's parts (charged in the parts' components). A check
+    that is missing, skipped or errored earns nothing. Checks that could not run here for
+    reasons outside the submission (the hidden tier, no GPU) are left out of the proportion
+    rather than counted as failed.
     """
     components = []
     for comp in assignment.components:
@@ -30,9 +31,7 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
                 continue
             result = CheckResult(check.id, check.tier, check.weight, results.get(check.id, MISSING))
             if check.id in blame:
-                parts, passes = blame[check.id]
-                result.excused_by = parts if passes else ()
-                result.note = _note(parts, passes)
+                _attribute(result, blame[check.id])
             checks.append(result)
         counted = [c for c in checks if c.outcome.reason not in NOT_COUNTED]
         total = sum(c.weight for c in counted)
@@ -48,11 +47,21 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
     return Report(assignment.name, assignment.title, submission, components, duration, notes)
 
 
-def _note(parts: tuple[str, ...], passes: bool | None) -> str:
-    names = " and ".join(parts)
-    if passes:
-        return (f"not counted here: with the reference's {names} in place of yours this check passes, "
-                f"so the difference comes from your {names} (charged there)")
-    if passes is False:
-        return f"counted: this check fails with the reference's {names} too, so this component has a bug of its own"
-    return f"your {names} also fail{'s' if len(parts) == 1 else ''} their own checks: fix {names} first, then look here"
+def _attribute(result: CheckResult, blame: Blame) -> None:
+    names = " and ".join(blame.parts)
+    own, on_reference = result.outcome, blame.on_reference
+    if on_reference is None:
+        result.note = (f"your {names} also fail{'s' * (len(blame.parts) == 1)} their own checks: fix {names} "
+                       "first, then look here")
+    elif on_reference.status == "passed":
+        if own.status != "passed":
+            result.excused_by = blame.parts
+            result.note = (f"not counted here: with the reference's {names} in place of yours this check passes, "
+                           f"so the difference comes from your {names} (charged there)")
+    elif own.status == "passed":
+        result.outcome = on_reference
+        result.note = (f"passes with your {names} only because their bug hides one of this component's own: with "
+                       f"the reference's {names} it fails as shown")
+    else:
+        result.note = (f"counted: this check fails with the reference's {names} too, so this component has a bug "
+                       "of its own")

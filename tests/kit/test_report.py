@@ -7,6 +7,7 @@ from rich.console import Console
 
 from grader import course as config
 from grader import scoring
+from grader.attribution import Blame
 from grader.render import report
 from grader.results import Outcome
 from tests.kit.conftest import ROOT
@@ -74,7 +75,7 @@ def test_excused_failures_look_apart_and_name_the_part_to_fix():
     results = all_checks(Outcome("passed"))
     results["token_embedding_matches_torch"] = Outcome("failed", "mismatch", "TokenEmbedding output differs")
     results["transformer_embedding_matches_its_parts"] = Outcome("failed", "mismatch", "output differs")
-    text = render(results, {"transformer_embedding_matches_its_parts": (("TokenEmbedding",), True)})
+    text = render(results, {"transformer_embedding_matches_its_parts": Blame(("TokenEmbedding",), Outcome("passed"))})
     assert "excused" in text and "Fix your TokenEmbedding" in text
     assert "TransformerEmbedding: 6 / 6" in text
     assert "failed  transformer_embedding_matches_its_parts" not in text  # no red panel for it
@@ -85,7 +86,8 @@ def test_a_composites_own_failure_says_it_fails_on_the_reference_parts_too():
     results = all_checks(Outcome("passed"))
     results["token_embedding_matches_torch"] = Outcome("failed", "mismatch", "TokenEmbedding output differs")
     results["transformer_embedding_matches_its_parts"] = Outcome("failed", "mismatch", "output differs")
-    text = render(results, {"transformer_embedding_matches_its_parts": (("TokenEmbedding",), False)}, width=200)
+    blame = {"transformer_embedding_matches_its_parts": Blame(("TokenEmbedding",), Outcome("failed", "mismatch", "x"))}
+    text = render(results, blame, width=200)
     assert "fails with the reference's TokenEmbedding too" in text
     assert "TransformerEmbedding: 6 / 6" not in text  # counted: it loses its weight
 
@@ -96,3 +98,13 @@ def test_the_report_fits_80_columns():
                                                   {"example": "x: float32 (1, 2) " + "1.23456789, " * 30})
     text = render(results, width=80)
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_a_pass_that_a_parts_bug_hides_counts_as_the_failure_on_the_reference_parts():
+    results = all_checks(Outcome("passed"))
+    results["token_embedding_matches_torch"] = Outcome("failed", "mismatch", "TokenEmbedding output differs")
+    on_reference = Outcome("failed", "mismatch", "TransformerEmbedding output differs on the reference's parts")
+    text = render(results, {"transformer_embedding_matches_its_parts": Blame(("TokenEmbedding",), on_reference)},
+                  width=200)
+    assert "output differs on the reference's parts" in text and "hides one of this component's own" in text
+    assert "TransformerEmbedding: 6 / 6" not in text

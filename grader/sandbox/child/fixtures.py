@@ -85,12 +85,13 @@ def train_date_task(seed: int = 0, steps: int = 1000, n_train: int = 4000, n_tes
     from grader.training import library, toytask
 
     task = toytask.make_task(seed=seed, n_train=n_train, n_valid=1, n_test=n_test)
-    config = library.TrainConfig(steps=steps, **config)
-    model, history = library.fit(SUBMISSION, task, config, seed=seed, threads=None)
+    settings = library.TrainConfig(steps=steps, **config)
+    model, history = library.fit(SUBMISSION, task, settings, seed=seed, threads=None)
     metrics = library.evaluate(SUBMISSION, model, task.test, history.src_vocab, history.tgt_vocab)
+    samples = [[" ".join(s), " ".join(t), " ".join(h)]
+               for (s, t), h in zip(task.test[:3], metrics["hypotheses"][:3], strict=True)]
     return {"losses": [float(x) for x in history.losses], "exact_match": float(metrics["exact_match"]),
-            "bleu": float(metrics["bleu"]), "samples": [[" ".join(s), " ".join(t), " ".join(h)] for (s, t), h
-                                                        in zip(task.test[:3], metrics["hypotheses"][:3])]}
+            "bleu": float(metrics["bleu"]), "samples": samples}
 
 
 KIT = {"linear_sublayer": LinearSublayer, "counting_scheduler": CountingScheduler, "tiny_translator": TinyTranslator,

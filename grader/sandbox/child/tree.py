@@ -8,7 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 
-def import_tree(root: Path, name: str) -> ModuleType:
+def import_tree(root: Path | str, name: str) -> ModuleType:
     """Make `root` importable as package `name`; its assignments become `name.assignmentN`.
 
     The tree needs no top-level `__init__.py`: the package is made here, so that the

@@ -75,8 +75,14 @@ class Worker:
     def op_getattr(self, req):
         return getattr(self.objects[req["target"].id], req["name"])
 
-    def op_params(self, req):
+    def module(self, req) -> torch.nn.Module:
         m = self.objects[req["target"].id]
+        if not isinstance(m, torch.nn.Module):
+            raise TypeError(f"expected a torch.nn.Module, got an object of type {type(m).__name__}")
+        return m
+
+    def op_params(self, req):
+        m = self.module(req)
         params = [[n, list(p.shape), protocol.DTYPE_NAMES.get(p.dtype, str(p.dtype)), p.requires_grad]
                   for n, p in m.named_parameters()]
         persistent = set(m.state_dict())
@@ -85,12 +91,11 @@ class Worker:
         return {"parameters": params, "buffers": buffers}
 
     def op_state(self, req):
-        return dict(self.objects[req["target"].id].state_dict())
+        return dict(self.module(req).state_dict())
 
     def op_load(self, req):
-        m = self.objects[req["target"].id]
-        own = dict(m.named_parameters())
-        own.update(m.named_buffers())
+        m = self.module(req)
+        own: dict[str, torch.Tensor] = {**dict(m.named_parameters()), **dict(m.named_buffers())}
         missing, wrong = [], []
         with torch.no_grad():
             for name, value in req["tensors"].items():
