@@ -11,7 +11,7 @@ import traceback
 
 import torch
 
-from grader.sandbox.child import protocol, standins
+from grader.sandbox.child import protocol, standins, state
 from grader.sandbox.child.fixtures import KIT
 from grader.sandbox.child.fixtures import SUBMISSION as PACKAGE
 from grader.sandbox.child.tree import import_tree, resolve
@@ -20,6 +20,7 @@ from grader.sandbox.child.tree import import_tree, resolve
 class Worker:
     def __init__(self, req_fd: int = -1, resp_fd: int = -1):
         self.req_fd, self.resp_fd = req_fd, resp_fd
+        self.baseline = state.Baseline()  # before any of the submission's code runs
         self.objects: dict[int, object] = {}
         self.next_id = 1
         self.swaps: dict[str, tuple[object, object]] = {}  # part -> (submission's, stand-in)
@@ -181,6 +182,10 @@ class Worker:
             return protocol.encode({"ok": value}, keep=self.keep)
         except BaseException as e:  # the submission's exceptions, SystemExit and pytest's Skipped included
             return protocol.encode({"error": describe(e)})
+        finally:
+            # what a module changed at import, or a check left behind, reaches no other component
+            if req.get("op") in ("import", "reset"):
+                self.baseline.restore_all()
 
 
 def describe(e: BaseException) -> dict:
@@ -215,4 +220,5 @@ def main():
             req = protocol.read_frame(req_fd)
         except EOFError:
             return
+        worker.baseline.restore_switches()
         protocol.write_all(resp_fd, worker.handle(req))
