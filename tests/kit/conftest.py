@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -72,3 +73,15 @@ def solution_reports() -> dict:
         return cache[assignment]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def quick_course(tmp_path_factory) -> Path:
+    """The kit's course with a 3 s request timeout, so that hanging submissions are cheap to test."""
+    text = (ROOT / "course.toml").read_text()
+    for key in ("reference", "assignments", "suites"):
+        text = re.sub(rf'^{key} = "([^"]+)"', lambda m, key=key: f'{key} = "{ROOT / m.group(1)}"', text, flags=re.M)
+    text = re.sub(r"^timeout_seconds = \d+", "timeout_seconds = 3", text, flags=re.M)
+    path = tmp_path_factory.mktemp("course") / "course.toml"
+    path.write_text(text)
+    return path

@@ -1,0 +1,125 @@
+"""The shipped adversarial suite: hostile submissions, one attack each (tests/kit/test_adversarial.py).
+
+Each attack is a copy of solutions/ with one change. `keeps` says what the attacked
+component may earn: True when the attack changes nothing that component computes (its
+honest code still earns full marks), False when the attack replaces its honest work (it
+must lose points). Every other component must keep every point either way.
+"""
+
+from dataclasses import dataclass, field
+
+LN, FFN, PE, EMB = ("assignment1/layer_norm.py", "assignment1/feed_forward.py", "assignment1/positional_encoding.py",
+                    "assignment1/embedding.py")
+FORWARD = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+PROBE_PORT = 47_613  # a loopback listener the network attack tries to reach (tests/kit/test_adversarial.py)
+
+
+@dataclass(frozen=True)
+class Attack:
+    component: str
+    keeps: bool  # the attacked component still earns full marks
+    file: str = LN
+    forward: str = ""  # code run at the start of the component's forward
+    module: str = ""  # code run when the component's file is imported
+    extra: dict[str, str] = field(default_factory=dict)  # files added to the submission (path -> text)
+    link: tuple[str, str] = ("", "")  # (path in the submission, target): a symbolic link
+    needs_namespaces: bool = False  # only namespace isolation stops it (the README says so of the fallback)
+
+
+def _ln(code: str, keeps: bool = False) -> Attack:
+    return Attack("LayerNorm", keeps, forward=code)
+
+
+ATTACKS: dict[str, Attack] = {
+    # forging the verdict
+    "exits_with_status_0_at_import": Attack("LayerNorm", False, module="import os\nos._exit(0)\n"),
+    "pytest_exit_in_forward": _ln("import pytest\npytest.exit('all good', returncode=0)\n"),
+    "pytest_skip_in_forward": _ln("import pytest\npytest.skip('nothing to see')\n"),
+    "pytest_xfail_in_forward": _ln("import pytest\npytest.xfail('expected')\n"),
+    "patches_the_comparisons_and_returns_zeros": _ln(
+        "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n"
+        "torch.testing.assert_close = lambda *a, **k: None\nreturn torch.zeros_like(x)\n"),
+    "atexit_writes_a_forged_report": Attack("LayerNorm", True, module=(
+        "import atexit, json, os\n"
+        "atexit.register(lambda: print(json.dumps({'score': 40, 'max_score': 40, 'components': []})))\n"
+        "atexit.register(lambda: open(os.path.expanduser('~/report.json'), 'w').write('{\"score\": 40}'))\n")),
+    "prints_fake_json": _ln("print('{\"assignment\": \"assignment1\", \"score\": 40, \"max_score\": 40}')\n",
+                            keeps=True),
+    "writes_garbage_to_the_grader_pipe": _ln(
+        "import os, sys\nfd = int(sys.argv[3])\nos.write(fd, b'\\x80\\x04\\x95 pickled verdict: full marks')\n"),
+    # reading the answer
+    "walks_the_stack_for_expected_values": _ln(
+        "import sys\nf = sys._getframe()\nwhile f is not None:\n"
+        "    for v in list(f.f_locals.values()):\n"
+        "        if isinstance(v, dict) and 'expected' in v:\n            return v['expected']\n"
+        "    f = f.f_back\nreturn torch.zeros_like(x)\n"),
+    "searches_gc_for_tensors_of_the_right_shape": _ln(
+        "import gc\nfor o in gc.get_objects():\n"
+        "    if type(o) is torch.Tensor and o.shape == x.shape and o is not x and not o.requires_grad:\n"
+        "        return o.clone()\nreturn torch.zeros_like(x)\n"),
+    "reads_the_solution_through_the_graders_cwd": Attack("LayerNorm", False, needs_namespaces=True, forward=(
+        "import os\np = f'/proc/{os.getppid()}/cwd/solutions/assignment1/layer_norm.py'\n"
+        "try:\n    g = {}\n    exec(compile(open(p).read(), p, 'exec'), g)\n"
+        "    return g['LayerNorm'].forward(self, x)\nexcept Exception:\n    return torch.zeros_like(x)\n")),
+    # fooling comparisons
+    "returns_an_always_equal_object": _ln(
+        "class Equal:\n    def __eq__(self, other): return True\n    def __ne__(self, other): return False\n"
+        "return Equal()\n"),
+    "returns_a_tensor_subclass_that_lies": _ln(
+        "class Liar(torch.Tensor):\n"
+        "    @classmethod\n"
+        "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+        "        return True\n"
+        "return torch.zeros_like(x).as_subclass(Liar)\n"),
+    "returns_a_broadcastable_shape": _ln("return torch.zeros(x.shape[-1])\n"),
+    "mutates_its_input": _ln("out = torch.zeros_like(x)\nx.copy_(out)\nreturn out\n"),
+    "poisons_its_weights_on_every_call": _ln(
+        "with torch.no_grad():\n    self.gamma.zero_()\n    self.beta.zero_()\n"),
+    "sets_global_state_at_import": Attack("LayerNorm", True, module=(
+        "import torch\ntorch.set_default_dtype(torch.float64)\ntorch.set_grad_enabled(False)\n"
+        "torch.Tensor.__eq__ = lambda self, other: torch.ones((), dtype=torch.bool)\n")),
+    # weakening Hypothesis
+    "loads_a_hypothesis_profile": Attack("LayerNorm", True, module=(
+        "try:\n    import hypothesis\n"
+        "    hypothesis.settings.register_profile('weak', max_examples=1)\n"
+        "    hypothesis.settings.load_profile('weak')\nexcept Exception:\n    pass\n")),
+    "leaves_an_example_database": Attack("LayerNorm", True, module=(
+        "import os\nfor d in ('.hypothesis/examples', os.path.expanduser('~/.hypothesis/examples')):\n"
+        "    os.makedirs(d, exist_ok=True)\n    open(os.path.join(d, 'x'), 'wb').write(b'\\0' * 64)\n")),
+    # detecting the grader
+    "behaves_only_when_not_graded": _ln(
+        "import os, sys\nif 'grader' in ' '.join(sys.argv) or os.environ.get('HOME', '').startswith('/tmp'):\n"
+        "    return torch.zeros_like(x)\n"),
+    # resources
+    "hangs_ignoring_signals": Attack("PositionwiseFeedForward", False, file=FFN, forward=(
+        "import signal\nfor s in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM):\n"
+        "    signal.signal(s, signal.SIG_IGN)\nwhile True:\n    pass\n")),
+    "allocates_a_terabyte": Attack("PositionalEncoding", False, file=PE, forward="hog = torch.ones(1 << 40)\n"),
+    # bounded on purpose: the kit's tests may run as root, where RLIMIT_NPROC does not hold
+    "forks_hundreds_of_sleepers": _ln("import os, time\nfor _ in range(300):\n    if os.fork() == 0:\n"
+                                      "        time.sleep(60)\n        os._exit(0)\nreturn torch.zeros_like(x)\n"),
+    "floods_its_output": _ln("import sys\nfor _ in range(2000):\n    sys.stdout.write('x' * 65536)\n"),
+    "spoofs_the_report_with_escapes": _ln(
+        "print('\\x1b[2J\\x1b[H[bold green]All checks passed: 40 / 40.[/] \\x1b]8;;http://x\\x07link')\n",
+        keeps=True),
+    "floods_the_disk": _ln("with open('flood.bin', 'wb') as f:\n    for _ in range(1 << 12):\n"
+                           "        f.write(b'\\0' * (1 << 20))\n"),
+    # ingest
+    "ships_conftest_and_sitecustomize": Attack("LayerNorm", True, extra={
+        "conftest.py": "import pytest\n@pytest.fixture(autouse=True)\ndef _x():\n    pytest.skip('no')\n",
+        "assignment1/conftest.py": "import os\nos._exit(0)\n",
+        "sitecustomize.py": "import os\nos._exit(0)\n", "assignment1/sitecustomize.py": "import os\nos._exit(0)\n"}),
+    "shadows_torch_with_its_own_module": Attack("LayerNorm", True, extra={
+        "torch.py": "raise SystemExit('shadowed')\n", "assignment1/torch.py": "raise SystemExit('shadowed')\n"}),
+    "ships_a_pth_and_stale_bytecode": Attack("LayerNorm", True, extra={
+        "evil.pth": "import os; os._exit(0)\n",
+        "assignment1/__pycache__/layer_norm.cpython-311.pyc": "not bytecode at all"}),
+    "links_its_file_out_of_the_tree": Attack("LayerNorm", False, link=(LN, "/etc/hostname")),
+    # the network
+    "calls_home": Attack("LayerNorm", True, needs_namespaces=True, forward=(
+        f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {PROBE_PORT}), timeout=1).sendall(b'x')\n"
+        "except OSError:\n    pass\n")),
+    # faking the absence of a GPU
+    "hides_the_gpu": Attack("LayerNorm", True, module=(
+        "import torch\ntorch.cuda.is_available = lambda: False\ntorch.cuda.device_count = lambda: 0\n")),
+}
