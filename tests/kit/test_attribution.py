@@ -39,9 +39,11 @@ ONE_BUG = _first_bug_per_component()
 # (part bug, assignment holding a composite built on that part)
 ONCE = sorted({(bug, HOME[c]) for bug in ONE_BUG.values() for c in HOME
                if HOME[c] in GRADED and BUGS[bug].component in builds_on(c)})
-# (part bug, composite bug), the composite built on the part
-PAIRS = sorted((p, c) for p in ONE_BUG.values() for c in ONE_BUG.values()
-               if HOME[BUGS[c].component] in GRADED and BUGS[p].component in builds_on(BUGS[c].component))
+# (part bug, composite bug), the composite built on the part; a pair's tests share one worker (and
+# its graded reports) under `--dist loadgroup`
+PAIRS = [pytest.param(p, c, marks=pytest.mark.xdist_group(f"{p}+{c}"), id=f"{p}-{c}")
+         for p, c in sorted((p, c) for p in ONE_BUG.values() for c in ONE_BUG.values()
+                            if HOME[BUGS[c].component] in GRADED and BUGS[p].component in builds_on(BUGS[c].component))]
 
 
 @pytest.fixture(scope="module")

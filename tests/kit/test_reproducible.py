@@ -1,0 +1,52 @@
+"""The same submission always gets the same grade: same JSON, timings aside, however it is run."""
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.kit.conftest import ROOT, mutant
+from tests.kit.mutants import patches
+
+BUGS = ("layer_norm_eps_outside_sqrt", "token_embedding_no_scale")  # failures, shrinking, excused checks
+
+TWO_IN_ONE_PROCESS = """
+import json, sys
+from grader import grade_submission, load_course
+from grader.results import to_json
+course = load_course(sys.argv[1])
+grade_submission(course=course, assignment="assignment1", submission=sys.argv[2])  # another one first
+print(json.dumps(to_json(grade_submission(course=course, assignment="assignment1", submission=sys.argv[3]))))
+"""
+
+
+def without_timings(report: dict) -> dict:
+    report = {k: v for k, v in report.items() if k != "duration_seconds"}
+    for component in report["components"]:
+        for check in component["tests"]:
+            check.pop("duration_seconds", None)
+    return report
+
+
+def test_a_grade_does_not_depend_on_how_or_where_it_is_run(tmp_path):
+    tree = mutant(tmp_path / "graded", patches(*BUGS))
+    other = mutant(tmp_path / "other", patches("feed_forward_no_relu"))
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    runs = {}
+    for name, cwd, extra in (("here", ROOT, {}), ("elsewhere, CI set", tmp_path, {"CI": "true"}),
+                             ("another hash seed", tmp_path, {"PYTHONHASHSEED": "12345"})):
+        proc = subprocess.run([sys.executable, "-m", "grader", "assignment1", "--submission", str(tree),
+                               "--json", "-", "--course", str(ROOT / "course.toml")], cwd=cwd,
+                              env={**env, "NO_COLOR": "1", **extra}, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs[name] = without_timings(json.loads(proc.stdout))
+    proc = subprocess.run([sys.executable, "-c", TWO_IN_ONE_PROCESS, str(ROOT / "course.toml"), str(other), str(tree)],
+                          cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runs["after another submission, in one process"] = without_timings(json.loads(proc.stdout.splitlines()[-1]))
+    first = runs["here"]
+    assert first["score"] < first["max_score"]  # the case is not trivial
+    for name, report in runs.items():
+        assert report == first, f"{name}: the JSON differs from a plain run"
+
