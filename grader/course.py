@@ -1,8 +1,12 @@
 """course.toml, parsed once into frozen dataclasses; any bad key or value is a ConfigError."""
 
+import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+
+# a forbidden API: a dotted name under torch, optionally "(keyword)" (forbidden only when that keyword is given)
+_API = re.compile(r"torch(\.\w+)+(\(\w+\))?")
 
 
 class ConfigError(Exception):
@@ -18,6 +22,8 @@ class Limits:
     processes: int = 256
     file_size_mb: int = 16
     output_kb: int = 4
+    scratch_mb: int = 64  # what the submission may write, in namespaces (a tmpfs of this size)
+    isolation: str = "auto"  # "auto", "namespaces" or "process" (grader.sandbox.isolation)
     source: str = field(default="course.toml", compare=False)  # the file they were read from, for messages
 
     def where(self, name: str) -> str:
@@ -41,6 +47,7 @@ class Component:
     checks: tuple[Check, ...]
     depends: tuple[str, ...] = ()
     isolated: tuple[str, ...] = ()  # checks run with the reference's versions of `depends` swapped in
+    forbidden: tuple[str, ...] = ()  # torch APIs its code must not use (grader.forbidden)
 
 
 @dataclass(frozen=True)
@@ -157,10 +164,12 @@ def load(path: Path) -> Course:
 
     lim = top.table("limits")
     defaults = Limits()
+    kinds = {float: "number", int: "int", str: "str"}
     limits = Limits(source=path.name, **{
-        f.name: lim.get(f.name, "number" if isinstance(getattr(defaults, f.name), float) else "int",
-                        getattr(defaults, f.name))
+        f.name: lim.get(f.name, kinds[type(getattr(defaults, f.name))], getattr(defaults, f.name))
         for f in fields(Limits) if f.name != "source"})
+    if limits.isolation not in ("auto", "namespaces", "process"):
+        raise lim.bad("isolation", limits.isolation, '"auto", "namespaces" or "process"')
     lim.done()
 
     hyp = top.table("hypothesis")
@@ -210,8 +219,12 @@ def load(path: Path) -> Course:
             for check_id in isolated:
                 if not any(x.id == check_id for x in checks):
                     raise ConfigError(f"{path.name}: {c.key}.isolated: {check_id!r} is not one of its checks")
+            forbidden = tuple(c.get("forbidden", "names", []))
+            for api in forbidden:
+                if not _API.fullmatch(api):
+                    raise c.bad("forbidden", api, 'a torch API: "torch.nn.LayerNorm", "torch.x.f(keyword)"')
             components.append(Component(c_name, a_name, c.get("points", "points", required=True), file,
-                                        tuple(checks), depends, isolated))
+                                        tuple(checks), depends, isolated, forbidden))
             c.done()
         title = a.get("title", "str", a_name)
         a.done(extra=[k for k, v in a.data.items() if isinstance(v, dict)])

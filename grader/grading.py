@@ -43,7 +43,7 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, devic
     their failing parts swapped in (grader.attribution); a check that then passes is
     excused. `sandbox`: one started by start_sandbox for the same submission (closed here).
     """
-    from grader import attribution, scoring
+    from grader import attribution, forbidden, scoring
     from grader.suite.remote import Submission
 
     sandbox = sandbox or start_sandbox(course=course, assignment=assignment, submission=submission)
@@ -53,6 +53,7 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, devic
     has_reference = "hidden" in tiers  # the instructors' tier: the reference tree is there too
     try:
         student = Submission(sandbox, device, course.reference if has_reference else None)
+        student.forbidden = sorted({api for comp in spec.components for api in comp.forbidden})
 
         def run(checks: dict[str, tuple[str, ...]]) -> dict[str, Outcome]:
             return run_checks(course, student, checks)
@@ -60,6 +61,8 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, devic
         results = run({chk.id: () for comp in spec.components for chk in comp.checks})
         blame = attribution.attribute(course, spec, results, run, swap=has_reference)
         faults, refused = sandbox.faults, sandbox.staged.refused
+        # the staged copy is what ran: scanned before the sandbox and its folder go
+        verdict = forbidden.judge(spec, sandbox.dir / "submission", student.executed)
     finally:
         sandbox.close()
     unavailable: dict[str, Outcome | None] = {}
@@ -72,9 +75,11 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, devic
                 unavailable[check.id] = None
             elif check.tier == "cuda" and not cuda:
                 unavailable[check.id] = Outcome("skipped", "no_cuda", "no CUDA device here: GPU check not run")
-    return scoring.score(course, spec, submission, results, unavailable, blame,
-                         duration=time.monotonic() - sandbox.created, faults=[f.detail for f in faults],
-                         refused=refused)
+    report = scoring.score(course, spec, submission, results, unavailable, blame,
+                           duration=time.monotonic() - sandbox.created, faults=[f.detail for f in faults],
+                           refused=refused, forbidden=verdict)
+    report.isolation = sandbox.isolation
+    return report
 
 
 def run_checks(course: Course, student, checks: dict[str, tuple[str, ...]]) -> dict[str, Outcome]:

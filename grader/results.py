@@ -46,6 +46,10 @@ class ComponentResult:
     max_score: float
     checks: list[CheckResult]
     depends: tuple[str, ...]
+    # forbidden APIs found ({"what", "where", "how": "source" | "executed"}): a hit scores it 0;
+    # flagged: tools that could hide one, left to the instructor (grader.forbidden)
+    forbidden: list[dict] = field(default_factory=list)
+    flagged: list[dict] = field(default_factory=list)
 
     @property
     def counted(self) -> list[CheckResult]:
@@ -54,6 +58,8 @@ class ComponentResult:
     @property
     def status(self) -> str:
         counted = self.counted
+        if self.forbidden:
+            return "failed"
         if counted and all(c.outcome.reason == "not_attempted" and not c.excused_by for c in counted):
             return "not attempted"
         if all(c.outcome.status == "passed" for c in counted):
@@ -71,6 +77,7 @@ class Report:
     components: list[ComponentResult]
     duration: float
     notes: list[str] = field(default_factory=list)
+    isolation: str = ""  # the submission's process: "namespaces" or "process" (grader.sandbox.isolation)
 
     @property
     def score(self) -> float:
@@ -93,6 +100,7 @@ def to_json(report: Report) -> dict:
         "score": report.score,
         "max_score": report.max_score,
         "duration_seconds": round(report.duration, 2),
+        "isolation": report.isolation,
         "notes": report.notes,
         "components": [
             {"name": c.name, "file": c.file, "score": c.score, "max_score": c.max_score, "status": c.status,
@@ -102,6 +110,7 @@ def to_json(report: Report) -> dict:
                         **({"excused_by": list(t.excused_by)} if t.excused_by else {}),
                         **({"note": t.note} if t.note else {}),
                         **({"output": t.outcome.output} if t.outcome.output else {})}
-                       for t in c.checks]}
+                       for t in c.checks],
+             "forbidden": c.forbidden, "flagged": c.flagged}
             for c in report.components],
     }

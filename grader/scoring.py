@@ -11,7 +11,8 @@ MISSING = Outcome("error", "missing", "this check did not run (not found in the 
 
 def score(course: Course, assignment: Assignment, submission: Path, results: dict[str, Outcome],
           unavailable: dict[str, Outcome | None], blame: dict[str, Blame],
-          duration: float, faults=(), refused=()) -> Report:
+          duration: float, faults=(), refused=(),
+          forbidden: dict[str, tuple[list[dict], list[dict]]] | None = None) -> Report:
     """Credit within a component is in proportion to the weight of the checks earned.
 
     A check of a composite whose parts fail is decided by its run on the reference's versions
@@ -19,7 +20,8 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
     pass excuses a failure on the student's parts (charged in the parts' components). A check
     that is missing, skipped or errored earns nothing. Checks that could not run here for
     reasons outside the submission (the hidden tier, no GPU) are left out of the proportion
-    rather than counted as failed.
+    rather than counted as failed. A component found using an API that course.toml forbids it
+    (`forbidden`: name -> (hits, flags), grader.forbidden) scores 0; its checks keep their outcomes.
     """
     components = []
     for comp in assignment.components:
@@ -37,8 +39,9 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
         total = sum(c.weight for c in counted)
         earned = sum(c.weight for c in counted if c.earned)
         points = round(comp.points * earned / total, 2) if total else 0.0
-        components.append(ComponentResult(comp.name, f"{assignment.name}/{comp.file}", points, comp.points,
-                                          checks, comp.depends))
+        hits, flags = (forbidden or {}).get(comp.name, ([], []))
+        components.append(ComponentResult(comp.name, f"{assignment.name}/{comp.file}", 0.0 if hits else points,
+                                          comp.points, checks, comp.depends, hits, flags))
     notes = []
     if any(o is not None and o.reason == "unavailable" for o in unavailable.values()):
         notes.append("Public checks only: the hidden checks are run by your instructor.")

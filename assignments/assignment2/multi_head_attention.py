@@ -35,7 +35,8 @@ class MultiHeadAttention(nn.Module):
                             before dropout (each unmasked row sums to 1)
     d_model % n_heads != 0 raises ValueError.
 
-    Do not call torch.nn.MultiheadAttention or
+    Do not call torch.nn.MultiheadAttention,
+    torch.nn.functional.multi_head_attention_forward or
     torch.nn.functional.scaled_dot_product_attention; use your own
     scaled_dot_product_attention.
     """

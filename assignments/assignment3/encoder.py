@@ -23,7 +23,8 @@ class EncoderLayer(nn.Module):
         feed_forward  PositionwiseFeedForward(d_model, d_ff, dropout)
         residuals     nn.ModuleList of 2 ResidualConnection(d_model, dropout, norm_first)
 
-    Do not use torch.nn.TransformerEncoderLayer (it is what the grader compares against).
+    Do not use torch.nn.TransformerEncoderLayer (it is what the grader compares against)
+    or any other torch.nn.Transformer* module.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
@@ -50,6 +51,8 @@ class Encoder(nn.Module):
         layers  nn.ModuleList of n_layers distinct EncoderLayer (build each one:
                 repeating one instance would share its parameters)
         norm    LayerNorm(d_model), always created, applied only when norm_first
+
+    Do not use torch.nn.TransformerEncoder or any other torch.nn.Transformer* module.
     """
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,

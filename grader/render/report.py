@@ -70,12 +70,27 @@ def _excused(checks: list[CheckResult]) -> Panel:
                  title_align="left", border_style="cyan")
 
 
+def _found(c: ComponentResult) -> list[Panel]:
+    """What grader.forbidden found: a hit that scored the component 0, flags left to the instructor."""
+    how = {"source": "in the source", "executed": "when it ran"}
+    panels = []
+    for found, head, style in ((c.forbidden, "Scored 0: this component uses what the course forbids it. Build it "
+                                "from allowed operations (its docstring says which are not).", "red"),
+                               (c.flagged, "Flagged for your instructor (no points lost): code that can reach an "
+                                "API without naming it.", "yellow")):
+        if found:
+            lines = plain("\n".join(f"- {f['what']} at {f['where']} ({how.get(f['how'], f['how'])})" for f in found))
+            panels.append(Panel(Group(Text(head, style=style), lines), border_style=style, title_align="left",
+                                title=Text("forbidden" if found is c.forbidden else "flagged", style=style)))
+    return panels
+
+
 def _component_panel(c: ComponentResult) -> Panel:
     title = f"{c.name}: {c.score:g} / {c.max_score:g}  ({c.file})"
     if c.status == "not attempted":
         return Panel(Text(f"Not attempted: every check raised NotImplementedError. Start in {c.file}.", style="dim"),
                      title=title, title_align="left", border_style="dim")
-    panels = []
+    panels = _found(c)
     for t in c.checks:
         o = t.outcome
         if o.status == "passed" or o.reason in NOT_COUNTED or t.excused_by:
@@ -97,10 +112,11 @@ def render(report: Report, console: Console) -> None:
     header.add_row("submission", plain(str(report.submission)))
     header.add_row("score", f"{report.score:g} / {report.max_score:g}")
     header.add_row("duration", f"{report.duration:.1f} s")
+    header.add_row("isolation", report.isolation)
     console.print(Panel(header, title="grade", title_align="left"))
     console.print(_summary(report))
     for c in report.components:
-        if c.status != "passed":
+        if c.status != "passed" or c.flagged:
             console.print(_component_panel(c))
     for note in report.notes:
         console.print(plain(note), style="dim")

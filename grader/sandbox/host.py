@@ -2,8 +2,10 @@
 
 The submission's files are copied (regular files on a whitelist only) into a scratch
 directory and imported there by `grader.sandbox.child.worker` in a child started with `python -I`,
-a clean environment, resource limits and a process group of its own. A request that
-outlives its deadline kills the whole group; the next request starts a fresh child.
+a clean environment, resource limits and a process group of its own; on Linux, also in
+namespaces of its own (`grader.sandbox.isolation`). A request that outlives its deadline kills
+the whole group (in namespaces, every process the child started); the next request starts a
+fresh child.
 """
 
 import os
@@ -21,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from grader.course import Limits
+from grader.sandbox import isolation
 
 GRADER_DIR = Path(__file__).resolve().parent.parent
 # torch-only packages that run inside the submission's process
 CHILD_PACKAGES = ("sandbox/child", "training")
 MAX_SOURCE_BYTES = 1 << 20
+BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.sandbox.child.worker import main; main()"
 
 
 class StudentError(Exception):
@@ -118,8 +122,10 @@ class Sandbox:
     def __init__(self, submission: Path, files: dict[str, list[str]], limits: Limits):
         self.limits = limits
         self.created = time.monotonic()
+        self.isolation = isolation.choose(limits)  # "namespaces" or "process"
         self.dir = Path(tempfile.mkdtemp(prefix="grade-"))
         self.staged = stage(submission, files, self.dir)
+        (self.dir / "jail").mkdir()  # where the launcher builds the namespaces' root
         # answers the worker's requests for reference parts (grader.suite.parts)
         self.on_ask: Callable[[Any], Any] | None = None
         self.output = self.dir / "output.txt"
@@ -131,15 +137,18 @@ class Sandbox:
     def start(self):
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
-        pycache = tempfile.mkdtemp(dir=self.dir, prefix="pycache-")
         self.started = time.monotonic()
-        boot = "import sys; sys.path.insert(0, sys.argv[1]); from grader.sandbox.child.worker import main; main()"
+        if self.isolation == "namespaces":  # a fresh tmpfs each start: its own folder, pycache included
+            here, pycache = isolation.ROOT, f"{isolation.ROOT}/pycache"
+        else:
+            here, pycache = str(self.dir), tempfile.mkdtemp(dir=self.dir, prefix="pycache-")
+        argv = [sys.executable, "-I", "-B", "-c", BOOT, here, str(req_r), str(resp_w), pycache]
+        env = {"PATH": os.defpath, "HOME": here, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        if self.isolation == "namespaces":
+            argv = isolation.command(self.dir, self.limits.scratch_mb, argv, env)
         with open(self.output, "ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-B", "-c", boot, str(self.dir), str(req_r), str(resp_w), pycache],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=self.dir,
-                env={"PATH": os.defpath, "HOME": str(self.dir), "LANG": "C.UTF-8",
-                     "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=self.dir, env=env,
                 pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=_limit(self.limits))
         os.close(req_r)
         os.close(resp_w)

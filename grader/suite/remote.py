@@ -27,6 +27,8 @@ class Submission:
         self.imported: set[str] = set()
         self.generation = -1
         self.output_seen = 0  # bytes of the submission's output already given to a check
+        self.forbidden: list[str] = []  # course.toml's forbidden APIs, watched in the worker (grader.forbidden)
+        self.executed: list = []  # what the worker saw the submission run of them, as it says
 
     def new_output(self, limit: int) -> str:
         """What the submission printed since the last call (at most `limit` bytes)."""
@@ -60,7 +62,7 @@ class Submission:
         if module in self.imported:
             return
         try:
-            self.sandbox.request({"op": "import", "module": module})
+            self.sandbox.request({"op": "import", "module": module, "forbidden": self.forbidden})
         except WorkerFault as fault:
             self.bad_modules[module] = self.check_fault = fault
             raise
@@ -105,7 +107,8 @@ class Submission:
         self.parts.allow(None, ())
         if self.check_fault is None and self.sandbox.proc is not None:
             try:
-                self.sandbox.request({"op": "reset"})
+                answer = self.sandbox.request({"op": "reset"})
+                self.executed += answer.get("forbidden", []) if isinstance(answer, dict) else []
             except (Exception, WorkerFault):
                 pass
 

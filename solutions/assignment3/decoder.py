@@ -30,7 +30,8 @@ class DecoderLayer(nn.Module):
         feed_forward  PositionwiseFeedForward(d_model, d_ff, dropout)
         residuals     nn.ModuleList of 3 ResidualConnection(d_model, dropout, norm_first)
 
-    Do not use torch.nn.TransformerDecoderLayer (it is what the grader compares against).
+    Do not use torch.nn.TransformerDecoderLayer (it is what the grader compares against)
+    or any other torch.nn.Transformer* module.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
@@ -67,6 +68,8 @@ class Decoder(nn.Module):
         layers  nn.ModuleList of n_layers distinct DecoderLayer (build each one:
                 repeating one instance would share its parameters)
         norm    LayerNorm(d_model), always created, applied only when norm_first
+
+    Do not use torch.nn.TransformerDecoder or any other torch.nn.Transformer* module.
     """
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,

@@ -1,11 +1,16 @@
 """Correct components written with PyTorch's own functions, wrapped to the contract, keep every point.
 
 A check that fails one of them rewards a particular way of computing (or of rounding) instead of the
-result: fix the check, not the variant."""
+result: fix the check, not the variant. Some of them call what course.toml forbids students
+(F.layer_norm, F.multi_head_attention_forward): they are graded under a copy of it without its
+`forbidden` lists, which turns that check off (tests/kit/test_forbidden.py has it on)."""
+
+import re
+from pathlib import Path
 
 import pytest
 
-from tests.kit.conftest import full_marks, grade_json, mutant, scores
+from tests.kit.conftest import ROOT, full_marks, grade_json, mutant, scores
 
 LN, FF = "assignment1/layer_norm.py", "assignment1/feed_forward.py"
 ATT, MHA = "assignment2/attention.py", "assignment2/multi_head_attention.py"
@@ -102,7 +107,18 @@ VARIANTS = {
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_a_torch_backed_version_gets_full_marks(tmp_path, name):
     assignment, patches = VARIANTS[name]
-    report = grade_json(mutant(tmp_path, patches), assignment)
+    report = grade_json(mutant(tmp_path, patches), assignment, "--course", str(course_without_forbidden(tmp_path)))
     lost = {c["name"]: [t["id"] for t in c["tests"] if t["status"] != "passed"] for c in report["components"]
             if c["score"] != c["max_score"]}
     assert scores(report) == full_marks(report), lost
+
+
+def course_without_forbidden(tmp_path: Path) -> Path:
+    """The kit's course.toml without `forbidden` lists, its folders named absolutely."""
+    text = re.sub(r"^forbidden = \[[^\]]*\]\n", "", (ROOT / "course.toml").read_text(), flags=re.M)
+    for key, folder in (("reference", "solutions"), ("assignments", "assignments"), ("suites", "tests/grading")):
+        text = text.replace(f'{key} = "{folder}"', f'{key} = "{ROOT / folder}"', 1)
+    assert "forbidden = [" not in text
+    path = tmp_path / "course.toml"
+    path.write_text(text)
+    return path

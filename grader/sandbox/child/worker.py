@@ -8,10 +8,11 @@ submissions and to fail loudly (a malformed frame, a dead process) for the rest.
 import importlib
 import sys
 import traceback
+from contextlib import nullcontext
 
 import torch
 
-from grader.sandbox.child import protocol, standins, state
+from grader.sandbox.child import protocol, record, standins, state
 from grader.sandbox.child.fixtures import KIT
 from grader.sandbox.child.fixtures import SUBMISSION as PACKAGE
 from grader.sandbox.child.tree import import_tree, resolve
@@ -26,6 +27,7 @@ class Worker:
         self.swaps: dict[str, tuple[object, object]] = {}  # part -> (submission's, stand-in)
         self.patched: list[tuple[object, str, object]] = []  # (module, name, original)
         self.link = standins.Link(self.ask, known=lambda part: self.swaps.get(part, (None, None))[1])
+        self.watch = record.Watch()  # forbidden APIs the submission's code runs, handed over at reset
 
     def keep(self, obj) -> protocol.Handle:
         for id, known in self.objects.items():
@@ -70,7 +72,11 @@ class Worker:
         kwargs = self.unwrap(req.get("kwargs", {}), device)
         if req.get("seed") is not None:
             torch.manual_seed(req["seed"])
-        with torch.set_grad_enabled(bool(req.get("grad"))):
+        # the kit's own targets (the end-to-end training run) are not watched: they are long, and
+        # whatever of the submission's they run is watched in its own component's checks
+        t = req["target"]
+        watched = not (isinstance(t, str) and t.startswith(("kit:", "torch")))
+        with torch.set_grad_enabled(bool(req.get("grad"))), self.watch if watched else nullcontext():
             return fn(*args, **kwargs)
 
     def op_getattr(self, req):
@@ -117,7 +123,7 @@ class Worker:
         module = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
         if isinstance(module, torch.nn.Module):
             module.zero_grad(set_to_none=True)
-        with torch.enable_grad():
+        with torch.enable_grad(), self.watch:
             out = fn(*args, **self.unwrap(req.get("kwargs", {})))
             if not isinstance(out, torch.Tensor) or not out.requires_grad:
                 return {"output": out, "input_grads": None, "param_grads": None}
@@ -128,7 +134,9 @@ class Worker:
         return {"output": out, "input_grads": [args[i].grad for i in wrt], "param_grads": params}
 
     def op_import(self, req):
-        importlib.import_module(f"{PACKAGE}.{req['module']}")
+        self.watch.watch(req.get("forbidden", []))
+        with self.watch:
+            importlib.import_module(f"{PACKAGE}.{req['module']}")
         self._patch()
 
     def op_swap(self, req):
@@ -174,7 +182,7 @@ class Worker:
         self.link.reset()
         self.objects.clear()
         torch.manual_seed(0)
-        return None
+        return {"forbidden": self.watch.take()}
 
     def handle(self, req):
         try:

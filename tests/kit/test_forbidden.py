@@ -1,0 +1,144 @@
+"""What course.toml forbids a component costs that component everything, and nothing elsewhere.
+
+Each grading test is one run of the smallest assignment that shows it; the source scan's own
+cases and the no-false-positive sweep over the kit's correct trees need no grading run.
+"""
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from grader import course as config
+from grader import forbidden
+from tests.kit import mutants, test_torch_backed
+from tests.kit.conftest import ROOT, SOLUTIONS, full_marks, grade_json, mutant, scores
+
+LN, ATT, MHA = "assignment1/layer_norm.py", "assignment2/attention.py", "assignment2/multi_head_attention.py"
+TRAINING = "assignment4/training.py"
+COURSE = config.load(ROOT / "course.toml")
+
+LN_BODY = ("        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n"
+           "        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1)\n"
+           "        return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta  # (..., d_model)\n")
+LN_MODULE = ("        norm = torch.nn.LayerNorm(x.size(-1), eps=self.eps)\n"
+             "        norm.weight, norm.bias = self.gamma, self.beta\n"
+             "        return norm(x)\n")
+LN_GETATTR = ('        layer_norm = getattr(torch.nn.functional, "layer" + "_norm")  # no forbidden name here\n'
+              "        return layer_norm(x, (x.size(-1),), self.gamma, self.beta, self.eps)\n")
+MHA_WRAPPED = ("        B, T_q, _ = q.shape\n",
+               "        nn.MultiheadAttention(self.d_model, self.n_heads, batch_first=True)(q, k, v)\n"
+               "        B, T_q, _ = q.shape\n")
+LS_BODY = ("        log_probs = F.log_softmax(logits.float(), dim=-1)  # (N, V)\n",
+           "        return F.cross_entropy(logits.float(), targets, ignore_index=self.pad_idx,\n"
+           "                               label_smoothing=self.smoothing)\n"
+           "        log_probs = F.log_softmax(logits.float(), dim=-1)  # (N, V)\n")
+
+
+def found(report: dict, component: str) -> list[dict]:
+    return next(c for c in report["components"] if c["name"] == component)["forbidden"]
+
+
+def assert_zeroed_only(report: dict, component: str, what: str, how: str):
+    """`component` scores 0 for `what`, found as `how`; every other component keeps full marks."""
+    got, full = scores(report), full_marks(report)
+    assert got[component] == 0, got
+    assert {(f["what"], f["how"]) for f in found(report, component)} >= {(what, how)}, found(report, component)
+    assert all(f["where"].startswith(f"{report['assignment']}/") for f in found(report, component))
+    others = {n: s for n, s in got.items() if n != component and s != full[n]}
+    assert not others, f"points lost outside {component}: {others}"
+
+
+@pytest.mark.parametrize("body, what", [(test_torch_backed.LAYER_NORM_F[0][1], "torch.nn.functional.layer_norm"),
+                                        (LN_MODULE, "torch.nn.LayerNorm")], ids=["F.layer_norm", "nn.LayerNorm"])
+def test_layer_norm_built_on_torch_is_zeroed(tmp_path, body, what):
+    report = grade_json(mutant(tmp_path, {LN: [(LN_BODY, body)]}), "assignment1")
+    assert_zeroed_only(report, "LayerNorm", what, "source")
+    assert what in {f["what"] for f in found(report, "LayerNorm") if f["how"] == "executed"}
+
+
+def test_computed_getattr_is_caught_running_and_flagged_in_the_source(tmp_path):
+    report = grade_json(mutant(tmp_path, {LN: [(LN_BODY, LN_GETATTR)]}), "assignment1")
+    assert_zeroed_only(report, "LayerNorm", "torch.nn.functional.layer_norm", "executed")
+    layer_norm = next(c for c in report["components"] if c["name"] == "LayerNorm")
+    assert layer_norm["forbidden"] == [{"what": "torch.nn.functional.layer_norm", "where": f"{LN}:39",
+                                        "how": "executed"}]
+    assert layer_norm["flagged"] == [{"what": "getattr with a computed name", "where": f"{LN}:38", "how": "source"}]
+
+
+def test_attention_via_torch_sdpa_is_zeroed_and_multi_head_attention_keeps_its_points(tmp_path):
+    # the result is the solution's; multi-head attention runs it (the hit is the attention's, where it is made)
+    tree = mutant(tmp_path, {ATT: [("    return weights @ v, weights",
+                                    "    torch.nn.functional.scaled_dot_product_attention(q, k, v)\n"
+                                    "    return weights @ v, weights")]})
+    report = grade_json(tree, "assignment2")
+    assert_zeroed_only(report, "scaled_dot_product_attention", "torch.nn.functional.scaled_dot_product_attention",
+                       "executed")
+
+
+def test_multi_head_attention_wrapping_torch_is_zeroed(tmp_path):
+    report = grade_json(mutant(tmp_path, {MHA: [MHA_WRAPPED]}), "assignment2")
+    assert_zeroed_only(report, "MultiHeadAttention", "torch.nn.MultiheadAttention", "source")
+    assert {f["what"] for f in found(report, "MultiHeadAttention") if f["how"] == "executed"} == {
+        "torch.nn.MultiheadAttention", "torch.nn.functional.multi_head_attention_forward"}
+
+
+def test_label_smoothing_by_cross_entropy_is_zeroed(tmp_path):
+    report = grade_json(mutant(tmp_path, {TRAINING: [LS_BODY]}), "assignment4")
+    assert_zeroed_only(report, "LabelSmoothingLoss", "torch.nn.functional.cross_entropy(label_smoothing)", "source")
+
+
+def _judge(tree: Path, assignment: str) -> dict:
+    return forbidden.judge(COURSE.assignment(assignment), tree, [])
+
+
+def test_correct_trees_are_never_found(tmp_path):
+    """The solutions, the stubs and the correct variants that use only what is allowed."""
+    for assignment in COURSE.assignments:
+        assert _judge(SOLUTIONS, assignment) == {}, assignment
+        assert _judge(COURSE.assignments_dir, assignment) == {}, assignment
+    allowed = {n: v for n, v in test_torch_backed.VARIANTS.items() if "F_layer_norm" not in n and "mha_via" not in n
+               and n != "all_of_them_under_assignment3"}
+    variants = [(n, a, p) for n, (a, p) in allowed.items()]
+    variants += [(n, "assignment2", p) for n, p in mutants.VARIANTS.items()]
+    for name, assignment, patches in variants:
+        tree = mutant(Path(tempfile.mkdtemp(dir=tmp_path)), patches)
+        assert _judge(tree, assignment) == {}, name
+
+
+@pytest.mark.parametrize("source, hit, flag", [
+    ("from torch.nn.functional import layer_norm as ln\n", "torch.nn.functional.layer_norm", None),
+    ("import torch.nn.modules.normalization as m\nclass LayerNorm:\n    f = m.LayerNorm.forward\n",
+     "torch.nn.LayerNorm", None),
+    ("import torch\ny = torch.ops.aten.native_layer_norm\n", None, "torch.ops"),
+    ("z = eval('1')\n", None, "eval"),
+    ("import importlib\n", None, "importlib"),
+    ("import torch\nclass LayerNorm:\n    def f(self):\n        return getattr(self, 'w' + str(1))\n", None,
+     "getattr with a computed name"),
+])
+def test_the_scan_names_what_it_finds(tmp_path, source, hit, flag):
+    (tmp_path / "assignment1").mkdir()
+    (tmp_path / LN).write_text(source)
+    hits, flags = _judge(tmp_path, "assignment1").get("LayerNorm", ([], []))
+    assert [h["what"] for h in hits] == ([hit] if hit else [])
+    assert [f["what"] for f in flags][:1] == ([flag] if flag else [])
+
+
+def test_a_keyword_entry_needs_the_keyword(tmp_path):
+    (tmp_path / "assignment4").mkdir()
+    (tmp_path / TRAINING).write_text("import torch.nn as nn\nimport torch.nn.functional as F\n"
+                                     "class LabelSmoothingLoss:\n    a = F.cross_entropy(x, y, ignore_index=0)\n"
+                                     "def train_epoch():\n    nn.CrossEntropyLoss(label_smoothing=0.1)\n"
+                                     "class noam_lr:\n    b = nn.CrossEntropyLoss(label_smoothing=0.1)\n")
+    # a call without the keyword is allowed; inside another component of the file, the keyword is that one's business
+    assert _judge(tmp_path, "assignment4") == {}
+    (tmp_path / TRAINING).write_text("import torch.nn as nn\nloss = nn.CrossEntropyLoss(label_smoothing=0.1)\n")
+    assert _judge(tmp_path, "assignment4") == {"LabelSmoothingLoss": (
+        [{"what": "torch.nn.CrossEntropyLoss(label_smoothing)", "where": f"{TRAINING}:2", "how": "source"}], [])}
+
+
+def test_course_toml_names_forbidden_apis_under_torch(tmp_path):
+    text = (ROOT / "course.toml").read_text().replace('["torch.nn.LayerNorm"', '["nn.LayerNorm"')
+    (tmp_path / "course.toml").write_text(text)
+    with pytest.raises(config.ConfigError, match="LayerNorm.forbidden"):
+        config.load(tmp_path / "course.toml")
