@@ -87,8 +87,8 @@ ATTACKS: dict[str, Attack] = {
         "import os\nfor d in ('.hypothesis/examples', os.path.expanduser('~/.hypothesis/examples')):\n"
         "    os.makedirs(d, exist_ok=True)\n    open(os.path.join(d, 'x'), 'wb').write(b'\\0' * 64)\n")),
     # detecting the grader
-    "behaves_only_when_not_graded": _ln(
-        "import os, sys\nif 'grader' in ' '.join(sys.argv) or os.environ.get('HOME', '').startswith('/tmp'):\n"
+    "behaves_only_when_not_graded": _ln(  # what it does under grading is what it earns
+        "import sys\nif sys.flags.isolated:  # the grader starts its worker with python -I\n"
         "    return torch.zeros_like(x)\n"),
     # resources
     "hangs_ignoring_signals": Attack("PositionwiseFeedForward", False, file=FFN, forward=(
