@@ -39,10 +39,9 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, devic
                      sandbox: Sandbox | None = None) -> Report:
     """Run the suites of `assignment` on `submission` and score them.
 
-    Failing checks of composite components are re-run with the reference's versions of
-    their failing parts swapped in (grader.attribution); a check that then passes is
-    excused. `sandbox`: one started by start_sandbox for the same submission (closed here).
-    """
+    The checks of a composite whose parts fail are re-run with the reference's versions of
+    those parts swapped in, and that run decides (grader.attribution). `sandbox`: one started
+    by start_sandbox for the same submission (closed here)."""
     from grader import attribution, forbidden, scoring
     from grader.suite.remote import Submission
 

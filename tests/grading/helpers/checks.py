@@ -123,9 +123,18 @@ def check_dropout_inactive_in_eval(module, inputs: tuple, expected: torch.Tensor
 
 
 def check_dropout_placement(module, inputs: tuple, expected: torch.Tensor, *, component: str, placement: str,
-                            causes: str, example: str = "", atol: float = 1e-5):
+                            causes: str, example: str = "", atol: float = 1e-5,
+                            in_eval: torch.Tensor | None = None):
     """`module` was built with dropout=1.0. In train() mode nn.Dropout(1.0) outputs exact zeros whatever the
-    random numbers, so the output is a fixed function of where dropout sits: it must be `expected`."""
+    random numbers, so the output is a fixed function of where dropout sits: it must be `expected`.
+
+    Where that is all zeros, `in_eval` (the output in eval() mode) is required too, so that a module
+    that always returns zeros does not pass."""
+    if in_eval is not None:
+        assert_close(module.eval()(*inputs), in_eval, name=f"{component} output in eval() mode with dropout=1.0",
+                     example=example, atol=atol,
+                     hint="In eval() mode dropout does nothing, so this should equal the output without dropout, "
+                          "and it differs. Likely causes: an error unrelated to dropout (see the other checks).")
     got = module.train()(*inputs, seed=1)
     assert_close(got, expected, name=f"{component} output in train() mode with dropout=1.0",
                  example=example + "\ndropout = 1.0, train() mode", atol=atol,

@@ -255,6 +255,7 @@ def test_positional_encoding_dropout_sits_where_the_docstring_says(student):
     x = s.tensor([2, 9, 8], 4)
     m = student.new(POSITIONAL_ENCODING, 8, max_len=16, dropout=1.0)
     check_dropout_placement(m, (x,), torch.zeros_like(x), component="PositionalEncoding",
+                            in_eval=(x.double() + pe_formula(9, 8)).float(),
                             placement="all zeros (dropout(x + pe[:T]) drops every value)",
                             causes="no dropout in forward, or dropout applied to x or to pe alone before the sum.",
                             example=describe(x=x, max_len=16))
@@ -340,8 +341,11 @@ def test_transformer_embedding_dropout_is_inactive_in_eval(student):
 
 def test_transformer_embedding_dropout_sits_where_the_docstring_says(student):
     x = torch.tensor([[1, 2, 3, 4, 5, 6], [6, 5, 4, 3, 2, 1]])
-    m = student.new(TRANSFORMER_EMBEDDING, 8, 8, max_len=10, dropout=1.0)
-    check_dropout_placement(m, (x,), torch.zeros(2, 6, 8), component="TransformerEmbedding",
+    w = s.tensor([8, 8], 5)
+    m = student.new(TRANSFORMER_EMBEDDING, 8, 8, max_len=10, dropout=1.0).load({"token.embedding.weight": w},
+                                                                               "TransformerEmbedding")
+    check_dropout_placement(m, (x,), torch.zeros(2, 6, 8), component="TransformerEmbedding", in_eval=embed(w, x),
+                            atol=1e-4,
                             placement="all zeros (the PositionalEncoding's dropout drops every value of the sum)",
                             causes="the dropout argument not passed on to PositionalEncoding(d_model, max_len, "
                                    "dropout) (its own default is 0.0), or the output built without self.position.",

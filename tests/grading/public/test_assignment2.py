@@ -211,7 +211,13 @@ def test_sdpa_applies_dropout_to_the_weights(student):
 def test_sdpa_dropout_sits_where_the_docstring_says(student):
     q, k, v = s.tensor([2, 6, 4], 4), s.tensor([2, 7, 4], 5), s.tensor([2, 7, 5], 6, offset=1.0)
     example = describe(q=q, k=k, v=v, dropout="nn.Dropout(1.0), train() mode")
-    _, clean_w = attention(q, k, v)
+    clean_out, clean_w = attention(q, k, v)
+    # the same dropout module in eval() mode does nothing: an attention that always answers zeros fails here
+    resting, _ = call_sdpa(student, q, k, v, dropout=student.new("torch.nn:Dropout", 1.0).eval(), example=example)
+    assert_close(resting, clean_out.float(), name="attention output with nn.Dropout(1.0) in eval() mode",
+                 example=example, atol=1e-5,
+                 hint="A dropout module in eval() mode does nothing, so this should equal the output without "
+                      "dropout, and it differs. Likely causes: an error unrelated to dropout (see the other checks).")
     out, w = call_sdpa(student, q, k, v, dropout=student.new("torch.nn:Dropout", 1.0).train(), seed=1,
                        example=example)
     assert_close(out, torch.zeros_like(out), name="attention output with nn.Dropout(1.0) in train() mode",
