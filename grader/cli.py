@@ -11,6 +11,9 @@ from pathlib import Path
 
 from grader.course import ConfigError
 
+# `grade NAME ...` runs grader.commands.NAME; anything else is `grade assignmentN ...`
+COMMANDS = ("stubs", "expected", "train")
+
 
 class UsageParser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exit status 2."""
@@ -50,15 +53,15 @@ def keep_hypothesis_out_of_cwd() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from grader.commands import expected, grade, stubs, train
+    import importlib
 
     keep_hypothesis_out_of_cwd()
     argv = sys.argv[1:] if argv is None else argv
-    command = {"stubs": stubs, "expected": expected, "train": train}.get(argv[0] if argv else "")
+    name = argv[0] if argv and argv[0] in COMMANDS else None
     try:
-        if command is None:
-            return grade.main(argv)
-        return command.main(argv[1:])
+        if name is None:
+            return importlib.import_module("grader.commands.grade").main(argv)
+        return importlib.import_module(f"grader.commands.{name}").main(argv[1:])
     except ConfigError as e:
         print(f"grade: {e}", file=sys.stderr)
         return 2
