@@ -28,7 +28,8 @@ class Limits:
 
     def where(self, name: str) -> str:
         """Where limit `name` is set, with its value: "course.toml [limits] startup_seconds = 90"."""
-        return f"{self.source} [limits] {name} = {getattr(self, name):g}"
+        value = getattr(self, name)
+        return f"{self.source} [limits] {name} = " + (f"{value!r}" if isinstance(value, str) else f"{value:g}")
 
 
 @dataclass(frozen=True)

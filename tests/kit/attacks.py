@@ -7,6 +7,9 @@ must lose points). Every other component must keep every point either way.
 """
 
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.kit.conftest import mutant
 
 LN, FFN, PE, EMB = ("assignment1/layer_norm.py", "assignment1/feed_forward.py", "assignment1/positional_encoding.py",
                     "assignment1/embedding.py")
@@ -123,3 +126,22 @@ ATTACKS: dict[str, Attack] = {
     "hides_the_gpu": Attack("LayerNorm", True, module=(
         "import torch\ntorch.cuda.is_available = lambda: False\ntorch.cuda.device_count = lambda: 0\n")),
 }
+
+
+def build(tmp_path: Path, attack: Attack) -> Path:
+    """A copy of solutions/ under `tmp_path` with `attack` applied."""
+    tree = mutant(tmp_path, {})
+    path = tree / attack.file
+    text = path.read_text()
+    if attack.forward:
+        assert text.count(FORWARD) == 1, attack.file
+        body = "".join(f"        {line}\n" for line in attack.forward.splitlines())
+        text = text.replace(FORWARD, FORWARD + body)
+    path.write_text(attack.module + text)
+    for name, content in attack.extra.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(content)
+    if attack.link[0]:
+        (tree / attack.link[0]).unlink()
+        (tree / attack.link[0]).symlink_to(attack.link[1])
+    return tree

@@ -19,31 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit.attacks import ATTACKS, FORWARD, PROBE_PORT, Attack
+from tests.kit.attacks import ATTACKS, PROBE_PORT, build
 from tests.kit.conftest import ROOT, assert_loses_only_in, full_marks, grade_json, mutant, run_grade, scores
 
 # the harness reads /proc; the kit's CI is Linux
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the adversarial suite reads /proc: Linux only")
 
 WATCHED = [ROOT / "course.toml", ROOT / "solutions", ROOT / "grader", ROOT / "tests" / "grading"]
-
-
-def build(tmp_path: Path, attack: Attack) -> Path:
-    tree = mutant(tmp_path, {})
-    path = tree / attack.file
-    text = path.read_text()
-    if attack.forward:
-        assert text.count(FORWARD) == 1, attack.file
-        body = "".join(f"        {line}\n" for line in attack.forward.splitlines())
-        text = text.replace(FORWARD, FORWARD + body)
-    path.write_text(attack.module + text)
-    for name, content in attack.extra.items():
-        (tree / name).parent.mkdir(parents=True, exist_ok=True)
-        (tree / name).write_text(content)
-    if attack.link[0]:
-        (tree / attack.link[0]).unlink()
-        (tree / attack.link[0]).symlink_to(attack.link[1])
-    return tree
 
 
 def fingerprint(*roots: Path) -> dict[str, str]:

@@ -1,0 +1,79 @@
+"""Grading on a Dask distributed cluster: the course travels once, each submission as its files.
+
+A Dask worker needs the kit installed (`pip install "transformer-course-kit[instructor]"` with
+torch), nothing else: the course (course.toml, the suites, the reference) is packed here,
+sent to every worker once and unpacked there into a cache folder; each task carries one
+submission's graded files and returns the same record a local worker does. Tasks grade in
+the worker's process, one at a time (grader.batch.worker), in the same sandbox as locally.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path
+
+from grader.course import Course
+
+_UNPACKED: dict[str, Path] = {}
+
+
+def pack_course(course: Course) -> bytes:
+    """course.toml (its folders renamed to fixed places), the suites and the reference, as a tar."""
+    text = course.path.read_text()
+    text = re.sub(r"^(reference|assignments|suites)\s*=.*\n", "", text, flags=re.M)
+    text = re.sub(r"^\[course\]\s*\n", '[course]\nreference = "reference"\nassignments = "assignments"\n'
+                                        'suites = "suites"\n', text, count=1, flags=re.M)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        data = text.encode()
+        info = tarfile.TarInfo("course.toml")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+        for folder, name in ((course.suites, "suites"), (course.reference, "reference")):
+            if folder.is_dir():
+                tar.add(folder, name, filter=lambda t: None if "__pycache__" in t.name else t)
+    return buffer.getvalue()
+
+
+def submission_files(tree: Path, course: Course, assignment: str) -> dict[str, bytes]:
+    """The files grading reads from `tree` (what the sandbox would stage), by relative path."""
+    files = {}
+    for a in course.closure(assignment):
+        for name in ["__init__.py", *a.files]:
+            path = tree / a.name / name
+            if path.is_file() and not path.is_symlink() and path.stat().st_size <= 1 << 20:
+                files[f"{a.name}/{name}"] = path.read_bytes()
+    return files
+
+
+def _course_here(blob: bytes) -> Path:
+    key = hashlib.sha256(blob).hexdigest()
+    if key not in _UNPACKED:
+        folder = Path(tempfile.mkdtemp(prefix=f"grade-course-{key[:12]}-"))
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+            tar.extractall(folder, filter="data")
+        _UNPACKED[key] = folder / "course.toml"
+    return _UNPACKED[key]
+
+
+def grade_files(course_blob: bytes, assignment: str, student: str, files: dict[str, bytes],
+                require_namespaces: bool) -> dict:
+    """A Dask task: grade one submission given as its files; the record of grader.batch.worker."""
+    from grader.batch import worker
+
+    course_path = _course_here(course_blob)
+    tree = Path(tempfile.mkdtemp(prefix="grade-submission-"))
+    try:
+        for rel, data in files.items():
+            path = tree / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        return worker.grade_tree(course_path=course_path, assignment=assignment, tree=tree, student=student,
+                                 require_namespaces=require_namespaces)
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)

@@ -1,0 +1,154 @@
+"""Find a class's submissions in a folder: one folder or zip per student, or nbgrader's layout.
+
+Accepted, per student (the student's name is the folder's or the zip's name):
+- a tree as `grade --submission` takes it: `NAME/assignment1/layer_norm.py`, ...;
+- the assignment's files directly in the folder: `NAME/layer_norm.py`, ...;
+- either of those inside one wrapping folder, as zips often are: `NAME.zip:NAME/assignment1/...`;
+- nbgrader's `submitted/NAME/assignmentN/` (DIR may be the course folder or `submitted/` itself),
+  whose folder holds the tree.
+Nothing here runs a submission's code; zips are unpacked with limits on size and count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.course import Assignment, ConfigError, Course
+
+MAX_ZIP_BYTES = 64 << 20  # unpacked, per submission
+MAX_ZIP_FILES = 2000
+# files and folders that are never a student's submission
+IGNORED = {"__MACOSX", "__pycache__", ".ipynb_checkpoints", ".DS_Store", ".git"}
+
+
+@dataclass
+class Entry:
+    """One student's submission: where it came from and, once unpacked, the tree to grade."""
+
+    student: str
+    source: Path
+    tree: Path | None = None  # None: nothing gradable (see `problem`)
+    problem: str = ""  # "empty" or "unreadable", with `message`
+    message: str = ""
+    fingerprint: str = ""  # of the files graded (or of the zip): unchanged -> not regraded on resume
+
+
+def find(root: Path, course: Course, assignment: str) -> list[Path]:
+    """The submissions under `root`, sorted by student name."""
+    if not root.is_dir():
+        raise ConfigError(f"DIR: {str(root)!r} is not a directory")
+    if (root / "submitted").is_dir():
+        root = root / "submitted"
+    entries = [p for p in root.iterdir()
+               if p.name not in IGNORED and not p.name.startswith(".")
+               and (p.is_dir() and not p.is_symlink() or p.suffix.lower() == ".zip" and p.is_file())]
+    if not entries:
+        raise ConfigError(f"DIR: {str(root)!r} holds no submissions (one folder or .zip per student)")
+    names: dict[str, Path] = {}
+    for p in sorted(entries):
+        name = p.stem if p.suffix.lower() == ".zip" and p.is_file() else p.name
+        if name in names:
+            raise ConfigError(f"DIR: two submissions for student {name!r}: {names[name].name} and {p.name}")
+        names[name] = p
+    return [names[n] for n in sorted(names)]
+
+
+def prepare(source: Path, *, course: Course, assignment: str, work: Path) -> Entry:
+    """Unpack (zips) and locate the tree of one submission; `work` is this student's scratch folder."""
+    student = source.stem if source.suffix.lower() == ".zip" and source.is_file() else source.name
+    entry = Entry(student, source)
+    folder = source
+    if source.is_file():
+        try:
+            folder = _unzip(source, work / "unzipped")
+        except (zipfile.BadZipFile, OSError, ValueError, RuntimeError, NotImplementedError) as e:
+            entry.problem, entry.message = "unreadable", f"{source.name}: not a readable zip ({e})"
+            entry.fingerprint = _digest_file(source)
+            return entry
+    spec = course.assignment(assignment)
+    tree = _locate(folder, course, spec, work / "flat")
+    if tree is None:
+        entry.problem = "empty"
+        entry.message = f"no files of {assignment} found ({', '.join(spec.files)})"
+        entry.fingerprint = hashlib.sha256(b"empty").hexdigest()
+        return entry
+    entry.tree = tree
+    entry.fingerprint = fingerprint(tree, course, assignment)
+    return entry
+
+
+def _unzip(path: Path, into: Path) -> Path:
+    with zipfile.ZipFile(path) as z:
+        members = [m for m in z.infolist() if not m.is_dir()]
+        if len(members) > MAX_ZIP_FILES:
+            raise ValueError(f"{len(members)} files, more than {MAX_ZIP_FILES}")
+        total = sum(m.file_size for m in members)
+        if total > MAX_ZIP_BYTES:
+            raise ValueError(f"{total >> 20} MiB unpacked, more than {MAX_ZIP_BYTES >> 20} MiB")
+        into.mkdir(parents=True, exist_ok=True)
+        for m in members:
+            # ZipFile.extract drops absolute paths and `..` parts, and writes links as plain files
+            z.extract(m, into)
+    return into
+
+
+def _skip_wrappers(folder: Path, known: set[str]) -> Path:
+    while True:
+        inside = [p for p in folder.iterdir() if p.name not in IGNORED and not p.name.startswith(".")]
+        if len(inside) == 1 and inside[0].is_dir() and not inside[0].is_symlink() and inside[0].name not in known:
+            folder = inside[0]
+        else:
+            return folder
+
+
+def _locate(folder: Path, course: Course, spec: Assignment, flat: Path) -> Path | None:
+    known = set(course.assignments)
+    folder = _skip_wrappers(folder, known)
+    nbgrader = folder / spec.name
+    if (nbgrader / spec.name).is_dir():  # nbgrader: submitted/NAME/assignmentN/assignmentN/...
+        folder = nbgrader
+    if any((folder / a.name).is_dir() for a in course.closure(spec.name)):
+        return folder
+    found = [name for name in spec.files if (folder / name).is_file()]
+    if not found:
+        return None
+    # the files of this assignment, handed in without their package folder
+    (flat / spec.name).mkdir(parents=True, exist_ok=True)
+    for name in found:
+        shutil.copyfile(folder / name, flat / spec.name / name)
+    return flat
+
+
+def fingerprint(tree: Path, course: Course, assignment: str) -> str:
+    """A digest of the files grading reads from `tree` (the closure's whitelisted files)."""
+    h = hashlib.sha256()
+    for a in course.closure(assignment):
+        for name in ["__init__.py", *a.files]:
+            path = tree / a.name / name
+            h.update(f"{a.name}/{name}\0".encode())
+            if path.is_file() and not path.is_symlink():
+                h.update(path.read_bytes()[: 1 << 21])
+            h.update(b"\0")
+    return h.hexdigest()
+
+
+def _digest_file(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def course_fingerprint(course: Course, assignment: str) -> str:
+    """A digest of what decides grades besides the submission: course.toml, the suites, the reference."""
+    h = hashlib.sha256(course.path.read_bytes())
+    for folder in (course.suites, course.reference):
+        if folder.is_dir():
+            for path in sorted(folder.rglob("*")):
+                if path.is_file() and "__pycache__" not in path.parts and not path.name.startswith("."):
+                    h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()

@@ -1,0 +1,103 @@
+"""What a batch writes: per-student JSON, feedback and Gradescope results, and the class's CSV.
+
+Every file is written whole or not at all (a temporary file renamed into place), so an
+interrupted batch leaves only finished reports behind, and a resumed one trusts them.
+Standard library only: the reports are plain JSON from the workers.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from grader.course import Assignment
+
+FAULTS = ("crash", "timeout", "tamper")
+# a row's status: graded (ran to the end), fault (the submission's process crashed, hung or broke
+# the protocol at least once; points earned before are kept), empty, unreadable, grader_error
+STATUSES = ("graded", "fault", "empty", "unreadable", "grader_error")
+
+
+def safe_name(student: str) -> str:
+    return re.sub(r"[^\w.@+-]", "_", student) or "_"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def status_of(report: dict) -> str:
+    faulted = any(t.get("reason") in FAULTS for c in report["components"] for t in c["tests"])
+    return "fault" if faulted else "graded"
+
+
+def empty_report(spec: Assignment, submission: str, status: str, message: str) -> dict:
+    """The JSON report of a submission that could not be graded: every component 0."""
+    return {"assignment": spec.name, "submission": submission, "score": 0.0, "max_score": spec.max_score,
+            "duration_seconds": 0.0, "isolation": "", "notes": [message],
+            "components": [{"name": c.name, "file": c.file, "score": 0.0, "max_score": c.points, "status": status,
+                            "tests": [], "forbidden": [], "flagged": []} for c in spec.components]}
+
+
+def write_student(out: Path, student: str, record: dict) -> None:
+    """`record`: {"report", "batch": {...}, "feedback", "feedback_full"?}: the student's files."""
+    name = safe_name(student)
+    report = {**record["report"], "batch": record["batch"]}
+    if record.get("feedback"):
+        write_atomic(out / "feedback" / f"{name}.txt", record["feedback"])
+    write_atomic(out / "gradescope" / name / "results.json", json.dumps(gradescope(report), indent=2) + "\n")
+    # last: its presence marks the student done for a resumed batch
+    write_atomic(out / "reports" / f"{name}.json", json.dumps(report, indent=2) + "\n")
+
+
+def read_student(out: Path, student: str) -> dict | None:
+    try:
+        return json.loads((out / "reports" / f"{safe_name(student)}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def gradescope(report: dict) -> dict:
+    """Gradescope's results.json: one test per component; hidden checks only as counts."""
+    tests = []
+    for number, c in enumerate(report["components"], 1):
+        lines = []
+        secret = [t for t in c["tests"] if t.get("hidden")]
+        for t in c["tests"]:
+            if not t.get("hidden") and t["status"] != "passed":
+                lines.append(f"{t['status']}: {t['id']}: {t.get('message', '')}".strip())
+        if secret:
+            passed = sum(t["status"] == "passed" or bool(t.get("excused_by")) for t in secret)
+            lines.append(f"hidden checks passed: {passed} of {len(secret)}")
+        tests.append({"name": c["name"], "number": str(number), "score": c["score"], "max_score": c["max_score"],
+                      "status": "passed" if c["score"] >= c["max_score"] else "failed",
+                      "output": "\n".join(lines), "visibility": "visible"})
+    batch = report.get("batch", {})
+    return {"score": report["score"], "execution_time": report.get("duration_seconds", 0.0),
+            "output": "\n".join([*report.get("notes", []), *([batch["message"]] if batch.get("message") else [])]),
+            "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
+
+
+def write_csv(path: Path, spec: Assignment, rows: list[tuple[str, dict]]) -> None:
+    """grades.csv: student, one column per component (course.toml order), total, status."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student", *(c.name for c in spec.components), "total", "status"])
+    for student, report in rows:
+        got = {c["name"]: c["score"] for c in report["components"]}
+        writer.writerow([student, *(f"{got.get(c.name, 0.0):g}" for c in spec.components),
+                         f"{report['score']:g}", report["batch"]["status"]])
+    write_atomic(path, buffer.getvalue())

@@ -1,0 +1,115 @@
+"""The class at a glance: score histogram, mean per component, the checks most students fail,
+and the submissions whose grade differs most from what the public tier alone would give."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from grader.course import Assignment
+
+BINS = 10
+BAR = 30  # characters of the longest histogram bar
+GAP = 25.0  # percentage points between the full grade and the public tier's that get a submission listed
+
+
+def public_score(spec: Assignment, report: dict) -> float:
+    """What the public checks alone would give: each component's points in proportion to the
+    weight of its public checks earned (the scoring rule of grader.scoring, public tier only)."""
+    weights = {chk.id: chk.weight for comp in spec.components for chk in comp.checks}
+    total = 0.0
+    for comp in spec.components:
+        got = next((c for c in report["components"] if c["name"] == comp.name), None)
+        tests = [t for t in (got or {}).get("tests", []) if t.get("tier", "public") == "public"]
+        counted = sum(weights.get(t["id"], 1.0) for t in tests)
+        earned = sum(weights.get(t["id"], 1.0) for t in tests if t["status"] == "passed" or t.get("excused_by"))
+        if counted and not (got or {}).get("forbidden"):
+            total += comp.points * earned / counted
+    return round(total, 2)
+
+
+def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
+    """The summary as data (summary.json); `rows`: (student, report with its "batch" record)."""
+    max_score = spec.max_score
+    totals = [r["score"] for _, r in rows]
+    histogram = [0] * BINS
+    for t in totals:
+        histogram[min(int(t / max_score * BINS), BINS - 1) if max_score else 0] += 1
+    components = []
+    for comp in spec.components:
+        got = [next((c["score"] for c in r["components"] if c["name"] == comp.name), 0.0) for _, r in rows]
+        components.append({"name": comp.name, "max_score": comp.points,
+                           "mean": round(sum(got) / len(got), 2) if got else 0.0,
+                           "full_marks": sum(g >= comp.points for g in got)})
+    failing: Counter[str] = Counter()
+    messages: dict[str, Counter[str]] = {}
+    owner = {}
+    for _, r in rows:
+        for c in r["components"]:
+            for t in c["tests"]:
+                owner[t["id"]] = c["name"]
+                if t["status"] != "passed" and not t.get("excused_by") and t.get("reason") not in (
+                        "unavailable", "no_cuda", "not_attempted"):
+                    failing[t["id"]] += 1
+                    messages.setdefault(t["id"], Counter())[(t.get("message") or "").splitlines()[0][:120]
+                                                             if t.get("message") else ""] += 1
+    checks = [{"id": check, "component": owner[check], "students": n, "typical": messages[check].most_common(1)[0][0]}
+              for check, n in failing.most_common(8)]
+    gaps = []
+    for student, r in rows:
+        if r["batch"]["status"] not in ("graded", "fault") or not max_score:
+            continue
+        public = public_score(spec, r)
+        if abs(r["score"] - public) / max_score * 100 >= GAP:
+            gaps.append({"student": student, "score": r["score"], "public": public})
+    return {"assignment": spec.name, "students": len(rows), "max_score": max_score,
+            "mean": round(sum(totals) / len(totals), 2) if totals else 0.0,
+            "statuses": dict(Counter(r["batch"]["status"] for _, r in rows)),
+            "histogram": [{"from": round(i * max_score / BINS, 2), "to": round((i + 1) * max_score / BINS, 2),
+                           "students": n} for i, n in enumerate(histogram)],
+            "components": components, "most_failed": checks,
+            "public_gap": sorted(gaps, key=lambda g: -abs(g["score"] - g["public"]))}
+
+
+def render(summary: dict) -> RenderableType:
+    n = summary["students"]
+    head = Text.assemble((f"{summary['assignment']}", "bold"), f": {n} submissions, mean ",
+                         (f"{summary['mean']:g} / {summary['max_score']:g}", "bold"), "   ",
+                         ", ".join(f"{k} {v}" for k, v in sorted(summary["statuses"].items())))
+    hist = Table(title="Total score", title_justify="left", box=None, padding=(0, 1))
+    hist.add_column("score", justify="right", no_wrap=True)
+    hist.add_column("", no_wrap=True, style="cyan")
+    hist.add_column("n", justify="right")
+    top = max((b["students"] for b in summary["histogram"]), default=0) or 1
+    for b in summary["histogram"]:
+        hist.add_row(f"{b['from']:g}–{b['to']:g}", "█" * round(b["students"] / top * BAR), str(b["students"]))
+    comps = Table(title="Per component", title_justify="left")
+    comps.add_column("component")
+    comps.add_column("mean", justify="right")
+    comps.add_column("max", justify="right")
+    comps.add_column("full marks", justify="right")
+    for c in summary["components"]:
+        comps.add_row(c["name"], f"{c['mean']:g}", f"{c['max_score']:g}", f"{c['full_marks']}/{n}")
+    parts: list[RenderableType] = [head, hist, comps]
+    if summary["most_failed"]:
+        failed = Table(title="Checks most students fail", title_justify="left")
+        failed.add_column("check", overflow="fold", ratio=2)
+        failed.add_column("n", justify="right")
+        failed.add_column("typical message", overflow="fold", ratio=3)
+        for c in summary["most_failed"]:
+            failed.add_row(c["id"], str(c["students"]), c["typical"])
+        parts.append(failed)
+    if summary["public_gap"]:
+        gap = Table(title=f"Grade vs public tier alone (differs by {GAP:g}% of the maximum or more)",
+                    title_justify="left")
+        gap.add_column("student")
+        gap.add_column("grade", justify="right")
+        gap.add_column("public tier", justify="right")
+        for g in summary["public_gap"][:10]:
+            gap.add_row(g["student"], f"{g['score']:g}", f"{g['public']:g}")
+        parts.append(gap)
+    return Panel(Group(*parts), title="class summary", title_align="left")

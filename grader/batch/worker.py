@@ -1,0 +1,104 @@
+"""Grading one submission in a long-lived worker process (the local pool's or a Dask worker's).
+
+A worker grades one submission at a time, each in its own sandbox, like `grade` does; what
+it keeps between submissions is only the grader's side: pytest, Hypothesis, the course and
+the reference, imported once. Grading the same tree after others gives the same report as
+grading it first (tests/kit/test_reproducible.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import signal
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from grader.course import Course
+
+# pytest.main, Hypothesis and redirected stdout are process-wide: one grading at a time per
+# process, even where a Dask worker runs several tasks in threads
+_LOCK = threading.Lock()
+_COURSES: dict[Path, Course] = {}
+
+
+def start_pool_worker() -> None:
+    """Initializer of a local pool's worker: Ctrl-C is the batch's to handle, SIGTERM interrupts."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _interrupt)
+    # the grader's side, once per worker rather than once per submission
+    import hypothesis  # noqa: F401
+    import pytest  # noqa: F401
+
+    import grader.suite.plugin  # noqa: F401
+
+
+def _interrupt(signum, frame):
+    # KeyboardInterrupt ends the pytest session at once; the sandbox is closed on the way out
+    raise KeyboardInterrupt
+
+
+def course_at(path: Path) -> Course:
+    from grader import load_course
+
+    if path not in _COURSES:
+        _COURSES[path] = load_course(path)
+    return _COURSES[path]
+
+
+def grade_tree(*, course_path: Path, assignment: str, tree: Path, student: str,
+               require_namespaces: bool) -> dict:
+    """Grade `tree`: {"report": the JSON report, "feedback": public-tier text, "feedback_full": text}.
+
+    Never raises for what a submission does (the sandbox turns that into outcomes); the
+    grader's own trouble comes back as {"error": message} so that the batch keeps a row."""
+    with _LOCK:
+        started = time.monotonic()
+        try:
+            from grader import grading
+            from grader.sandbox import isolation
+
+            course = course_at(Path(course_path))
+            if require_namespaces and isolation.choose(course.limits) != "namespaces":
+                why = isolation.unavailable() or "isolation is set to process"
+                return {"error": f"namespaces are not available on worker {os.uname().nodename} ({why})"}
+            report = grading.grade_submission(course=course, assignment=assignment, submission=Path(tree))
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:
+            detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+            return {"error": f"the grader failed on this submission: {detail[-500:]}",
+                    "duration_seconds": round(time.monotonic() - started, 2)}
+        from grader.results import to_json
+
+        data = to_json(report)
+        return {"report": data, "feedback": feedback(report, student, hidden=False),
+                "feedback_full": feedback(report, student, hidden=True)}
+
+
+def feedback(report, student: str, *, hidden: bool) -> str:
+    """The report as a student sees it after `grade`, as text (80 columns); without `hidden`, the
+    hidden tier shows only as counts per component, neither ids nor messages."""
+    from rich.console import Console
+
+    from grader.render import report as render
+
+    shown = dataclasses.replace(report, submission=Path(student), notes=list(report.notes))
+    if not hidden:
+        withheld = []
+        components = []
+        for c in report.components:
+            secret = [t for t in c.checks if t.tier == "hidden"]
+            if secret:
+                earned = sum(t.earned for t in secret)
+                withheld.append(f"{c.name} {earned}/{len(secret)}")
+            components.append(dataclasses.replace(c, checks=[t for t in c.checks if t.tier != "hidden"]))
+        shown.components = components
+        if withheld:
+            shown.notes.append("Hidden checks passed (details are withheld): " + ", ".join(withheld) + ".")
+    console = Console(file=io.StringIO(), width=80, record=True, color_system=None, force_terminal=False)
+    render.render(shown, console)
+    return console.export_text()

@@ -1,0 +1,76 @@
+"""`grade batch DIR --assignment assignmentN`: grade a class; CSV, per-student reports, a summary."""
+
+import io
+import json
+from pathlib import Path
+
+from grader.cli import UsageParser, find_course
+from grader.course import ConfigError
+
+
+def _jobs(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
+def parser() -> UsageParser:
+    p = UsageParser(prog="grade batch", description="Grade every submission in DIR (one folder or .zip per "
+                    "student, or nbgrader's submitted/ layout). Run it again to resume: what is graded "
+                    "and unchanged is not graded again.")
+    p.add_argument("dir", metavar="DIR", help="the folder of submissions")
+    p.add_argument("--assignment", required=True, help="the assignment to grade, e.g. assignment1")
+    p.add_argument("--jobs", type=_jobs, default=1, metavar="N", help="submissions graded at once (default 1)")
+    p.add_argument("--out", metavar="OUT", default=".", help="where the outputs go (default: the current folder)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="grade on a Dask distributed cluster, e.g. tcp://host:8786")
+    p.add_argument("--full-feedback", action="store_true",
+                   help="feedback files show the hidden tier's checks too (default: public-tier detail only)")
+    p.add_argument("--unsafe-process-isolation", action="store_true",
+                   help="grade even where Linux namespaces are unavailable, with resource limits only: "
+                        "submissions can then read and write whatever your user can")
+    p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    from grader import load_course
+
+    args = parser().parse_args(argv)
+    course = load_course(find_course(args.course))
+    course.assignment(args.assignment)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out: {args.out!r} is not a directory")
+    if not out.resolve().parent.is_dir():
+        raise ConfigError(f"--out: the folder of {args.out!r} does not exist")
+
+    from rich.console import Console
+
+    from grader.batch import run, summary
+
+    console = Console(width=min(Console().width, 100))
+    try:
+        batch = run.run_batch(course=course, assignment=args.assignment, root=Path(args.dir), out=out,
+                              jobs=args.jobs, scheduler=args.scheduler,
+                              unsafe_process_isolation=args.unsafe_process_isolation,
+                              full_feedback=args.full_feedback, console=console)
+    except KeyboardInterrupt:
+        console.print(f"Interrupted: what was graded is in {out}; run the same command again to go on.")
+        return 130
+    if not batch.rows:
+        return 0
+    recorder = Console(width=80, record=True, file=io.StringIO(), color_system=None)
+    recorder.print(summary.render(batch.summary))
+    (out / "summary.txt").write_text(recorder.export_text())
+    (out / "summary.json").write_text(json.dumps(batch.summary, indent=2) + "\n")
+    console.print(summary.render(batch.summary))
+    console.print(f"{batch.graded} graded, {batch.reused} unchanged since the last run; "
+                  f"grades in {out / 'grades.csv'}, reports in {out / 'reports'}, "
+                  f"feedback in {out / 'feedback'}, Gradescope files in {out / 'gradescope'}.")
+    return 0

@@ -1,0 +1,228 @@
+"""`grade batch`: a row for every submission whatever it does, the same grades as `grade`, resumable,
+namespaces or an explicit risk, and the same outputs from a real Dask LocalCluster."""
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.kit.attacks import ATTACKS, build
+from tests.kit.conftest import ROOT, SOLUTIONS, grade_json, mutant, run_grade
+
+LN_BUG = {"assignment1/layer_norm.py": [("unbiased=False", "unbiased=True")]}
+
+
+def hidden_ids() -> set[str]:
+    import tomllib
+
+    data = tomllib.loads((ROOT / "course.toml").read_text())
+    return {check for name, a in data.items() if name.startswith("assignment")
+            for c in a.values() if isinstance(c, dict) for check in c.get("hidden", [])}
+
+
+def copy_tree(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+    return dst
+
+
+def batch(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
+    return run_grade("batch", *args, cwd=cwd) if env is None else subprocess.run(
+        [sys.executable, "-m", "grader", "batch", *args], cwd=cwd, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "NO_COLOR": "1", "TERM": "dumb", **env})
+
+
+def read_csv(path: Path) -> dict[str, dict[str, str]]:
+    with open(path) as f:
+        return {row["student"]: row for row in csv.DictReader(f)}
+
+
+@pytest.fixture(scope="module")
+def class_dir(tmp_path_factory) -> Path:
+    """A class of assignment1 submissions that do everything a class does."""
+    root = tmp_path_factory.mktemp("class")
+    work = tmp_path_factory.mktemp("trees")
+    copy_tree(SOLUTIONS, root / "correct")
+    copy_tree(mutant(work / "p", LN_BUG), root / "partial")
+    broken = copy_tree(SOLUTIONS, root / "syntax_error")
+    (broken / "assignment1" / "feed_forward.py").write_text("def forward(:\n")
+    for name in ("hangs_ignoring_signals", "forks_hundreds_of_sleepers", "allocates_a_terabyte",
+                 "floods_its_output"):
+        copy_tree(build(work / name, ATTACKS[name]), root / name)
+    (root / "empty").mkdir()
+    (root / "bad_zip.zip").write_bytes(b"PK\x03\x04 this is not a zip")
+    with zipfile.ZipFile(root / "zipped.zip", "w") as z:  # wrapped in a folder, as LMS downloads are
+        for path in (SOLUTIONS / "assignment1").glob("*.py"):
+            z.write(path, f"zipped/assignment1/{path.name}")
+    flat = root / "flat_files"
+    flat.mkdir()
+    for path in (SOLUTIONS / "assignment1").glob("*.py"):
+        shutil.copy(path, flat / path.name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def graded(class_dir, quick_course, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("out")
+    proc = batch(str(class_dir), "--assignment", "assignment1", "--jobs", "2", "--out", str(out),
+                 "--course", str(quick_course))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    return out, proc
+
+
+def test_every_submission_gets_a_row_whatever_it_does(graded, class_dir):
+    out, _ = graded
+    rows = read_csv(out / "grades.csv")
+    students = {p.stem if p.suffix == ".zip" else p.name for p in class_dir.iterdir()}
+    assert set(rows) == students
+    assert list(rows["correct"]) == ["student", "LayerNorm", "PositionwiseFeedForward", "PositionalEncoding",
+                                     "TokenEmbedding", "TransformerEmbedding", "total", "status"]
+    for student in ("correct", "zipped", "flat_files"):
+        assert (rows[student]["total"], rows[student]["status"]) == ("40", "graded"), rows[student]
+    assert rows["empty"]["status"] == "empty" and rows["empty"]["total"] == "0"
+    assert rows["bad_zip"]["status"] == "unreadable" and rows["bad_zip"]["total"] == "0"
+    assert rows["hangs_ignoring_signals"]["status"] == "fault"
+    # points earned before a fault are kept: the other components of the hostile trees keep theirs
+    assert rows["hangs_ignoring_signals"]["LayerNorm"] == "10"
+    assert rows["allocates_a_terabyte"]["LayerNorm"] == "10"
+    assert rows["forks_hundreds_of_sleepers"]["PositionwiseFeedForward"] == "8"
+    assert rows["floods_its_output"]["PositionalEncoding"] == "10"
+    assert float(rows["syntax_error"]["PositionwiseFeedForward"]) == 0 < float(rows["syntax_error"]["total"])
+    assert 0 < float(rows["partial"]["LayerNorm"]) < 10
+
+
+def test_batch_grades_equal_grade_s_own(graded, class_dir, quick_course):
+    out, _ = graded
+    for student in ("partial", "hangs_ignoring_signals"):
+        direct = grade_json(class_dir / student, "assignment1", "--course", str(quick_course))
+        report = json.loads((out / "reports" / f"{student}.json").read_text())
+        assert report["score"] == direct["score"]
+        assert [(c["name"], c["score"]) for c in report["components"]] == \
+               [(c["name"], c["score"]) for c in direct["components"]]
+        assert {t["id"]: t["status"] for c in report["components"] for t in c["tests"]} == \
+               {t["id"]: t["status"] for c in direct["components"] for t in c["tests"]}
+
+
+def test_reports_gradescope_and_feedback_are_written_for_each_student(graded):
+    out, _ = graded
+    hidden = hidden_ids()
+    for report_path in (out / "reports").glob("*.json"):
+        report = json.loads(report_path.read_text())
+        assert {"assignment", "submission", "score", "max_score", "components"} <= set(report)
+        results = json.loads((out / "gradescope" / report_path.stem / "results.json").read_text())
+        assert results["score"] == report["score"]
+        assert sum(t["score"] for t in results["tests"]) == pytest.approx(report["score"], abs=0.05)
+        assert not any(h in t["output"] for t in results["tests"] for h in hidden)
+        if report["batch"]["status"] in ("graded", "fault"):
+            text = (out / "feedback" / f"{report_path.stem}.txt").read_text()
+            assert f"{report['score']:g} / 40" in text
+            assert not [h for h in hidden if h in text], "feedback shows a hidden check"
+            assert max(map(len, text.splitlines())) <= 80
+
+
+def test_the_class_summary_is_printed_and_written(graded):
+    out, proc = graded
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["students"] == 11
+    assert sum(b["students"] for b in summary["histogram"]) == 11
+    assert summary["statuses"]["empty"] == 1 and summary["statuses"]["unreadable"] == 1
+    assert [c["name"] for c in summary["components"]][0] == "LayerNorm"
+    assert summary["most_failed"] and all(c["students"] >= 1 and c["typical"] for c in summary["most_failed"][:1])
+    text = (out / "summary.txt").read_text()
+    assert "class summary" in text and "Checks most students fail" in text and "class summary" in proc.stdout
+    assert max(map(len, text.splitlines())) <= 80
+
+
+def test_an_interrupted_batch_resumes_without_regrading(tmp_path):
+    root = tmp_path / "class"
+    for i in range(4):
+        copy_tree(SOLUTIONS, root / f"student{i}")
+    out = tmp_path / "out"
+    env = {**os.environ, "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(root), "--assignment", "assignment1",
+                             "--out", str(out)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 300
+    while not list((out / "reports").glob("*.json")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr[-2000:]
+    assert "run the same command again" in " ".join((stdout + stderr).split()) and "Traceback" not in stdout + stderr
+    done = {p.name: p.stat().st_mtime_ns for p in (out / "reports").glob("*.json")}
+    assert 1 <= len(done) < 4
+    assert len(read_csv(out / "grades.csv")) == len(done)  # what was graded is in the CSV already
+
+    again = batch(str(root), "--assignment", "assignment1", "--out", str(out))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"{4 - len(done)} graded, {len(done)} unchanged" in " ".join(again.stdout.split())
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "reports").glob("*.json") if p.name in done} == done
+    assert {r["total"] for r in read_csv(out / "grades.csv").values()} == {"40"}
+
+    (root / "student0" / "assignment1" / "layer_norm.py").write_text("raise SystemExit\n")  # a changed submission
+    third = batch(str(root), "--assignment", "assignment1", "--out", str(out))
+    assert "1 graded, 3 unchanged" in " ".join(third.stdout.split())
+    assert read_csv(out / "grades.csv")["student0"]["LayerNorm"] == "0"
+
+
+def test_nbgraders_submitted_layout_is_understood(tmp_path):
+    tree = tmp_path / "course" / "submitted" / "ada" / "assignment1"
+    copy_tree(SOLUTIONS / "assignment1", tree / "assignment1")
+    proc = batch(str(tmp_path / "course"), "--assignment", "assignment1", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert read_csv(tmp_path / "out" / "grades.csv")["ada"]["total"] == "40"
+
+
+def test_a_batch_without_namespaces_needs_the_risk_named(tmp_path):
+    copy_tree(SOLUTIONS, tmp_path / "class" / "ada")
+    args = (str(tmp_path / "class"), "--assignment", "assignment1", "--out", str(tmp_path / "out"))
+    refused = batch(*args, env={"GRADER_ISOLATION": "process"})
+    assert refused.returncode == 2
+    assert len(refused.stderr.strip().splitlines()) == 1 and "--unsafe-process-isolation" in refused.stderr
+    assert not (tmp_path / "out").exists()
+    allowed = batch(*args, "--unsafe-process-isolation", env={"GRADER_ISOLATION": "process"})
+    assert allowed.returncode == 0, allowed.stderr[-2000:]
+    assert json.loads((tmp_path / "out" / "reports" / "ada.json").read_text())["isolation"] == "process"
+
+
+@pytest.mark.parametrize("args, bad", [
+    (["--jobs", "0"], "'0'"), (["--assignment", "assignment9"], "assignment9"), ([], "nowhere"),
+])
+def test_bad_batch_arguments_get_one_line_and_status_2(tmp_path, args, bad):
+    (tmp_path / "class" / "ada").mkdir(parents=True)
+    folder = str(tmp_path / "nowhere") if not args else str(tmp_path / "class")
+    base = ["--assignment", "assignment1"] if "--assignment" not in args else []
+    proc = batch(folder, *base, *args, "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and bad in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_dask_local_cluster_gives_the_same_outputs(tmp_path, quick_course):
+    from distributed import LocalCluster
+
+    root = tmp_path / "class"
+    copy_tree(SOLUTIONS, root / "correct")
+    copy_tree(mutant(tmp_path / "p", LN_BUG), root / "partial")
+    broken = copy_tree(SOLUTIONS, root / "syntax_error")
+    (broken / "assignment1" / "embedding.py").write_text("class TokenEmbedding(:\n")
+    local = batch(str(root), "--assignment", "assignment1", "--out", str(tmp_path / "local"),
+                  "--course", str(quick_course))
+    assert local.returncode == 0, local.stderr[-2000:]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        remote = batch(str(root), "--assignment", "assignment1", "--out", str(tmp_path / "dask"),
+                       "--course", str(quick_course), "--scheduler", cluster.scheduler_address)
+    assert remote.returncode == 0, remote.stderr[-3000:]
+    assert read_csv(tmp_path / "dask" / "grades.csv") == read_csv(tmp_path / "local" / "grades.csv")
+    for student in ("correct", "partial", "syntax_error"):
+        a, b = (json.loads((tmp_path / run / "reports" / f"{student}.json").read_text()) for run in ("local", "dask"))
+        assert b["isolation"] == "namespaces" or sys.platform != "linux"
+        assert [(t["id"], t["status"]) for c in a["components"] for t in c["tests"]] == \
+               [(t["id"], t["status"]) for c in b["components"] for t in c["tests"]]
