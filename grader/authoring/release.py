@@ -1,0 +1,314 @@
+"""The student kit: what `grade release DIR` writes, and what it leaves with the instructors.
+
+It ships the stubs, the grader package, the public tier (its test modules, the stored
+reference outputs and every module of the course folder they import), a course.toml that
+lists public checks only, a pyproject.toml without the instructors' extras, and a README for
+students. It leaves out the solutions, the hidden tier and its seed, the sources of the stored
+cases, the kit's own tests, benchmarks and CI: nothing is copied that is not named here.
+
+The release is written only when the stubs and the stored outputs are current (what the kit's
+tests checked is what ships), into a new or empty folder outside the kit (inside it, the kit's
+pytest, ruff and `find_course` would pick it up), and is audited before it is left in place.
+"""
+
+import ast
+import json
+import re
+import shutil
+import tomllib
+from pathlib import Path
+
+import grader
+from grader.course import ConfigError, Course, load
+
+# the kit's extras that only instructors and the kit's developers install
+INSTRUCTOR_EXTRAS = ("dev", "instructor")
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def write_release(*, course: Course, out: Path) -> list[Path]:
+    """Write the student kit of `course` to `out`; return the files written, under `out`."""
+    from grader.authoring import expected, stubs
+
+    out = Path(out).resolve()
+    package = Path(grader.__file__).resolve().parent
+    _check_destination(out, kit=(course.root, package.parent))
+    if not course.reference.is_dir():
+        raise ConfigError(f"release: no reference tree at {str(course.reference)!r}: grade release runs in the "
+                          "instructors' kit")
+    try:
+        stale = stubs.write_all(course, check=True) + expected.write_all(course, check=True)
+    except stubs.MarkerError as e:
+        raise ConfigError(f"release: {e} (solution markers must pair up inside a function)") from None
+    if stale:
+        raise ConfigError(f"release: {len(stale)} generated file(s) are stale, first {str(stale[0])!r}: run "
+                          "grade stubs and grade expected first")
+
+    copies = {**{Path("grader") / p.relative_to(package): p for p in _files(package)}, **_public_tier(course),
+              **{_relative(p, course): p for p in stubs.expected_stubs(course)}}
+    texts = {Path("course.toml"): course_text(course), Path("README.md"): readme_text(course),
+             Path("pyproject.toml"): pyproject_text(package.parent / "pyproject.toml"),
+             Path(".gitignore"): "__pycache__/\n*.egg-info/\n.hypothesis/\n"}
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        for rel, src in copies.items():
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, out / rel)
+        for rel, text in texts.items():
+            (out / rel).write_text(text)
+        load(out / "course.toml")  # the release grades with it: it must read as the kit's does
+        problems = audit(out, course)
+        if problems:
+            raise ConfigError(f"release: {problems[0]} ({len(problems)} problem(s); nothing was written)")
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)  # it was empty or missing: leave it so
+        if not created:
+            out.mkdir()
+        raise
+    return sorted(out / rel for rel in [*copies, *texts])
+
+
+def _check_destination(out: Path, kit: tuple[Path, ...]) -> None:
+    for folder in kit:
+        if out.is_relative_to(folder.resolve()):
+            raise ConfigError(f"release: {str(out)!r} is inside the kit ({folder}): write the release outside it")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(f"release: {str(out)!r} is not an empty folder (grade release writes a fresh one)")
+
+
+def _relative(path: Path, course: Course) -> Path:
+    if not path.resolve().is_relative_to(course.root):
+        raise ConfigError(f"release: {str(path)!r} lies outside the course folder {str(course.root)!r}")
+    return path.resolve().relative_to(course.root)
+
+
+def _files(folder: Path) -> list[Path]:
+    """Every file under `folder` but bytecode."""
+    return [p for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts
+            and p.suffix != ".pyc"]
+
+
+def _public_tier(course: Course) -> dict[Path, Path]:
+    """The public tier's folder (tests and stored outputs), the conftest.py files above it, and
+    every module of the course folder that those import, directly or not (not the grader's)."""
+    public = course.suites / "public"
+    files = {_relative(p, course): p for p in _files(public)}
+    todo = [p for p in files.values() if p.suffix == ".py"]
+    todo += [d / "conftest.py" for d in public.parents if d.is_relative_to(course.root)
+             and (d / "conftest.py").is_file()]
+    while todo:
+        path = todo.pop()
+        files[_relative(path, course)] = path
+        todo += [p for p in _imported(path, course.root) if _relative(p, course) not in files]
+    return files
+
+
+def _imported(path: Path, root: Path) -> set[Path]:
+    """The files under `root` that module `path` imports: packages' __init__.py and modules."""
+    package = path.resolve().relative_to(root).parent.parts
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            parent = package[:len(package) - node.level + 1] if node.level else ()  # `from ..x import y`
+            base = ".".join([*parent, *([node.module] if node.module else [])])
+            names += [base, *(f"{base}.{a.name}" for a in node.names)]
+    found = set()
+    for name in names:
+        parts = name.split(".")
+        if parts[0] == grader.__name__:
+            continue  # the package ships whole
+        for i in range(1, len(parts) + 1):
+            stem = root.joinpath(*parts[:i])
+            found |= {p for p in (stem / "__init__.py", stem.parent / f"{stem.name}.py") if p.is_file()}
+    return found
+
+
+def hidden_ids(course: Course) -> set[str]:
+    return {chk.id for a in course.assignments.values() for comp in a.components for chk in comp.checks
+            if chk.tier == "hidden"}
+
+
+def audit(out: Path, course: Course) -> list[str]:
+    """What must never ship, found under `out`: solution markers, solution files, hidden folders or check ids."""
+    from grader.authoring.stubs import BEGIN, END
+
+    hidden = hidden_ids(course)
+    hidden_id = re.compile(rb"(?<![A-Za-z0-9_])(?:test_)?(" + b"|".join(re.escape(h.encode()) for h in hidden)
+                           + rb")(?![A-Za-z0-9_])") if hidden else None
+    solutions = {p.read_bytes() for p in course.reference.rglob("*.py") if BEGIN in p.read_text()}
+    problems = []
+    for path in sorted(p for p in out.rglob("*") if p.is_file()):
+        data, rel = path.read_bytes(), path.relative_to(out)
+        if "hidden" in rel.parts:
+            problems.append(f"{rel} is in a hidden folder")
+        if any(line.strip() in (BEGIN.encode(), END.encode()) for line in data.splitlines()):
+            problems.append(f"{rel} holds a solution marker")
+        if data in solutions:
+            problems.append(f"{rel} is a copy of a solution file")
+        if hidden_id and (m := hidden_id.search(data)):
+            problems.append(f"{rel} names the hidden check {m.group(1).decode()}")
+    return problems
+
+
+# generated files ----------------------------------------------------------------------------
+
+def course_text(course: Course) -> str:
+    """course.toml for students: public and GPU checks only, no hidden seed, no reference tree."""
+    data = tomllib.loads(course.path.read_text())
+    hidden = hidden_ids(course)
+    kept: dict = {"course": {"name": course.name, "assignments": _relative(course.assignments_dir, course).as_posix(),
+                             "suites": _relative(course.suites, course).as_posix()}}
+    if "limits" in data:
+        kept["limits"] = data["limits"]
+    kept["hypothesis"] = {k: v for k, v in data.get("hypothesis", {}).items() if k != "hidden_seed"}
+    for a_name, a in course.assignments.items():
+        kept[a_name] = {k: v for k, v in data[a_name].items() if not isinstance(v, dict)}
+        for comp in a.components:
+            if not any(chk.tier != "hidden" for chk in comp.checks):
+                raise ConfigError(f"release: {a_name}.{comp.name} has hidden checks only: students could not "
+                                  "be graded on it")
+            table = {k: v for k, v in data[a_name][comp.name].items() if k != "hidden"}
+            for key in ("isolated", "cuda"):
+                if key in table:
+                    table[key] = [i for i in table[key] if i not in hidden]
+            if "weights" in table:
+                table["weights"] = {i: w for i, w in table["weights"].items() if i not in hidden}
+            kept[a_name][comp.name] = {k: v for k, v in table.items() if v not in ([], {})}
+    header = (f"# {course.name}: the student kit's course file, written by `grade release`.\n"
+              "# It lists the public checks, which `grade assignmentN` runs here; your instructor also grades\n"
+              "# with hidden checks, which are not in this kit. Edit nothing here: the instructor's copy counts.\n\n")
+    return header + toml_text(kept, inline=("weights",))
+
+
+def pyproject_text(kit_pyproject: Path) -> str:
+    """The kit's pyproject.toml without the instructors' extras and the kit's tool settings, but
+    setuptools': the release installs the same `grade` command."""
+    if not kit_pyproject.is_file():
+        raise ConfigError(f"release: no pyproject.toml beside the grader package ({str(kit_pyproject)!r})")
+    data = tomllib.loads(kit_pyproject.read_text())
+    project = data.get("project", {})
+    extras = {k: v for k, v in project.get("optional-dependencies", {}).items() if k not in INSTRUCTOR_EXTRAS}
+    project = {k: v for k, v in project.items() if k != "optional-dependencies"}
+    if extras:
+        project["optional-dependencies"] = extras
+    kept = {"build-system": data.get("build-system", {}), "project": project}
+    if "setuptools" in data.get("tool", {}):
+        kept["tool"] = {"setuptools": data["tool"]["setuptools"]}
+    return "# the student kit's package, written by `grade release`: pip install -e .\n" + toml_text(kept)
+
+
+README = """\
+# {name}
+
+You build the Transformer of *Attention Is All You Need* (Vaswani et al., 2017) in PyTorch,
+one component at a time. After every step `grade` tells you, component by component, what
+works, what does not, and why.
+
+## Set up
+
+Python 3.11 or newer. Install PyTorch first (pytorch.org's install selector gives the command
+for your system; the CPU build is enough), then this kit, from this folder:
+
+```bash
+pip install -e .
+grade assignment1
+```
+
+## What to build
+
+| assignment | what it is about | components |
+|---|---|---|
+{assignments}
+
+Each component is a stub in `assignments/` whose docstring says what to build: the idea,
+the formula, the shapes, the exact names the grader relies on, and what you may not use.
+Replace its `raise NotImplementedError(...)` with your code. Later assignments import your
+earlier ones, so assignment3 runs on your own attention.
+
+## Grading your work
+
+`grade assignmentN`, run anywhere in this folder, grades `assignments/assignmentN` (and the
+assignments it builds on) and prints a report: points per component, *not attempted* for the
+stubs you have not started, and for every failed check the value that was expected, the value
+that came back, the largest error and where, the smallest input that shows it, and a hint.
+The last line names the component to fix first. Anything your code prints is shown under
+*your output*. `grade assignmentN --json report.json` also writes the report as JSON.
+`grade train assignment4` trains your own Transformer on a small translation task
+(`pip install -e ".[plots]"` for its pictures).
+
+Grading is deterministic: the same code always gets the same grade here.
+
+## Hidden checks
+
+This kit holds the public checks only (`tests/grading/public/`, listed in `course.toml`). Your
+instructor grades with these and with hidden checks on other inputs and seeds, which are not
+in this kit, so a full score here is feedback, not the grade. Keep `grader/`, `tests/` and
+`course.toml` as they are: the instructor grades with their own copies.
+
+## Handing in
+
+Hand in the `assignments/` folder as your instructor asks. Only the files listed in
+`course.toml` are graded.
+"""
+
+
+def readme_text(course: Course) -> str:
+    rows = "\n".join(f"| {a.name} | {a.title} | {', '.join(f'`{c.name}`' for c in a.components)} |"
+                     for a in course.assignments.values())
+    return README.format(name=course.name, assignments=rows)
+
+
+# a small TOML writer: the values tomllib gives back ----------------------------------------
+
+def toml_text(data: dict, inline: tuple[str, ...] = ()) -> str:
+    """Tables as [a.b] headers, keys in their order; tables named in `inline` written inline."""
+    lines: list[str] = []
+
+    def table(path: list[str], body: dict) -> None:
+        scalars = {k: v for k, v in body.items() if not isinstance(v, dict) or k in inline}
+        if path and (scalars or not body):
+            lines.extend(["", f"[{'.'.join(map(_key, path))}]"] if lines else [f"[{'.'.join(map(_key, path))}]"])
+        for k, v in scalars.items():
+            lines.append(_wrapped(f"{_key(k)} = ", v))
+        for k, v in body.items():
+            if k not in scalars:
+                table([*path, k], v)
+
+    table([], data)
+    return "\n".join(lines) + "\n"
+
+
+def _key(k: str) -> str:
+    return k if _BARE_KEY.fullmatch(k) else _value(k)
+
+
+def _value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):  # JSON's escapes are TOML's, but for DEL, which TOML wants escaped
+        return json.dumps(v, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(v, list):
+        return "[" + ", ".join(map(_value, v)) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {_value(x)}" for k, x in v.items()) + " }" if v else "{}"
+    raise ConfigError(f"release: cannot write {v!r} as TOML")  # dates: none in a course or pyproject file
+
+
+def _wrapped(prefix: str, v, width: int = 110) -> str:
+    """`key = [a, b, ...]`, a long list broken after its items, continued under its first."""
+    if not isinstance(v, list) or len(prefix + _value(v)) <= width:
+        return prefix + _value(v)
+    lines, line = [], prefix + "["
+    for i, item in enumerate(v):
+        text = _value(item) + ("]" if i == len(v) - 1 else ",")
+        if not line.endswith("[") and len(line) + 1 + len(text) > width:
+            lines.append(line)
+            line = " " * (len(prefix) + 1) + text
+        else:
+            line += ("" if line.endswith("[") else " ") + text
+    return "\n".join([*lines, line])

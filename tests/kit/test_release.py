@@ -1,0 +1,158 @@
+"""`grade release`: the student kit holds no solution code and no hidden material, and grades once installed."""
+
+import json
+import os
+import re
+import shutil
+import site
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from grader import load_course
+from grader.authoring.stubs import BEGIN, END, make_stub
+from tests.kit.conftest import ROOT, SOLUTIONS, run_grade
+
+pytestmark = pytest.mark.xdist_group("release")  # one release and one venv, built once
+
+COURSE = load_course(ROOT / "course.toml")
+HIDDEN = {chk.id for a in COURSE.assignments.values() for comp in a.components for chk in comp.checks
+          if chk.tier == "hidden"}
+
+
+def files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("handout") / "kit"  # missing: grade release creates it
+    proc = run_grade("release", str(out))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def installed(release, tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """A fresh venv with the release installed as a student does (pip install -e), offline:
+    its `grade` script and the environment to run it in."""
+    venv = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    # torch, pytest, Hypothesis, rich, setuptools and pip are borrowed from this interpreter (there is
+    # no network here), through links to each of its packages but the kit's own installation, so that
+    # pip neither sees nor touches it and the grader can only come from the release
+    borrowed = venv / "borrowed"
+    borrowed.mkdir()
+    kit = ("grader", "transformer_course_kit", "transformer-course-kit", "__editable__")
+    for folder in map(Path, site.getsitepackages()):
+        for entry in folder.iterdir():
+            if not entry.name.startswith(kit) and not (borrowed / entry.name).exists():
+                (borrowed / entry.name).symlink_to(entry)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], check=True,
+                             capture_output=True, text=True).stdout.strip()
+    (Path(purelib) / "_borrowed.pth").write_text(f"{borrowed}\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    env |= {"PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", "NO_COLOR": "1", "TERM": "dumb",
+            "COLUMNS": "100",
+            # the namespace jail mounts the venv's own site-packages, not the borrowed packages it links to:
+            # a student's venv holds its own
+            "GRADER_ISOLATION": "process"}
+    proc = subprocess.run([python, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "-e",
+                           str(release)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return venv / "bin" / "grade", env
+
+
+def test_release_holds_the_stubs_and_no_solution_code(release):
+    marked = {p.read_bytes() for p in SOLUTIONS.rglob("*.py") if make_stub(p.read_text(), "x") != p.read_text()}
+    assert len(marked) >= 4, "the solutions should have marked code for this check to mean something"
+    mentions = []
+    for path in files(release):
+        data, rel = path.read_bytes(), path.relative_to(release).as_posix()
+        assert data not in marked, f"{rel} is a copy of a solution file"
+        lines = {line.strip() for line in data.splitlines()}
+        assert BEGIN.encode() not in lines and END.encode() not in lines, f"{rel} holds a solution marker"
+        if BEGIN.encode() in data or END.encode() in data:
+            mentions.append(rel)
+    # the stub generator names the markers as string constants; nothing else may
+    assert mentions == ["grader/authoring/stubs.py"]
+    assert not (release / "solutions").exists()
+    shipped = {p.relative_to(release): p.read_bytes() for p in files(release / "assignments")}
+    stubs = {p.relative_to(ROOT): p.read_bytes() for p in files(ROOT / "assignments") if "__pycache__" not in p.parts}
+    assert shipped == stubs
+
+
+def test_release_holds_no_hidden_material(release):
+    assert HIDDEN
+    named = re.compile(rb"(?<![A-Za-z0-9_])(?:test_)?(" + b"|".join(re.escape(h.encode()) for h in HIDDEN)
+                       + rb")(?![A-Za-z0-9_])")
+    for path in files(release):
+        rel = path.relative_to(release)
+        assert "hidden" not in rel.parts, rel
+        found = named.search(path.read_bytes())
+        assert found is None, f"{rel} names the hidden check {found.group(1).decode()}"
+    for absent in ("solutions", "tests/grading/hidden", "tests/grading/cases", "tests/kit", "benchmarks", ".ci"):
+        assert not (release / absent).exists(), absent
+    text = (release / "course.toml").read_text()
+    assert "hidden_seed" not in text and not re.search(rf"\b{COURSE.hidden_seed}\b", text)
+    assert set(tomllib.loads(text)["course"]) == {"name", "assignments", "suites"}  # no reference tree
+    assert "dev" not in tomllib.loads((release / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+
+
+def test_release_course_keeps_every_public_check(release):
+    shipped = load_course(release / "course.toml")
+    assert (shipped.name, shipped.limits, shipped.max_examples) == (COURSE.name, COURSE.limits, COURSE.max_examples)
+    assert list(shipped.assignments) == list(COURSE.assignments)
+    for a in COURSE.assignments.values():
+        mine = {c.name: c for c in shipped.assignments[a.name].components}
+        assert list(mine) == [c.name for c in a.components]
+        for comp in a.components:
+            got = mine[comp.name]
+            assert (got.points, got.file, got.depends, got.forbidden) == (comp.points, comp.file, comp.depends,
+                                                                           comp.forbidden)
+            assert got.checks == tuple(c for c in comp.checks if c.tier != "hidden")
+            assert got.isolated == tuple(i for i in comp.isolated if i not in HIDDEN)
+    expected = ROOT / "tests/grading/public/expected"
+    assert {p.name: p.read_bytes() for p in files(release / "tests/grading/public/expected")} == \
+        {p.name: p.read_bytes() for p in files(expected)}
+
+
+def test_release_refuses_a_non_empty_folder_and_the_kit_itself(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    inside = ROOT / "release-that-must-not-exist"
+    for target, named in ((tmp_path, str(tmp_path)), (inside, "inside the kit")):
+        proc = run_grade("release", str(target))
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and named in lines[0], proc.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"] and not inside.exists()
+
+
+def test_installed_release_grades_the_stubs_and_a_correct_tree(release, installed, tmp_path):
+    grade, env = installed
+
+    def report(*args: str) -> dict:
+        proc = subprocess.run([grade, *args, "--json", "-"], cwd=release, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        return json.loads(proc.stdout)
+
+    where = subprocess.run([grade.parent / "python", "-c", "import grader; print(grader.__file__)"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(where).is_relative_to(release), where
+
+    stubs = report("assignment1")  # the release's own assignments/, found from its course.toml
+    assert Path(stubs["submission"]) == release / "assignments"
+    assert stubs["score"] == 0 and {c["status"] for c in stubs["components"]} == {"not attempted"}
+    assert {t["tier"] for c in stubs["components"] for t in c["tests"]} == {"public"}
+
+    tree = tmp_path / "submission"
+    shutil.copytree(SOLUTIONS, tree, ignore=shutil.ignore_patterns("__pycache__"))
+    for assignment in ("assignment1", "assignment2"):
+        solved = report(assignment, "--submission", str(tree))
+        tests = [t for c in solved["components"] for t in c["tests"]]
+        assert solved["score"] == solved["max_score"] > 0, [t for t in tests if t["status"] != "passed"]
+        assert {t["status"] for t in tests} == {"passed"} and {t["tier"] for t in tests} == {"public"}
