@@ -6,8 +6,17 @@ from hypothesis import given
 from grader.suite.checks import assert_close, describe
 from tests import strategies as s
 from tests.grading.helpers.names import LAYER_NORM
-from tests.grading.helpers.oracles import layer_norm_float64, pe_formula, pe_tolerance
+from tests.grading.helpers.oracles import pe_formula, pe_tolerance
 from tests.grading.support import check_reference
+
+
+# here, not in the helpers: the public tier ships to students, and this is what the stability check trusts
+def layer_norm_float64(x, gamma, beta, eps: float = 1e-5) -> torch.Tensor:
+    """The two-pass formula in float64: exact to ~1e-15 for the float32 inputs the checks use."""
+    x = x.double()
+    centred = x - x.mean(-1, keepdim=True)
+    var = (centred * centred).mean(-1, keepdim=True)
+    return centred / torch.sqrt(var + eps) * gamma.double() + beta.double()
 
 
 @given(a=s.activations(), eps=s.eps)
