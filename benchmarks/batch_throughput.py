@@ -98,8 +98,7 @@ def main() -> None:
                "--course", str(ROOT / "course.toml")], ROOT, env)
         timed(["nbgrader", "generate_assignment", args.assignment, "--force"], course, env)
         build_class(course / "submitted", args.assignment, args.students)
-        timed([*grade, "nbgrader", "prepare", str(course), "--assignment", args.assignment,
-               "--course", str(ROOT / "course.toml")], ROOT, env)
+        timed([*grade, "nbgrader", "prepare", str(course), "--assignment", args.assignment], ROOT, env)
         torch_s = timed([sys.executable, "-c", "import torch"], ROOT, env)
         nbgrader_s = timed(["nbgrader", "autograde", args.assignment], course, env)
         batch_s = {}

@@ -64,6 +64,19 @@ class Assignment:
         return sum(c.points for c in self.components)
 
 
+# what grader.sandbox.child.profile knows how to time (its KINDS; grader.performance checks they agree)
+PERFORMANCE_KINDS = ("attention", "multi_head_attention", "encoder_layer")
+
+
+@dataclass(frozen=True)
+class Performance:
+    """[performance]: components timed for feedback (grader.performance), and what that is worth."""
+    components: dict[str, str]  # component name -> what it is timed as, one of PERFORMANCE_KINDS
+    points: float = 0.0  # 0: informational; else earned per component within max_ratio of the baseline
+    max_ratio: float = 4.0
+    repeat: int = 5
+
+
 @dataclass(frozen=True)
 class Course:
     path: Path
@@ -75,6 +88,7 @@ class Course:
     max_examples: int
     hidden_seed: int
     assignments: dict[str, Assignment] = field(default_factory=dict)
+    performance: Performance | None = None
 
     @property
     def root(self) -> Path:
@@ -181,7 +195,7 @@ def load(path: Path) -> Course:
     assignments: dict[str, Assignment] = {}
     seen_components: set[str] = set()
     for a_name in data:
-        if a_name in ("course", "limits", "hypothesis"):
+        if a_name in ("course", "limits", "hypothesis", "performance"):
             continue
         if not a_name.isidentifier():
             raise ConfigError(f"{path.name}: {a_name}: an assignment name must be a Python identifier")
@@ -231,8 +245,22 @@ def load(path: Path) -> Course:
         a.done(extra=[k for k, v in a.data.items() if isinstance(v, dict)])
         assignments[a_name] = Assignment(a_name, title, tuple(files),
                                          tuple(requires), tuple(components))
+    performance = _performance(top.table("performance"), seen_components) if "performance" in data else None
     top.done(extra=list(assignments))
     if not assignments:
         raise ConfigError(f"{path.name}: defines no assignments")
     return Course(path.resolve(), name, reference, assignments_dir, suites, limits, max_examples,
-                  hidden_seed, assignments)
+                  hidden_seed, assignments, performance)
+
+
+def _performance(perf: _Table, known: set[str]) -> Performance:
+    timed = perf.table("components")
+    for component, kind in timed.data.items():
+        if component not in known:
+            raise ConfigError(f"{timed.file}: {timed.where(component)}: no component named {component!r}")
+        if kind not in PERFORMANCE_KINDS:
+            raise timed.bad(component, kind, " or ".join(f'"{k}"' for k in PERFORMANCE_KINDS))
+    done = Performance(dict(timed.data), perf.get("points", "points", 0.0), perf.get("max_ratio", "number", 4.0),
+                       perf.get("repeat", "int", 5))
+    perf.done()
+    return done

@@ -1,5 +1,6 @@
 """Grade one submission for one assignment: stage it, run the suites, attribute failures, score."""
 
+import dataclasses
 import io
 import time
 from contextlib import redirect_stderr, redirect_stdout
@@ -8,20 +9,30 @@ from pathlib import Path
 from grader.course import ConfigError, Course
 from grader.results import Outcome, Report
 from grader.sandbox.host import Sandbox
+from grader.sandbox.template import Template
 
 # plugins a grading run has no use for; unraisableexception alone costs ~0.6 s of gc at exit
 _NO_PLUGINS = ("cacheprovider", "randomly", "unraisableexception", "threadexception", "faulthandler", "doctest",
                "pastebin", "junitxml", "nose")
 
 
-def suite_files(course: Course, assignment: str) -> dict[str, Path]:
-    files = {tier: course.suites / tier / f"test_{assignment}.py" for tier in ("public", "hidden")}
+# CUDA reserves far more address space than it uses: with the GPU tier the worker gets no
+# address-space limit (128 TiB, all of x86-64's user space); its other limits stay
+GPU_MEMORY_MB = 1 << 27
+
+
+def suite_files(course: Course, assignment: str, tiers=("public", "hidden")) -> dict[str, Path]:
+    """The suites of `assignment` that exist, by tier ("public", "hidden", "cuda")."""
+    files = {tier: course.suites / tier / f"test_{assignment}.py" for tier in tiers}
     return {tier: path for tier, path in files.items() if path.exists()}
 
 
-def start_sandbox(*, course: Course, assignment: str, submission: Path) -> Sandbox:
+def start_sandbox(*, course: Course, assignment: str, submission: Path, device: str = "cpu",
+                  template: Template | None = None) -> Sandbox:
     """Stage the submission and start its worker. Cheap and torch-free: call it first, so the
-    worker imports torch while this process imports pytest, Hypothesis and torch."""
+    worker imports torch while this process imports pytest, Hypothesis and torch. `device`: as
+    given to grade_submission ("cuda" lifts the worker's address-space limit, which CUDA needs).
+    `template`: a started grader.sandbox.template.Template to fork the worker from."""
     course.assignment(assignment)
     submission = Path(submission).resolve()
     if not submission.is_dir():
@@ -30,42 +41,48 @@ def start_sandbox(*, course: Course, assignment: str, submission: Path) -> Sandb
         raise ConfigError(f"no grading suite for {assignment}: {course.suites / 'public'} has no "
                           f"test_{assignment}.py")
     staged = {a.name: list(a.files) for a in course.closure(assignment)}
-    sandbox = Sandbox(submission, staged, course.limits)
+    limits = dataclasses.replace(course.limits, memory_mb=GPU_MEMORY_MB) if device == "cuda" else course.limits
+    sandbox = Sandbox(submission, staged, limits, template=template)
     sandbox.start()
     return sandbox
 
 
 def grade_submission(*, course: Course, assignment: str, submission: Path, device: str = "cpu",
-                     sandbox: Sandbox | None = None) -> Report:
+                     sandbox: Sandbox | None = None, template: Template | None = None) -> Report:
     """Run the suites of `assignment` on `submission` and score them.
 
     The checks of a composite whose parts fail are re-run with the reference's versions of
-    those parts swapped in, and that run decides (grader.attribution). `sandbox`: one started
-    by start_sandbox for the same submission (closed here)."""
-    from grader import attribution, forbidden, scoring
+    those parts swapped in, and that run decides (grader.attribution). Every check runs on the
+    CPU; with `device` "cuda" the GPU tier runs too, where this process sees a CUDA device (the
+    submission's process is not asked), and is reported skipped elsewhere. `sandbox`: one
+    started by start_sandbox for the same submission (closed here); `template`: as for start_sandbox."""
+    from grader import attribution, forbidden, performance, scoring
     from grader.suite.remote import Submission
 
-    sandbox = sandbox or start_sandbox(course=course, assignment=assignment, submission=submission)
+    sandbox = sandbox or start_sandbox(course=course, assignment=assignment, submission=submission, device=device,
+                                       template=template)
     spec = course.assignment(assignment)
     submission = Path(submission).resolve()
     tiers = suite_files(course, assignment)
     has_reference = "hidden" in tiers  # the instructors' tier: the reference tree is there too
+    gpu = _gpu(device)
     try:
-        student = Submission(sandbox, device, course.reference if has_reference else None)
+        student = Submission(sandbox, gpu, course.reference if has_reference else None)
         student.forbidden = sorted({api for comp in spec.components for api in comp.forbidden})
 
         def run(checks: dict[str, tuple[str, ...]]) -> dict[str, Outcome]:
             return run_checks(course, student, checks)
 
-        results = run({chk.id: () for comp in spec.components for chk in comp.checks})
+        results = run({chk.id: () for comp in spec.components for chk in comp.checks if chk.tier != "cuda" or gpu})
         blame = attribution.attribute(course, spec, results, run, swap=has_reference)
+        speed = performance.measure(course, spec, student, results, gpu, has_reference)
         faults, refused = sandbox.faults, sandbox.staged.refused
         # the staged copy is what ran: scanned before the sandbox and its folder go
         verdict = forbidden.judge(spec, sandbox.dir / "submission", student.executed)
     finally:
         sandbox.close()
     unavailable: dict[str, Outcome | None] = {}
-    cuda = device == "cuda" and _cuda_available()
+    cuda = gpu is not None
     for component in spec.components:
         for check in component.checks:
             if check.tier == "hidden" and not has_reference:
@@ -78,6 +95,10 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, devic
                            duration=time.monotonic() - sandbox.created, faults=[f.detail for f in faults],
                            refused=refused, forbidden=verdict)
     report.isolation = sandbox.isolation
+    report.performance = speed
+    if device == "cuda":
+        report.gpu = _gpu_summary(spec, results, gpu)
+        report.notes.append(report.gpu["note"])
     return report
 
 
@@ -89,8 +110,12 @@ def run_checks(course: Course, student, checks: dict[str, tuple[str, ...]]) -> d
 
     from grader.suite.plugin import GradingPlugin
 
-    owners = {chk.id: a.name for a in course.assignments.values() for comp in a.components for chk in comp.checks}
-    files = sorted({str(path) for check in checks for path in suite_files(course, owners[check]).values()})
+    owners = {chk.id: (a.name, chk.tier) for a in course.assignments.values() for comp in a.components
+              for chk in comp.checks}
+    # the public and hidden suites of each check's assignment, and the GPU tier's where a check is in it
+    wanted = {owners[check] for check in checks}
+    files = sorted({str(path) for name, tier in wanted
+                    for path in suite_files(course, name, ("public", "hidden", tier)).values()})
     plugin = GradingPlugin(course, student, checks)
     args = [*files, *(x for name in _NO_PLUGINS for x in ("-p", f"no:{name}"))]
     # the suites report through grader.suite.checks, not bare asserts: no rewriting to pay for
@@ -104,7 +129,26 @@ def run_checks(course: Course, student, checks: dict[str, tuple[str, ...]]) -> d
     return dict(plugin.results)
 
 
-def _cuda_available() -> bool:
+def _gpu(device: str) -> str | None:
+    """The device the GPU tier runs on: "cuda" when asked for and this process sees a CUDA device.
+    Decided here, never by the submission's process (which may hide or fake one)."""
+    if device != "cuda":
+        return None
     import torch
 
-    return torch.cuda.is_available()
+    return "cuda" if torch.cuda.is_available() and torch.cuda.device_count() > 0 else None
+
+
+def _gpu_summary(spec, results: dict[str, Outcome], gpu: str | None) -> dict:
+    """What the JSON's `gpu` says of the GPU tier, with the report's note."""
+    ids = [chk.id for comp in spec.components for chk in comp.checks if chk.tier == "cuda"]
+    if gpu is None:
+        return {"available": False, "device": "", "checks": len(ids), "seconds": 0.0,
+                "note": f"GPU checks skipped ({len(ids)}): no CUDA device here; not run and not counted."}
+    import torch
+
+    name = torch.cuda.get_device_name(torch.device(gpu)) if gpu.startswith("cuda") else gpu
+    seconds = round(sum(results[i].duration for i in ids if i in results), 2)
+    passed = sum(results[i].status == "passed" for i in ids if i in results)
+    return {"available": True, "device": name, "checks": len(ids), "seconds": seconds,
+            "note": f"GPU checks on {name}: {passed} of {len(ids)} passed, in {seconds:g} s."}

@@ -78,14 +78,17 @@ class Report:
     duration: float
     notes: list[str] = field(default_factory=list)
     isolation: str = ""  # the submission's process: "namespaces" or "process" (grader.sandbox.isolation)
+    # timings against torch's built-ins and the reference (grader.performance); None: nothing timed
+    performance: dict | None = None
+    gpu: dict | None = None  # with --device cuda: whether the GPU tier ran, where, how long it took
 
     @property
     def score(self) -> float:
-        return round(sum(c.score for c in self.components), 2)
+        return round(sum(c.score for c in self.components) + (self.performance or {}).get("score", 0.0), 2)
 
     @property
     def max_score(self) -> float:
-        return sum(c.max_score for c in self.components)
+        return sum(c.max_score for c in self.components) + (self.performance or {}).get("max_score", 0)
 
     def start_here(self) -> ComponentResult | None:
         """The first component in dependency order (the order of course.toml) that is not passed."""
@@ -113,4 +116,6 @@ def to_json(report: Report) -> dict:
                        for t in c.checks],
              "forbidden": c.forbidden, "flagged": c.flagged}
             for c in report.components],
+        "performance": report.performance,
+        "gpu": report.gpu,
     }

@@ -43,7 +43,8 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
         components.append(ComponentResult(comp.name, f"{assignment.name}/{comp.file}", 0.0 if hits else points,
                                           comp.points, checks, comp.depends, hits, flags))
     notes = []
-    if any(o is not None and o.reason == "unavailable" for o in unavailable.values()):
+    # a student's copy: hidden checks listed but not here, or (a release) not even listed
+    if any(o is not None and o.reason == "unavailable" for o in unavailable.values()) or not course.reference.exists():
         notes.append("Public checks only: the hidden checks are run by your instructor.")
     notes += [f"The submission's process was restarted: {f}" for f in list(faults)[:5]]
     notes += [f"Not graded, not a regular file under 1 MiB: {r}" for r in refused]

@@ -22,7 +22,7 @@ vocab_size = st.integers(5, 40)
 
 def tensor(shape, seed: int, scale: float = 1.0, offset: float = 0.0, dtype=torch.float32) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(*shape, generator=g, dtype=torch.float64) * scale + offset).to(dtype)
+    return (torch.randn(tuple(shape), generator=g, dtype=torch.float64) * scale + offset).to(dtype)
 
 
 def tokens(shape, vocab: int, seed: int, low: int = 0) -> torch.Tensor:

@@ -90,10 +90,10 @@ def _files(folder: Path) -> list[Path]:
 
 
 def _public_tier(course: Course) -> dict[Path, Path]:
-    """The public tier's folder (tests and stored outputs), the conftest.py files above it, and
-    every module of the course folder that those import, directly or not (not the grader's)."""
+    """The public and GPU tiers' folders (tests and stored outputs), the conftest.py files above
+    them, and every module of the course folder that those import, directly or not (not the grader's)."""
     public = course.suites / "public"
-    files = {_relative(p, course): p for p in _files(public)}
+    files = {_relative(p, course): p for tier in ("public", "cuda") for p in _files(course.suites / tier)}
     todo = [p for p in files.values() if p.suffix == ".py"]
     todo += [d / "conftest.py" for d in public.parents if d.is_relative_to(course.root)
              and (d / "conftest.py").is_file()]

@@ -1,13 +1,16 @@
 """Grading one submission in a long-lived worker process (the local pool's or a Dask worker's).
 
 A worker grades one submission at a time, each in its own sandbox, like `grade` does; what
-it keeps between submissions is only the grader's side: pytest, Hypothesis, the course and
-the reference, imported once. Grading the same tree after others gives the same report as
-grading it first (tests/kit/test_reproducible.py).
+it keeps between submissions is the grader's side (pytest, Hypothesis, the course and the
+reference, imported once) and a worker template (grader.sandbox.template): torch imported
+once, forked into each submission's sandbox before any of its code loads. Grading the same
+tree after others gives the same report as grading it first (tests/kit/test_reproducible.py,
+tests/kit/test_template.py).
 """
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import io
 import os
@@ -18,11 +21,14 @@ import traceback
 from pathlib import Path
 
 from grader.course import Course
+from grader.sandbox.template import Template, TemplateError, unavailable
 
 # pytest.main, Hypothesis and redirected stdout are process-wide: one grading at a time per
 # process, even where a Dask worker runs several tasks in threads
 _LOCK = threading.Lock()
 _COURSES: dict[Path, Course] = {}
+# one worker template per course (its limits) and process: torch imported once, a fork per worker start
+_TEMPLATES: dict[Path, Template] = {}
 
 
 def start_pool_worker() -> None:
@@ -49,6 +55,16 @@ def course_at(path: Path) -> Course:
     return _COURSES[path]
 
 
+def template_for(course_path: Path, course: Course) -> Template | None:
+    """This process's template for the course, started on first use; None where templates cannot run."""
+    if unavailable():
+        return None
+    if course_path not in _TEMPLATES:
+        _TEMPLATES[course_path] = Template(course.limits).start()
+        atexit.register(_TEMPLATES[course_path].close)
+    return _TEMPLATES[course_path]
+
+
 def grade_tree(*, course_path: Path, assignment: str, tree: Path, student: str,
                require_namespaces: bool) -> dict:
     """Grade `tree`: {"report": the JSON report, "feedback": public-tier text, "feedback_full": text}.
@@ -65,7 +81,12 @@ def grade_tree(*, course_path: Path, assignment: str, tree: Path, student: str,
             if require_namespaces and isolation.choose(course.limits) != "namespaces":
                 why = isolation.unavailable() or "isolation is set to process"
                 return {"error": f"namespaces are not available on worker {os.uname().nodename} ({why})"}
-            report = grading.grade_submission(course=course, assignment=assignment, submission=Path(tree))
+            try:
+                template = template_for(Path(course_path), course)
+            except TemplateError:  # grading still works, each worker a fresh Python
+                template = None
+            report = grading.grade_submission(course=course, assignment=assignment, submission=Path(tree),
+                                              template=template)
         except KeyboardInterrupt:
             raise
         except Exception as e:

@@ -15,7 +15,8 @@ def parser() -> UsageParser:
     p.add_argument("--submission", metavar="DIR", help="the submission tree (default: the course's assignments/)")
     p.add_argument("--json", metavar="PATH", help="also write the JSON report to PATH ('-' for stdout)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                   help="'cuda' also runs the course's GPU checks (none yet; skipped without a CUDA device)")
+                   help="'cuda' also runs the course's GPU checks where this machine has a CUDA device "
+                        "(reported as skipped elsewhere); every other check runs on the CPU either way")
     p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     return p
 
@@ -33,7 +34,8 @@ def main(argv: list[str]) -> int:
     if args.json and not to_stdout and not Path(args.json).resolve().parent.is_dir():
         raise ConfigError(f"--json: the folder of {args.json!r} does not exist")
     # the worker imports torch while this process imports pytest, Hypothesis and rich
-    sandbox = grading.start_sandbox(course=course, assignment=args.assignment, submission=submission)
+    sandbox = grading.start_sandbox(course=course, assignment=args.assignment, submission=submission,
+                                    device=args.device)
 
     from rich.console import Console
 

@@ -2,6 +2,7 @@
 
 import re
 
+from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
@@ -104,6 +105,27 @@ def _component_panel(c: ComponentResult) -> Panel:
     return Panel(Group(*panels), title=title, title_align="left", border_style=STYLES.get(c.status, ""))
 
 
+def _speed(performance: dict) -> Table:
+    """Timings as ratios to torch's built-ins and to the reference: below 1 is faster, above is slower."""
+    how = "informational" if performance["informational"] else \
+        f"{performance['score']:g} / {performance['max_score']:g} points, within {performance['max_ratio']:g}x"
+    table = Table(title=f"performance, forward + backward: yours / theirs ({how})", expand=False,
+                  box=box.SIMPLE_HEAD, caption="torch: its built-in; ref: the reference; measured in your process "
+                  "(one thread on the CPU); below 1 is faster or smaller")
+    table.add_column("component")
+    table.add_column("on", no_wrap=True)
+    for name in ("time/torch", "time/ref", "mem/torch"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for e in performance["entries"]:
+        if e.get("status") != "measured":  # an error's message is in the checks that ran the same code
+            table.add_row(Text(f"{e['component']}: {e.get('status', '')}"), e["device"], "-", "-", "-")
+            continue
+        table.add_row(e["component"], e["device"],
+                      *(f"{e[k]:.2f}x" if e.get(k) is not None else "-"
+                        for k in ("time_vs_torch", "time_vs_reference", "memory_vs_torch")))
+    return table
+
+
 def render(report: Report, console: Console) -> None:
     header = Table.grid(padding=(0, 2))
     header.add_column(style="bold")
@@ -118,6 +140,8 @@ def render(report: Report, console: Console) -> None:
     for c in report.components:
         if c.status != "passed" or c.flagged:
             console.print(_component_panel(c))
+    if report.performance:
+        console.print(_speed(report.performance))
     for note in report.notes:
         console.print(plain(note), style="dim")
     first = report.start_here()

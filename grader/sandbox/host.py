@@ -5,7 +5,8 @@ directory and imported there by `grader.sandbox.child.worker` in a child started
 a clean environment, resource limits and a process group of its own; on Linux, also in
 namespaces of its own (`grader.sandbox.isolation`). A request that outlives its deadline kills
 the whole group (in namespaces, every process the child started); the next request starts a
-fresh child.
+fresh child. With a `grader.sandbox.template.Template`, the child is a fork of a process that has
+imported torch already, made into the same worker with the same isolation.
 """
 
 import os
@@ -20,10 +21,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.course import Limits
 from grader.sandbox import isolation
+
+if TYPE_CHECKING:
+    from grader.sandbox.template import Forked, Template
 
 GRADER_DIR = Path(__file__).resolve().parent.parent
 # torch-only packages that run inside the submission's process
@@ -94,15 +98,26 @@ def _copy_tree(tree: Path, files: dict[str, list[str]], package: Path) -> Copied
     return Copied(refused)
 
 
+def rlimits(limits: Limits) -> list[tuple[int, int, int]]:
+    """(resource, soft, hard) for each limit of the submission's process, in the order they are set."""
+    mb = 1 << 20
+    return [(resource.RLIMIT_AS, limits.memory_mb * mb, limits.memory_mb * mb),
+            (resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 1),
+            (resource.RLIMIT_FSIZE, limits.file_size_mb * mb, limits.file_size_mb * mb),
+            (resource.RLIMIT_NPROC, limits.processes, limits.processes),
+            (resource.RLIMIT_CORE, 0, 0)]
+
+
 def _limit(limits: Limits):
     def apply():
-        mb = 1 << 20
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_mb * mb, limits.file_size_mb * mb))
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        for which, soft, hard in rlimits(limits):
+            resource.setrlimit(which, (soft, hard))
     return apply
+
+
+def environment(home: str) -> dict[str, str]:
+    """The whole environment of the submission's process."""
+    return {"PATH": os.defpath, "HOME": home, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def _doing(message: dict) -> str:
@@ -117,10 +132,12 @@ def _doing(message: dict) -> str:
 
 
 class Sandbox:
-    """One submission's worker process, restarted after each fault."""
+    """One submission's worker process, restarted after each fault; forked by `template` where one is given."""
 
-    def __init__(self, submission: Path, files: dict[str, list[str]], limits: Limits):
+    def __init__(self, submission: Path, files: dict[str, list[str]], limits: Limits, *,
+                 template: "Template | None" = None):
         self.limits = limits
+        self.template = template
         self.created = time.monotonic()
         self.isolation = isolation.choose(limits)  # "namespaces" or "process"
         self.dir = Path(tempfile.mkdtemp(prefix="grade-"))
@@ -130,7 +147,7 @@ class Sandbox:
         self.on_ask: Callable[[Any], Any] | None = None
         self.output = self.dir / "output.txt"
         self.output.touch()
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | Forked | None = None
         self.faults: list[WorkerFault] = []
         self.restarts = 0
 
@@ -142,16 +159,27 @@ class Sandbox:
             here, pycache = isolation.ROOT, f"{isolation.ROOT}/pycache"
         else:
             here, pycache = str(self.dir), tempfile.mkdtemp(dir=self.dir, prefix="pycache-")
-        argv = [sys.executable, "-I", "-B", "-c", BOOT, here, str(req_r), str(resp_w), pycache]
-        env = {"PATH": os.defpath, "HOME": here, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        if self.isolation == "namespaces":
-            argv = isolation.command(self.dir, self.limits.scratch_mb, argv, env)
-        with open(self.output, "ab") as out:
-            self.proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=self.dir, env=env,
-                pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=_limit(self.limits))
-        os.close(req_r)
-        os.close(resp_w)
+        env = environment(here)
+        try:
+            if self.template is not None:
+                jail = isolation.spec(self.dir, self.limits.scratch_mb, [], env) \
+                    if self.isolation == "namespaces" else None
+                with open(self.output, "ab") as out:
+                    self.proc = self.template.spawn(cwd=self.dir, here=here, pycache=pycache, env=env,
+                                                    orig_argv=[sys.executable, "-I", "-B", "-c", BOOT],
+                                                    rlimits=rlimits(self.limits), jail=jail,
+                                                    fds=(req_r, resp_w, out.fileno()))
+            else:
+                argv = [sys.executable, "-I", "-B", "-c", BOOT, here, str(req_r), str(resp_w), pycache]
+                if self.isolation == "namespaces":
+                    argv = isolation.command(self.dir, self.limits.scratch_mb, argv, env)
+                with open(self.output, "ab") as out:
+                    self.proc = subprocess.Popen(
+                        argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=self.dir, env=env,
+                        pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=_limit(self.limits))
+        finally:
+            os.close(req_r)
+            os.close(resp_w)
         self.req, self.resp = req_w, resp_r
         self.ready = False
 
@@ -253,11 +281,14 @@ class Sandbox:
     def _kill(self):
         if self.proc is None:
             return
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
+        if isinstance(self.proc, subprocess.Popen):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait()
+        else:  # the template's fork: the template kills its group and reaps it, so no pid is reused before
+            self.proc.kill()
         for fd in (self.req, self.resp):
             try:
                 os.close(fd)

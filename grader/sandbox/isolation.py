@@ -75,13 +75,17 @@ def read_only() -> list[str]:
     return sorted(p for p in paths if not any(p.startswith(q + "/") for q in paths))
 
 
+def spec(stage: Path, scratch_mb: int, worker: list[str], env: dict[str, str], probe: bool = False) -> dict:
+    """What the launcher builds: it runs `worker` with `env` in /scratch, a tmpfs of `scratch_mb` MiB
+    that shows `stage`/submission and `stage`/grader read-only; `stage`/jail is where the root is built."""
+    return {"stage": str(stage), "root": ROOT, "scratch_mb": scratch_mb, "read_only": read_only(),
+            "argv": worker, "env": env, "probe": probe}
+
+
 def command(stage: Path, scratch_mb: int, worker: list[str], env: dict[str, str], probe: bool = False) -> list[str]:
-    """The launcher's command line: it runs `worker` with `env` in /scratch, a tmpfs of `scratch_mb` MiB
-    that shows `stage`/submission and `stage`/grader read-only; `stage`/jail is where the root is built.
+    """The launcher's command line, for `spec`.
 
     The launcher is the staged copy and its spec a file beside it: init's command line, which the
     submission can read in /proc/1/cmdline, names neither the kit nor what is mounted."""
-    spec = {"stage": str(stage), "root": ROOT, "scratch_mb": scratch_mb, "read_only": read_only(),
-            "argv": worker, "env": env, "probe": probe}
-    (stage / "jail.json").write_text(json.dumps(spec))
+    (stage / "jail.json").write_text(json.dumps(spec(stage, scratch_mb, worker, env, probe)))
     return [sys.executable, "-I", "-S", "-B", str(stage / "grader/sandbox/child/jail.py"), str(stage / "jail.json")]

@@ -13,11 +13,14 @@ class Submission:
 
     A fault (crash, timeout, tampering) during one component's checks fails that
     component's remaining checks at once instead of restarting the worker for each.
+
+    Every check runs on the CPU; `gpu` is the device the GPU tier moves modules and inputs to
+    ("cuda"), chosen by the grader (None where that tier does not run).
     """
 
-    def __init__(self, sandbox: Sandbox, device: str = "cpu", reference=None):
+    def __init__(self, sandbox: Sandbox, gpu: str | None = None, reference=None):
         self.sandbox = sandbox
-        self.device = device
+        self.gpu = gpu
         self.reference = reference  # the reference tree, for isolated checks (instructors' tier)
         self.parts = ReferenceParts(lambda h, *args: sandbox.request({"op": "call", "target": h, "args": list(args),
                                                                        "kwargs": {}}))
@@ -82,7 +85,23 @@ class Submission:
     def call(self, target: str, *args, seed: int | None = None, grad: bool = False, **kwargs):
         """Call `target` ("assignment2.masks:make_pad_mask", "torch.optim:SGD", "kit:...") in the sandbox."""
         return self._request({"op": "call", "target": target, "args": list(args), "kwargs": kwargs,
-                              "seed": seed, "grad": grad, "device": self._device()})
+                              "seed": seed, "grad": grad})
+
+    def placed(self, target, *args, to: str, method: str | None = None, autocast: str | None = None,
+               grad_output: torch.Tensor | None = None, seed: int | None = None, **kwargs) -> dict:
+        """Call `target` with its module, the modules among its arguments and its tensors moved to
+        device `to` ("meta", or the GPU tier's), watching for CPU tensors that meet them
+        (grader.sandbox.child.placement). Returns {"stray": what met them} or {"output" (copied to
+        the CPU, except on meta), "devices" of the output's tensors, "param_grads" (with grad_output)}.
+        The module stays on `device`."""
+        return self._request({"op": "placed", "target": target, "method": method, "args": list(args),
+                              "kwargs": kwargs, "device": to, "autocast": autocast, "grad_output": grad_output,
+                              "seed": seed})
+
+    def profile(self, kind: str, target: str, device: str, repeat: int, shape: dict) -> dict:
+        """Time the submission's `target` and torch's built-in of that kind (grader.sandbox.child.profile)."""
+        return self._request({"op": "profile", "kind": kind, "target": target, "device": device, "repeat": repeat,
+                              "shape": shape})
 
     def new(self, target: str, *args, seed: int = 0, **kwargs) -> "Remote":
         """Build an object; the seed fixes its random initialisation."""
@@ -112,9 +131,6 @@ class Submission:
             except (Exception, WorkerFault):
                 pass
 
-    def _device(self):
-        return None if self.device == "cpu" else self.device
-
 
 class Remote(protocol.Handle):
     """An object in the sandbox. Calling it calls it there; what comes back is data."""
@@ -128,8 +144,11 @@ class Remote(protocol.Handle):
 
     def method(self, name: str | None, *args, seed: int | None = None, grad: bool = False, **kwargs):
         return self.owner._request({"op": "call", "target": self, "method": name, "args": list(args),
-                                    "kwargs": kwargs, "seed": seed, "grad": grad,
-                                    "device": self.owner._device()})
+                                    "kwargs": kwargs, "seed": seed, "grad": grad})
+
+    def placed(self, *args, to: str, method: str | None = None, **kwargs) -> dict:
+        """Submission.placed on this object (a module moves to device `to` and stays there)."""
+        return self.owner.placed(self, *args, to=to, method=method, **kwargs)
 
     def attr(self, name: str):
         return self.owner._request({"op": "getattr", "target": self, "name": name})

@@ -126,3 +126,61 @@ VARIANTS = {
         ("torch.ones(T, T, dtype=torch.bool, device=device).tril()[None, None]",
          "(torch.arange(T, device=device)[None, :] <= torch.arange(T, device=device)[:, None]).view(1, 1, T, T)")]},
 }
+
+
+# Device-placement bugs: right on the CPU, broken on a GPU; each must cost its own component its
+# device-placement check (`*_stays_on_the_inputs_device`) on a machine without one, and nothing
+# elsewhere (tests/kit/test_device.py). `line`: the text of the line the report must name.
+@dataclass(frozen=True)
+class DeviceBug(Bug):
+    check: str = ""
+    line: str = ""
+
+
+def _device(component: str, check: str, file: str, old: str, new: str, line: str) -> DeviceBug:
+    return DeviceBug(component, {file: [(old, new)]}, check, line)
+
+
+DEVICE_BUGS: dict[str, DeviceBug] = {
+    "transformer_builds_its_causal_mask_on_the_cpu": _device(
+        "Transformer", "transformer_stays_on_the_inputs_device", TRANSFORMER,
+        "tgt_mask = make_tgt_mask(tgt, self.pad_idx)  # (B, 1, T, T)",
+        "T = tgt.size(1)\n        causal = torch.ones(T, T, dtype=torch.bool).tril()  # on the CPU, wherever tgt is\n"
+        "        tgt_mask = make_pad_mask(tgt, self.pad_idx) & causal",
+        "causal = torch.ones(T, T, dtype=torch.bool).tril()"),
+    "tgt_mask_builds_its_causal_part_on_the_cpu": _device(
+        "make_tgt_mask", "tgt_mask_stays_on_the_inputs_device", MASKS,
+        "make_causal_mask(tgt.size(1), device=tgt.device)", "make_causal_mask(tgt.size(1))",
+        "causal = make_causal_mask(tgt.size(1))"),
+    "attention_scale_kept_in_a_cpu_tensor": _device(
+        "scaled_dot_product_attention", "sdpa_stays_on_the_inputs_device", ATT,
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)",
+        "scores = q @ k.transpose(-2, -1) / torch.tensor([d_k]).sqrt()",
+        "scores = q @ k.transpose(-2, -1) / torch.tensor([d_k]).sqrt()"),
+    "positional_table_kept_as_a_plain_attribute": _device(
+        "PositionalEncoding", "positional_encoding_stays_on_the_inputs_device", PE,
+        'self.register_buffer("pe", pe)', "self.pe = pe", "return self.dropout(x + self.pe[:T])"),
+}
+
+# Correct ways to place tensors: each must keep every point.
+DEVICE_VARIANTS = {
+    "causal_mask_built_on_the_tokens_device_in_forward": {TRANSFORMER: [(
+        "tgt_mask = make_tgt_mask(tgt, self.pad_idx)  # (B, 1, T, T)",
+        "T = tgt.size(1)\n        causal = torch.ones(T, T, dtype=torch.bool, device=tgt.device).tril()\n"
+        "        tgt_mask = make_pad_mask(tgt, self.pad_idx) & causal")]},
+    "causal_mask_from_ones_like": {MASKS: [(
+        "causal = make_causal_mask(tgt.size(1), device=tgt.device)  # (1, 1, T, T)",
+        "causal = torch.ones_like(tgt[:1, None, :, None] == tgt[:1, None, None, :]).tril()  # (1, 1, T, T)")]},
+    "scale_as_a_0_dim_cpu_tensor_and_neg_inf_masking": {ATT: EINSUM_NEG_INF + [(
+        "* d_k ** -0.5", "/ torch.tensor(d_k).sqrt()")]},
+    "scale_kept_in_a_buffer": {EMB: [
+        ("        self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)\n",
+         "        self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)\n"
+         "        self.register_buffer(\"scale\", torch.tensor([math.sqrt(d_model)]), persistent=False)\n"),
+        ("return self.embedding(x) * math.sqrt(self.d_model)", "return self.embedding(x) * self.scale")]},
+}
+
+# Right on the CPU and on the meta device, wrong in half precision: float16 holds nothing below -65504
+HALF_PRECISION_BUGS = {"attention_masks_with_minus_1e9": _one(
+    "scaled_dot_product_attention", ATT, "masked_fill(~mask, torch.finfo(scores.dtype).min)",
+    "masked_fill(~mask, -1e9)")}

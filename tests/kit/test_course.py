@@ -59,10 +59,9 @@ def test_stored_expected_outputs_are_up_to_date():
 def test_every_check_in_course_toml_is_a_test_and_every_test_is_graded():
     course = config.load(ROOT / "course.toml")
     for assignment in course.assignments.values():
-        listed = {("hidden" if chk.tier == "hidden" else "public", chk.id)
-                  for comp in assignment.components for chk in comp.checks}
+        listed = {(chk.tier, chk.id) for comp in assignment.components for chk in comp.checks}
         found = set()
-        for tier in ("public", "hidden"):
+        for tier in ("public", "hidden", "cuda"):
             path = course.suites / tier / f"test_{assignment.name}.py"
             if path.exists():
                 tree = ast.parse(path.read_text())

@@ -107,6 +107,9 @@ def test_release_course_keeps_every_public_check(release):
     shipped = load_course(release / "course.toml")
     assert (shipped.name, shipped.limits, shipped.max_examples) == (COURSE.name, COURSE.limits, COURSE.max_examples)
     assert list(shipped.assignments) == list(COURSE.assignments)
+    for a in COURSE.assignments:  # the GPU tier ships: its checks are listed, so they must run there
+        kit = ROOT / "tests" / "grading" / "cuda" / f"test_{a}.py"
+        assert not kit.exists() or (release / kit.relative_to(ROOT)).read_bytes() == kit.read_bytes()
     for a in COURSE.assignments.values():
         mine = {c.name: c for c in shipped.assignments[a.name].components}
         assert list(mine) == [c.name for c in a.components]
@@ -148,6 +151,7 @@ def test_installed_release_grades_the_stubs_and_a_correct_tree(release, installe
     assert Path(stubs["submission"]) == release / "assignments"
     assert stubs["score"] == 0 and {c["status"] for c in stubs["components"]} == {"not attempted"}
     assert {t["tier"] for c in stubs["components"] for t in c["tests"]} == {"public"}
+    assert any(note.startswith("Public checks only") for note in stubs["notes"]), stubs["notes"]
 
     tree = tmp_path / "submission"
     shutil.copytree(SOLUTIONS, tree, ignore=shutil.ignore_patterns("__pycache__"))

@@ -21,7 +21,7 @@ print(json.dumps(to_json(grade_submission(course=course, assignment="assignment1
 
 
 def without_timings(report: dict) -> dict:
-    report = {k: v for k, v in report.items() if k != "duration_seconds"}
+    report = {k: v for k, v in report.items() if k not in ("duration_seconds", "performance")}
     for component in report["components"]:
         for check in component["tests"]:
             check.pop("duration_seconds", None)

@@ -11,6 +11,10 @@ Three processes, all of the grading user:
 Standard library only, and trusted: nothing of the submission runs before the worker's exec.
 With SPEC's "probe" set, init exits 0 once the root is built: the grader's test of whether
 this kernel allows all of it.
+
+The worker template (`grader.sandbox.child.zygote`) runs the same steps in a fork of itself,
+through `launch`, and its worker goes on without an exec: `drop_capabilities` then does what
+the exec does here.
 """
 
 import ctypes
@@ -26,6 +30,8 @@ MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 0x1000, 0
 MNT_DETACH, AT_FDCWD, AT_RECURSIVE = 2, -100, 0x8000
 MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 1, 2
 PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 SYS_MOUNT_SETATTR = 442  # the same number on every architecture (Linux 5.12)
 
@@ -122,8 +128,9 @@ def build_root(spec: dict):
     os.chdir(spec["root"])
 
 
-def init(spec: dict, launcher_alive: int):
-    """PID 1: build the root, run the worker, reap orphans, exit with the worker's status."""
+def init(spec: dict, launcher_alive: int) -> None:
+    """PID 1: build the root, start the worker, reap orphans, exit with the worker's status.
+    Returns in the worker's process only."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # PID 1 ignores signals it has no handler for
     _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "prctl")
     if select.select([launcher_alive], [], [], 0)[0]:  # the launcher died before the prctl
@@ -133,7 +140,8 @@ def init(spec: dict, launcher_alive: int):
         os._exit(0)
     worker = os.fork()
     if worker == 0:
-        os.execve(spec["argv"][0], spec["argv"], spec["env"])
+        os.close(launcher_alive)  # an exec would close it; a worker that does not exec must
+        return
     while True:
         pid, status = os.waitpid(-1, 0)
         if pid == worker:
@@ -141,9 +149,11 @@ def init(spec: dict, launcher_alive: int):
             os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
 
 
-def main():
-    with open(sys.argv[1]) as f:
-        spec = json.load(f)
+def launch(spec: dict) -> None:
+    """Make the namespaces, start init in them and wait for it, as the launcher. Returns in the
+    worker's process only, in its root and as the namespace's non-root user (still holding the
+    namespace's capabilities until it execs or calls `drop_capabilities`); the launcher and init
+    end in here."""
     uid, gid = os.getuid(), os.getgid()
     _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID), "unshare")
     inside = uid or 1000  # not root inside: the worker's exec then drops every capability
@@ -156,6 +166,7 @@ def main():
         os.close(alive_w)
         try:
             init(spec, alive_r)
+            return  # the worker
         except BaseException:
             import traceback  # only here: each import is start-up time
 
@@ -164,9 +175,30 @@ def main():
     os.close(alive_r)
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     if code - 128 in signal.valid_signals():
-        signal.signal(code - 128, signal.SIG_DFL)
+        if code - 128 != signal.SIGKILL:  # no handler can be set for SIGKILL, nor need be
+            signal.signal(code - 128, signal.SIG_DFL)
         os.kill(os.getpid(), code - 128)
     os._exit(code)
+
+
+def drop_capabilities() -> None:
+    """What the exec of a non-root user does to the capabilities the namespace gave: none left,
+    none to gain (bounding and ambient sets emptied too). For a worker that does not exec."""
+    with open("/proc/sys/kernel/cap_last_cap") as f:
+        last = int(f.read())
+    for cap in range(last + 1):  # needs CAP_SETPCAP: before the capset below
+        _check(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), "drop from the bounding set")
+    _check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear the ambient set")
+    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice 32 bits, all clear
+    _check(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        spec = json.load(f)
+    launch(spec)
+    os.execve(spec["argv"][0], spec["argv"], spec["env"])
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 A frame is an 8-byte big-endian header length, a UTF-8 JSON header, then the raw bytes
 of every tensor the header lists. Tensors travel as (dtype, shape, bytes), never as
-pickles, so decoding what the worker sends runs no code of the worker's choosing.
+pickles, so decoding what the worker sends runs no code of the worker's choosing. A tensor
+on the `meta` device (the device-placement checks run modules there) has no bytes: it travels
+as (dtype, shape, "meta") and arrives on `meta` again.
 Inside the JSON, a tensor is {"$t": index}, a tuple {"$tuple": [...]}, an object kept
 in the worker {"$h": id, "type": name}, and a dict {"$d": [[key, value], ...]}.
 """
@@ -54,8 +56,9 @@ def encode(value, keep=None) -> bytes:
         if v is None or type(v) in (bool, int, float, str):
             return v
         if type(v) in (torch.Tensor, torch.nn.Parameter) and v.dtype in DTYPE_NAMES:
-            metas.append([DTYPE_NAMES[v.dtype], list(v.shape)])
-            blobs.append(_tensor_bytes(v))
+            meta = v.device.type == "meta"
+            metas.append([DTYPE_NAMES[v.dtype], list(v.shape), *(["meta"] if meta else [])])
+            blobs.append(b"" if meta else _tensor_bytes(v))
             return {"$t": len(blobs) - 1}
         if type(v) is list:
             return [enc(x) for x in v]
@@ -87,23 +90,30 @@ def decode_header(raw: bytes) -> dict:
     return header
 
 
-def tensor_sizes(header: dict) -> list[tuple[torch.dtype, tuple[int, ...], int]]:
+def tensor_sizes(header: dict) -> list[tuple[torch.dtype, tuple[int, ...], int, bool]]:
+    """(dtype, shape, bytes that follow, on meta) of each tensor the header lists."""
     out = []
     for meta in header["tensors"]:
-        if (not isinstance(meta, list) or len(meta) != 2 or meta[0] not in DTYPES
-                or not isinstance(meta[1], list) or not all(type(n) is int and n >= 0 for n in meta[1])):
+        if (not isinstance(meta, list) or len(meta) not in (2, 3) or meta[0] not in DTYPES
+                or not isinstance(meta[1], list) or not all(type(n) is int and n >= 0 for n in meta[1])
+                or len(meta) == 3 and meta[2] != "meta"):
             raise ProtocolError(f"malformed tensor description {str(meta)[:80]}")
-        dtype, shape = DTYPES[meta[0]], tuple(meta[1])
+        dtype, shape, on_meta = DTYPES[meta[0]], tuple(meta[1]), len(meta) == 3
         numel = 1
         for n in shape:
             numel *= n
-        out.append((dtype, shape, numel * torch.empty((), dtype=dtype).element_size()))
+        if numel > 2**40:  # a meta tensor costs no bytes: its size is bounded here instead
+            raise ProtocolError(f"tensor of {numel} elements")
+        out.append((dtype, shape, 0 if on_meta else numel * torch.empty((), dtype=dtype).element_size(), on_meta))
     return out
 
 
 def decode_value(header: dict, blobs: list[bytes], metas) -> object:
     tensors = []
-    for (dtype, shape, _), blob in zip(metas, blobs, strict=True):
+    for (dtype, shape, _, on_meta), blob in zip(metas, blobs, strict=True):
+        if on_meta:
+            tensors.append(torch.empty(shape, dtype=dtype, device="meta"))
+            continue
         buf = bytearray(blob)
         if dtype in (torch.float16, torch.bfloat16):
             t = torch.frombuffer(buf, dtype=torch.int16).view(dtype) if buf else torch.empty(0, dtype=dtype)
@@ -130,7 +140,7 @@ def _decode(v, tensors: list):
             return {_hashable(_decode(k, tensors)): _decode(x, tensors) for k, x in v["$d"]}
         if set(v) == {"$dtype"} and v["$dtype"] in DTYPES:
             return DTYPES[v["$dtype"]]
-        if set(v) == {"$device"} and type(v["$device"]) is str and re.fullmatch(r"(cpu|cuda)(:\d{1,2})?",
+        if set(v) == {"$device"} and type(v["$device"]) is str and re.fullmatch(r"(cpu|meta|cuda)(:\d{1,2})?",
                                                                                v["$device"]):
             return torch.device(v["$device"])
         if set(v) == {"$h", "type"} and type(v["$h"]) is int and type(v["type"]) is str:

@@ -12,6 +12,7 @@ tools that would not.
 """
 
 import inspect
+import linecache
 import os
 import sys
 from pathlib import Path
@@ -110,6 +111,21 @@ class Watch(TorchFunctionMode):
     def take(self) -> list[list]:
         hits, self.hits = self.hits, []
         return hits
+
+
+def student_frames(frame: FrameType | None, limit: int = 4) -> list[str]:
+    """The submission's frames on the stack from `frame` outward, innermost first, as
+    "assignment2/masks.py:27 in make_causal_mask: <the line>"; the kit's code ends the walk."""
+    found: list[str] = []
+    while frame is not None and len(found) < limit:
+        file = os.path.realpath(frame.f_code.co_filename)
+        if file.startswith(_KIT):
+            break
+        if file.startswith(_STUDENT):
+            line = linecache.getline(file, frame.f_lineno).strip()
+            found.append(f"{file[len(_STUDENT):]}:{frame.f_lineno} in {frame.f_code.co_qualname}: {line}"[:300])
+        frame = frame.f_back
+    return found
 
 
 def _given(func, keyword: str, args, kwargs) -> bool:

@@ -147,10 +147,10 @@ class Link:
         skeleton = _wrap_callables(skeleton, device, grad, recorders)
         message = {**head, "grad": grad}
         if module is not None:
-            message["state"] = {k: w.detach().cpu() for k, w in weights.items()}
+            message["state"] = {k: _portable(w) for k, w in weights.items()}
             message["training"] = {k: m.training for k, m in module.named_modules()}
         if not grad:
-            message["args"], message["kwargs"] = fill(skeleton, [t.detach().cpu() for t in inputs])
+            message["args"], message["kwargs"] = fill(skeleton, [_portable(t) for t in inputs])
             answer = self.send(message)
             self.set_attrs(module, answer, device)
             return _to(_output(answer), device)
@@ -192,7 +192,7 @@ class Call:
 
     def forward(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         message = self.message
-        message["args"], message["kwargs"] = fill(self.skeleton, [t.detach().cpu() for t in inputs])
+        message["args"], message["kwargs"] = fill(self.skeleton, [_portable(t) for t in inputs])
         answer = self.link.send(message)
         self.message = None  # the inputs are not kept here: the grader holds the graph
         output = _output(answer)
@@ -270,6 +270,12 @@ def _output(answer):
     if not isinstance(answer, dict) or "output" not in answer:
         raise RuntimeError("the grader sent no output")
     return answer["output"]
+
+
+def _portable(t: torch.Tensor) -> torch.Tensor:
+    """What travels to the grader: a copy on the CPU, or the tensor itself on `meta` (shape and dtype
+    only; the reference part then runs on `meta` too, in the device-placement checks)."""
+    return t.detach() if t.device.type == "meta" else t.detach().cpu()
 
 
 def _to(v, device):

@@ -7,12 +7,13 @@ submissions and to fail loudly (a malformed frame, a dead process) for the rest.
 
 import importlib
 import sys
+import threading
 import traceback
 from contextlib import nullcontext
 
 import torch
 
-from grader.sandbox.child import protocol, record, standins, state
+from grader.sandbox.child import placement, profile, protocol, record, standins, state
 from grader.sandbox.child.fixtures import KIT
 from grader.sandbox.child.fixtures import SUBMISSION as PACKAGE
 from grader.sandbox.child.tree import import_tree, resolve
@@ -133,6 +134,61 @@ class Worker:
             params = {n: p.grad for n, p in module.named_parameters()}
         return {"output": out, "input_grads": [args[i].grad for i in wrt], "param_grads": params}
 
+    def op_placed(self, req):
+        """Run the target with its module, the modules among its arguments and its tensors moved to
+        `device` ("meta" or a GPU), under placement.Placement: a CPU tensor that meets them is
+        reported as `stray` instead of the output. Optionally under autocast (`autocast`: a dtype
+        name) and through backward of sum(output * grad_output) (the parameters' gradients come back)."""
+        device = str(req["device"])
+        kind = device.partition(":")[0]
+        if kind not in ("meta", "cuda", "cpu"):
+            raise ValueError(f"no device {device[:20]!r}")
+        if device == "meta":
+            placement.warm()
+        fn = self.target(req)
+        module = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
+        args = self.unwrap(req.get("args", []), device)
+        kwargs = self.unwrap(req.get("kwargs", {}), device)
+        for m in [module, *args, *kwargs.values()]:
+            if isinstance(m, torch.nn.Module):
+                m.to(device)
+        grad_output = req.get("grad_output")
+        if isinstance(module, torch.nn.Module):
+            module.zero_grad(set_to_none=True)
+        cast = torch.autocast(kind, dtype=protocol.DTYPES[req["autocast"]]) if req.get("autocast") else nullcontext()
+        placed = placement.Placement(kind, module if isinstance(module, torch.nn.Module) else None)
+        if req.get("seed") is not None:
+            torch.manual_seed(req["seed"])
+        try:
+            # on the CPU nothing can be stray: there the run is only run (the GPU tier with the CPU standing in)
+            with torch.set_grad_enabled(grad_output is not None), self.watch, \
+                    placed if kind != "cpu" else nullcontext():
+                with cast:
+                    out = fn(*args, **kwargs)
+                if grad_output is not None and isinstance(out, torch.Tensor) and out.requires_grad:
+                    (out.float() * grad_output.to(device)).sum().backward()
+        except BaseException:
+            if placed.found is None:
+                raise
+        if placed.found is not None:  # reported even when the submission caught the Stray
+            return {"stray": placed.found}
+        grads = None
+        if grad_output is not None and isinstance(module, torch.nn.Module):
+            grads = {n: p.grad for n, p in module.named_parameters()}
+        return {"output": out, "devices": [str(t.device) for t in placement.tensors_in(out)], "stray": None,
+                "param_grads": grads}
+
+    def op_profile(self, req):
+        """Forward and backward of the submission's `target` and of torch's built-in of that `kind`,
+        timed here (grader.sandbox.child.profile). Not watched for forbidden APIs: torch's built-ins
+        run here on purpose, and the submission's code was watched in its checks."""
+        if req["kind"] not in profile.KINDS:
+            raise ValueError(f"no kind {str(req['kind'])[:40]!r}")
+        shape = {k: int(req["shape"][k]) for k in profile.SHAPE}
+        device, repeat = str(req["device"]), max(1, min(int(req["repeat"]), 50))
+        own = profile.measure(req["kind"], resolve(PACKAGE, req["target"]), device, repeat, shape)
+        return {"student": own, "torch": profile.measure(req["kind"], None, device, repeat, shape)}
+
     def op_import(self, req):
         self.watch.watch(req.get("forbidden", []))
         with self.watch:
@@ -217,16 +273,25 @@ def _safe_str(e: BaseException) -> str:
 def main():
     scratch, req_fd, resp_fd, pycache = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     torch.set_num_threads(1)
-    # Set only now: torch (already imported) keeps its cached bytecode, which takes seconds to
-    # rebuild, while the submission's code is compiled from its sources into a fresh prefix.
-    sys.pycache_prefix = pycache
+    # What the device-placement checks' meta kernels import on first use (a second or so), in the
+    # background while the grader starts; done before the first request, so before any of the
+    # submission's code runs and before the baseline of global state is taken.
+    thread = threading.Thread(target=placement.warm, daemon=True)
+    thread.start()
+    warming: threading.Thread | None = thread
     import_tree(f"{scratch}/{PACKAGE}", PACKAGE)
-    worker = Worker(req_fd, resp_fd)
     protocol.write_all(resp_fd, protocol.encode({"ok": "ready"}))
     while True:
         try:
             req = protocol.read_frame(req_fd)
         except EOFError:
             return
+        if warming is not None:
+            warming.join()
+            warming = None
+            # Set only now: torch (already imported) keeps its cached bytecode, which takes seconds to
+            # rebuild, while the submission's code is compiled from its sources into a fresh prefix.
+            sys.pycache_prefix = pycache
+            worker = Worker(req_fd, resp_fd)
         worker.baseline.restore_switches()
         protocol.write_all(resp_fd, worker.handle(req))

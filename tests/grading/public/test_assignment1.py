@@ -21,6 +21,7 @@ from tests.grading.helpers.checks import (
     expect_names,
     perturb,
 )
+from tests.grading.helpers.device import check_device_placement, stored_case
 from tests.grading.helpers.names import (
     FEED_FORWARD,
     LAYER_NORM,
@@ -31,7 +32,7 @@ from tests.grading.helpers.names import (
     norm_shapes,
 )
 from tests.grading.helpers.oracles import embed, feed_forward, ff_weights, pe_formula, pe_tolerance
-from tests.grading.support import check_stored
+from tests.grading.support import check_stored, stored
 
 D_FF = 16  # the hidden size of the feed-forward networks built below
 
@@ -354,3 +355,28 @@ def test_transformer_embedding_dropout_sits_where_the_docstring_says(student):
 
 def test_transformer_embedding_matches_stored_reference(student):
     check_stored(student, "assignment1", "transformer_embedding")
+
+
+# device placement: each component on PyTorch's meta device (tests/grading/helpers/device.py) ----------
+
+def test_layer_norm_stays_on_the_inputs_device(student):
+    check_device_placement(student, stored_case(stored("assignment1", "layer_norm")), component="LayerNorm")
+
+
+def test_feed_forward_stays_on_the_inputs_device(student):
+    check_device_placement(student, stored_case(stored("assignment1", "feed_forward")),
+                           component="PositionwiseFeedForward")
+
+
+def test_positional_encoding_stays_on_the_inputs_device(student):
+    check_device_placement(student, stored_case(stored("assignment1", "positional_encoding")),
+                           component="PositionalEncoding")
+
+
+def test_token_embedding_stays_on_the_inputs_device(student):
+    check_device_placement(student, stored_case(stored("assignment1", "token_embedding")), component="TokenEmbedding")
+
+
+def test_transformer_embedding_stays_on_the_inputs_device(student):
+    check_device_placement(student, stored_case(stored("assignment1", "transformer_embedding")),
+                           component="TransformerEmbedding")

@@ -24,6 +24,7 @@ from tests.grading.helpers.checks import (
     expect_names,
     perturb,
 )
+from tests.grading.helpers.device import Case, check_device_placement, stored_case
 from tests.grading.helpers.names import CAUSAL_MASK, MHA, PAD_MASK, TGT_MASK, causal, mha_shapes
 from tests.grading.helpers.oracles import attention, graded_rows, mha_weights, torch_mha
 from tests.grading.support import check_stored, stored
@@ -472,3 +473,31 @@ def test_mha_gradients_reach_every_parameter(student):
                                 "three times) or it is cut from the graph (.detach(), .data, torch.no_grad()).")
 
 
+
+
+# device placement: each component on PyTorch's meta device (tests/grading/helpers/device.py) ----------
+
+def test_sdpa_stays_on_the_inputs_device(student):
+    check_device_placement(student, stored_case(stored("assignment2", "sdpa_masked")),
+                           component="scaled_dot_product_attention")
+
+
+def test_pad_mask_stays_on_the_inputs_device(student):
+    check_device_placement(student, stored_case(stored("assignment2", "pad_mask")), component="make_pad_mask")
+
+
+def test_causal_mask_is_built_on_the_given_device(student):
+    check_device_placement(student, Case(CAUSAL_MASK, (6,), device_kwarg="device", function=True),
+                           component="make_causal_mask",
+                           hint="make_causal_mask(T, device) should build its mask on `device`: "
+                                "torch.ones(T, T, dtype=torch.bool, device=device).")
+
+
+def test_tgt_mask_stays_on_the_inputs_device(student):
+    check_device_placement(student, stored_case(stored("assignment2", "tgt_mask")), component="make_tgt_mask",
+                           hint="Build the causal part on the device of tgt: make_causal_mask(T, device=tgt.device).")
+
+
+def test_mha_stays_on_the_inputs_device(student):
+    check_device_placement(student, stored_case(stored("assignment2", "mha_self_causal")),
+                           component="MultiHeadAttention")

@@ -27,6 +27,7 @@ from tests.grading.helpers.checks import (
     kit_sublayer,
     perturb,
 )
+from tests.grading.helpers.device import Case, check_device_placement, stored_case
 from tests.grading.helpers.names import (
     DECODER,
     DECODER_LAYER,
@@ -50,7 +51,7 @@ from tests.grading.helpers.oracles import (
     torch_encoder_layer,
     torch_transformer,
 )
-from tests.grading.support import check_stored
+from tests.grading.support import check_stored, stored
 
 D_FF = 16  # the hidden size of the feed-forward networks of the layers built below
 
@@ -645,3 +646,37 @@ def test_transformer_dropout_sits_where_the_docstring_says(student):
             causes="the dropout argument not passed on to both TransformerEmbeddings, the Encoder or the Decoder "
                    "(their own default is 0.1), or an extra dropout before the projection.",
             example=describe(src=src, tgt=tgt, pad_idx=0, norm_first=nf))
+
+
+# device placement: each component on PyTorch's meta device (tests/grading/helpers/device.py) ----------
+
+def test_residual_stays_on_the_inputs_device(student):
+    sublayer, _ = kit_sublayer(student, 8, 3)
+    for nf in (False, True):
+        check_device_placement(student, Case(RESIDUAL, (s.tensor([2, 5, 8], 1), sublayer), (8,),
+                                             {"dropout": 0.0, "norm_first": nf}), component="ResidualConnection")
+
+
+def test_encoder_layer_stays_on_the_inputs_device(student):
+    check_device_placement(student, stored_case(stored("assignment3", "encoder_layer_pre_norm")),
+                           component="EncoderLayer")
+
+
+def test_encoder_stays_on_the_inputs_device(student):
+    check_device_placement(student, stored_case(stored("assignment3", "encoder_pre_norm")), component="Encoder")
+
+
+def test_decoder_layer_stays_on_the_inputs_device(student):
+    check_device_placement(student, stored_case(stored("assignment3", "decoder_layer_post_norm")),
+                           component="DecoderLayer")
+
+
+def test_decoder_stays_on_the_inputs_device(student):
+    check_device_placement(student, stored_case(stored("assignment3", "decoder_pre_norm")), component="Decoder")
+
+
+def test_transformer_stays_on_the_inputs_device(student):
+    check_device_placement(student, stored_case(stored("assignment3", "transformer_post_norm")),
+                           component="Transformer",
+                           hint="forward builds its masks: build them on the device of src and tgt (make_pad_mask and "
+                                "make_tgt_mask do, when they use the tokens' device).")

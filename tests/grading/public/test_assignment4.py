@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor, short
 from grader.suite.kit import TinyTranslator
 from tests import strategies as s
+from tests.grading.helpers.device import Case, check_device_placement
 from tests.grading.helpers.names import COLLATE, EOS_ID, LOSS, NOAM, PAD_ID, SOS_ID, SPECIALS, UNK_ID, VOCAB
 from tests.grading.helpers.training import (
     SMALL,
@@ -363,3 +364,12 @@ def test_end_to_end_training_lowers_the_loss(student):
                        got=f"{last:.3f} (first 5: {first:.3f})", example=example,
                        hint="Run `grade train assignment4` to watch your model train; check collate's shift, "
                             "the loss and the learning-rate schedule.")
+
+
+# device placement: on PyTorch's meta device (tests/grading/helpers/device.py); greedy_decode and
+# train_epoch read values (`while not done.all()`, loss.item()), which the meta device does not have
+
+def test_label_smoothing_loss_stays_on_the_inputs_device(student):
+    targets = torch.tensor([3, 0, 5, 1, 0, 2])
+    check_device_placement(student, Case(LOSS, (s.tensor([6, 7], 2), targets), (7, PAD_ID), {"smoothing": 0.1}),
+                           component="LabelSmoothingLoss")

@@ -1,0 +1,109 @@
+"""Performance feedback: the submission's attention, multi-head attention and encoder layer, timed.
+
+Forward and backward on fixed shapes (grader.sandbox.child.profile), against torch's built-ins
+on the same shapes (F.scaled_dot_product_attention, nn.MultiheadAttention,
+nn.TransformerEncoderLayer) and, in the instructors' tier, against the reference; on the CPU,
+and on the GPU when the GPU tier runs. Reported as ratios (yours / theirs), with memory, never
+against a time of its own: the seconds depend on the machine, the ratios much less.
+
+The submission's numbers are measured in its own process, which it controls: they can be forged
+(its code can replace the clock). So they decide no points unless course.toml's [performance]
+gives some (`points`: earned per component whose CPU time is within `max_ratio` of the
+reference's, or of torch's without the reference), and a course that does trusts what the
+student's code reports.
+"""
+
+import time
+
+from grader import attribution
+from grader.course import PERFORMANCE_KINDS, Assignment, Course
+from grader.results import Outcome
+from grader.sandbox.child import profile
+from grader.sandbox.host import StudentError, WorkerFault
+
+assert PERFORMANCE_KINDS == profile.KINDS, "course.toml's kinds are the ones the worker can time"
+
+
+def measure(course: Course, assignment: Assignment, student, results: dict[str, Outcome], gpu: str | None,
+            has_reference: bool) -> dict | None:
+    """The JSON's `performance`: one entry per timed component of `assignment` and device, or None
+    when course.toml times none of its components."""
+    config = course.performance
+    timed = [c for c in assignment.components if config is not None and c.name in config.components]
+    if config is None or not timed:
+        return None
+    entries, start = [], time.monotonic()
+    for comp in timed:
+        kind = config.components[comp.name]
+        attempted = any(o.reason != "not_attempted" for chk in comp.checks if (o := results.get(chk.id)))
+        for device in ("cpu", *([gpu] if gpu else [])):
+            entry: dict = {"component": comp.name, "device": device}
+            if attempted:
+                entry.update(_entry(course, student, kind, attribution.target(comp), device, config.repeat,
+                                    has_reference))
+            else:
+                entry["status"] = "not attempted"
+            entries.append(entry)
+    within = [_within(e, config.max_ratio) for e in entries if e["device"] == "cpu"]
+    score = round(config.points * sum(within) / len(within), 2) if config.points else 0.0
+    return {"informational": not config.points, "score": score, "max_score": config.points,
+            "max_ratio": config.max_ratio, "shape": dict(profile.SHAPE), "repeat": config.repeat,
+            "measured": "forward + backward, median seconds of `repeat` steps after a warm-up; memory: peak "
+                        "allocated on a GPU, bytes saved for backward on the CPU", "entries": entries,
+            "overhead_seconds": round(time.monotonic() - start, 3)}
+
+
+def _entry(course: Course, student, kind: str, target: str, device: str, repeat: int, reference: bool) -> dict:
+    student.begin_check()
+    try:
+        got = student.profile(kind, target, device, repeat, dict(profile.SHAPE))
+    except StudentError as e:
+        return {"status": "error", "message": f"your code raised {e.type}: {e.message}"[:300]}
+    except WorkerFault as e:
+        return {"status": "error", "message": e.detail[:300]}
+    finally:
+        student.reset()
+    try:
+        own, torch_ = _timing(got["student"]), _timing(got["torch"])
+    except (KeyError, TypeError, ValueError):
+        return {"status": "error", "message": "the submission's process sent malformed timings"}
+    entry = {"status": "measured", "seconds": own[0], "memory_bytes": own[1], "torch_seconds": torch_[0],
+             "torch_memory_bytes": torch_[1], "time_vs_torch": _ratio(own[0], torch_[0]),
+             "memory_vs_torch": _ratio(own[1], torch_[1])}
+    if reference:
+        ref = _reference(course, kind, target, device, repeat)
+        entry.update(reference_seconds=ref[0], reference_memory_bytes=ref[1], time_vs_reference=_ratio(own[0], ref[0]),
+                     memory_vs_reference=_ratio(own[1], ref[1]))
+    return entry
+
+
+def _reference(course: Course, kind: str, target: str, device: str, repeat: int) -> tuple[float, int]:
+    """The reference, timed here in the grader's process (its code never enters the submission's),
+    on one thread as the submission's process runs."""
+    import torch
+
+    from grader.suite import reference
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        got = profile.measure(kind, reference.resolve(reference.load(course.reference), target), device, repeat)
+    finally:
+        torch.set_num_threads(threads)
+    return _timing(got)
+
+
+def _timing(got) -> tuple[float, int]:
+    seconds, memory = float(got["seconds"]), int(got["memory_bytes"])
+    if not (0 < seconds < 1e4 and 0 <= memory):
+        raise ValueError("timings out of range")
+    return seconds, memory
+
+
+def _ratio(mine: float, theirs: float) -> float | None:
+    return round(mine / theirs, 3) if theirs > 0 and mine > 0 else None
+
+
+def _within(entry: dict, max_ratio: float) -> bool:
+    ratio = entry.get("time_vs_reference", entry.get("time_vs_torch"))
+    return ratio is not None and ratio <= max_ratio
