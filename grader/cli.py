@@ -23,6 +23,16 @@ class UsageParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
 def find_course(given: str | None) -> Path:
     """`--course`, else the nearest course.toml upward from here, else the kit's own."""
     if given:

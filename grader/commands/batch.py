@@ -4,20 +4,8 @@ import io
 import json
 from pathlib import Path
 
-from grader.cli import UsageParser, find_course
+from grader.cli import UsageParser, find_course, positive_int
 from grader.course import ConfigError
-
-
-def _jobs(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
-    return value
 
 
 def parser() -> UsageParser:
@@ -26,7 +14,7 @@ def parser() -> UsageParser:
                     "and unchanged is not graded again.")
     p.add_argument("dir", metavar="DIR", help="the folder of submissions")
     p.add_argument("--assignment", required=True, help="the assignment to grade, e.g. assignment1")
-    p.add_argument("--jobs", type=_jobs, default=1, metavar="N", help="submissions graded at once (default 1)")
+    p.add_argument("--jobs", type=positive_int, default=1, metavar="N", help="submissions graded at once (default 1)")
     p.add_argument("--out", metavar="OUT", default=".", help="where the outputs go (default: the current folder)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="grade on a Dask distributed cluster, e.g. tcp://host:8786")
     p.add_argument("--full-feedback", action="store_true",

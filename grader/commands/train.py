@@ -7,27 +7,16 @@ check trains inside the sandbox).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader.cli import UsageParser, find_course
+from grader.cli import UsageParser, find_course, positive_int
 from grader.course import ConfigError
 
 if TYPE_CHECKING:
     from grader.training.library import TrainConfig
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
-    return value
 
 
 def main(argv: list[str]) -> int:
@@ -38,7 +27,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("assignment", choices=("assignment4",))
     p.add_argument("--submission", metavar="DIR")
     p.add_argument("--out", metavar="DIR", default="training-output")
-    p.add_argument("--steps", type=_positive, default=TrainConfig.steps, help="optimiser steps (default: %(default)s)")
+    p.add_argument("--steps", type=positive_int, default=TrainConfig.steps,
+                   help="optimiser steps (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--course", metavar="PATH")
     args = p.parse_args(argv)
