@@ -205,6 +205,25 @@ def test_faults_say_the_same_and_restart_from_the_template(tmp_path, shared_temp
     assert "died with SIGKILL (killed, possibly out of memory)" in faults["forked"][1][1]
 
 
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_restarted_worker_charges_its_first_request_for_that_request_only(tmp_path, shared_template,
+                                                                            monkeypatch, mode):
+    # What a worker imports at start (torch, and torch._dynamo for the meta kernels: a second
+    # or more, several under load) counts against startup_seconds. Charged to the first request
+    # instead, the import that follows a timeout timed out in turn on a loaded machine, and the
+    # component whose file it was lost every check to a hang elsewhere.
+    for name, use in (("fresh", None), ("forked", shared_template)):
+        box = sandbox(tmp_path / name, mode, use, monkeypatch)
+        try:
+            with pytest.raises(WorkerFault):
+                call(box, "hangs")
+            box.request({"op": "import", "module": "assignment1.probe"}, timeout=1)
+            assert "torch._dynamo" in call(box, "facts")["modules"]
+        finally:
+            box.close()
+
+
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

@@ -273,25 +273,24 @@ def _safe_str(e: BaseException) -> str:
 def main():
     scratch, req_fd, resp_fd, pycache = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     torch.set_num_threads(1)
-    # What the device-placement checks' meta kernels import on first use (a second or so), in the
-    # background while the grader starts; done before the first request, so before any of the
-    # submission's code runs and before the baseline of global state is taken.
+    # What the device-placement checks' meta kernels import on first use (a second or so, several
+    # under load), in the background while this process imports the grader's side; joined before
+    # "ready", so that it counts against startup_seconds and not against the first request's
+    # timeout (a restart after a timeout would otherwise time out again under load), and before any
+    # of the submission's code runs or the baseline of global state is taken.
     thread = threading.Thread(target=placement.warm, daemon=True)
     thread.start()
-    warming: threading.Thread | None = thread
     import_tree(f"{scratch}/{PACKAGE}", PACKAGE)
+    thread.join()
+    # Set only now: torch (already imported) keeps its cached bytecode, which takes seconds to
+    # rebuild, while the submission's code is compiled from its sources into a fresh prefix.
+    sys.pycache_prefix = pycache
+    worker = Worker(req_fd, resp_fd)
     protocol.write_all(resp_fd, protocol.encode({"ok": "ready"}))
     while True:
         try:
             req = protocol.read_frame(req_fd)
         except EOFError:
             return
-        if warming is not None:
-            warming.join()
-            warming = None
-            # Set only now: torch (already imported) keeps its cached bytecode, which takes seconds to
-            # rebuild, while the submission's code is compiled from its sources into a fresh prefix.
-            sys.pycache_prefix = pycache
-            worker = Worker(req_fd, resp_fd)
         worker.baseline.restore_switches()
         protocol.write_all(resp_fd, worker.handle(req))
