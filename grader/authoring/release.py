@@ -12,18 +12,18 @@ pytest, ruff and `find_course` would pick it up), and is audited before it is le
 """
 
 import ast
-import json
 import re
 import shutil
 import tomllib
 from pathlib import Path
+
+import tomli_w
 
 import grader
 from grader.course import ConfigError, Course, load
 
 # the kit's extras that only instructors and the kit's developers install
 INSTRUCTOR_EXTRAS = ("dev", "instructor")
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def write_release(*, course: Course, out: Path) -> list[Path]:
@@ -180,7 +180,7 @@ def course_text(course: Course) -> str:
     header = (f"# {course.name}: the student kit's course file, written by `grade release`.\n"
               "# It lists the public checks, which `grade assignmentN` runs here; your instructor also grades\n"
               "# with hidden checks, which are not in this kit. Edit nothing here: the instructor's copy counts.\n\n")
-    return header + toml_text(kept, inline=("weights",))
+    return header + tomli_w.dumps(kept)
 
 
 def pyproject_text(kit_pyproject: Path) -> str:
@@ -197,7 +197,7 @@ def pyproject_text(kit_pyproject: Path) -> str:
     kept = {"build-system": data.get("build-system", {}), "project": project}
     if "setuptools" in data.get("tool", {}):
         kept["tool"] = {"setuptools": data["tool"]["setuptools"]}
-    return "# the student kit's package, written by `grade release`: pip install -e .\n" + toml_text(kept)
+    return "# the student kit's package, written by `grade release`: pip install -e .\n" + tomli_w.dumps(kept)
 
 
 README = """\
@@ -260,55 +260,3 @@ def readme_text(course: Course) -> str:
                      for a in course.assignments.values())
     return README.format(name=course.name, assignments=rows)
 
-
-# a small TOML writer: the values tomllib gives back ----------------------------------------
-
-def toml_text(data: dict, inline: tuple[str, ...] = ()) -> str:
-    """Tables as [a.b] headers, keys in their order; tables named in `inline` written inline."""
-    lines: list[str] = []
-
-    def table(path: list[str], body: dict) -> None:
-        scalars = {k: v for k, v in body.items() if not isinstance(v, dict) or k in inline}
-        if path and (scalars or not body):
-            lines.extend(["", f"[{'.'.join(map(_key, path))}]"] if lines else [f"[{'.'.join(map(_key, path))}]"])
-        for k, v in scalars.items():
-            lines.append(_wrapped(f"{_key(k)} = ", v))
-        for k, v in body.items():
-            if k not in scalars:
-                table([*path, k], v)
-
-    table([], data)
-    return "\n".join(lines) + "\n"
-
-
-def _key(k: str) -> str:
-    return k if _BARE_KEY.fullmatch(k) else _value(k)
-
-
-def _value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):  # JSON's escapes are TOML's, but for DEL, which TOML wants escaped
-        return json.dumps(v, ensure_ascii=False).replace("\x7f", "\\u007f")
-    if isinstance(v, list):
-        return "[" + ", ".join(map(_value, v)) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{_key(k)} = {_value(x)}" for k, x in v.items()) + " }" if v else "{}"
-    raise ConfigError(f"release: cannot write {v!r} as TOML")  # dates: none in a course or pyproject file
-
-
-def _wrapped(prefix: str, v, width: int = 110) -> str:
-    """`key = [a, b, ...]`, a long list broken after its items, continued under its first."""
-    if not isinstance(v, list) or len(prefix + _value(v)) <= width:
-        return prefix + _value(v)
-    lines, line = [], prefix + "["
-    for i, item in enumerate(v):
-        text = _value(item) + ("]" if i == len(v) - 1 else ",")
-        if not line.endswith("[") and len(line) + 1 + len(text) > width:
-            lines.append(line)
-            line = " " * (len(prefix) + 1) + text
-        else:
-            line += ("" if line.endswith("[") else " ") + text
-    return "\n".join([*lines, line])
