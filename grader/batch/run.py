@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -47,8 +48,13 @@ def course_key(course: Course, assignment: str) -> str:
 
 def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: int = 1,
               scheduler: str | None = None, unsafe_process_isolation: bool = False,
-              full_feedback: bool = False, console: Console | None = None) -> Batch:
-    """Grade every submission under `root` for `assignment`; write the outputs into `out`."""
+              full_feedback: bool = False, console: Console | None = None,
+              stop: threading.Event | None = None) -> Batch:
+    """Grade every submission under `root` for `assignment`; write the outputs into `out`.
+
+    `stop`: once set (by a SIGINT handler, say), the batch raises KeyboardInterrupt after the
+    submission it is finishing, even where the interrupt itself was lost (a KeyboardInterrupt
+    raised inside a finalizer is printed and dropped by Python)."""
     from grader.sandbox import isolation
 
     console = console or Console(stderr=True)
@@ -110,6 +116,8 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
                 for entry, result in results:
                     finish(entry, result)
                     progress.update(task, advance=1, now=entry.student)
+                    if stop is not None and stop.is_set():
+                        raise KeyboardInterrupt
     finally:
         shutil.rmtree(work, ignore_errors=True)
         # whatever happened, the class's files show every submission graded so far

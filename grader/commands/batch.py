@@ -2,6 +2,8 @@
 
 import io
 import json
+import signal
+import threading
 from pathlib import Path
 
 from grader.cli import UsageParser, find_course, positive_int
@@ -43,14 +45,23 @@ def main(argv: list[str]) -> int:
     from grader.batch import run, summary
 
     console = Console(width=min(Console().width, 100))
+    stop = threading.Event()
+
+    def interrupt(signum, frame):
+        stop.set()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupt)
     try:
         batch = run.run_batch(course=course, assignment=args.assignment, root=Path(args.dir), out=out,
                               jobs=args.jobs, scheduler=args.scheduler,
                               unsafe_process_isolation=args.unsafe_process_isolation,
-                              full_feedback=args.full_feedback, console=console)
+                              full_feedback=args.full_feedback, console=console, stop=stop)
     except KeyboardInterrupt:
         console.print(f"Interrupted: what was graded is in {out}; run the same command again to go on.")
         return 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
     if not batch.rows:
         return 0
     recorder = Console(width=80, record=True, file=io.StringIO(), color_system=None)

@@ -141,6 +141,26 @@ def test_the_class_summary_is_printed_and_written(graded):
     assert max(map(len, text.splitlines())) <= 80
 
 
+def test_a_stop_that_lost_its_interrupt_still_ends_the_batch_after_one_submission(tmp_path):
+    # Python drops a KeyboardInterrupt raised inside a finalizer; the SIGINT handler of `grade batch`
+    # also sets `stop`, which the batch checks after each submission it finishes
+    import threading
+
+    from grader import load_course
+    from grader.batch import run
+
+    root = tmp_path / "class"
+    for i in range(3):
+        copy_tree(SOLUTIONS, root / f"student{i}")
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(KeyboardInterrupt):
+        run.run_batch(course=load_course(ROOT / "course.toml"), assignment="assignment1", root=root,
+                      out=tmp_path / "out", unsafe_process_isolation=True, stop=stop)
+    assert [p.name for p in (tmp_path / "out" / "reports").glob("*.json")] == ["student0.json"]
+    assert list(read_csv(tmp_path / "out" / "grades.csv")) == ["student0"]
+
+
 def test_an_interrupted_batch_resumes_without_regrading(tmp_path):
     root = tmp_path / "class"
     for i in range(4):
