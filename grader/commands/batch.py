@@ -51,7 +51,10 @@ def main(argv: list[str]) -> int:
         stop.set()
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, interrupt)
+    # an ignored SIGINT stays ignored (a background job of a shell script): Python's own rule
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, interrupt)
     try:
         batch = run.run_batch(course=course, assignment=args.assignment, root=Path(args.dir), out=out,
                               jobs=args.jobs, scheduler=args.scheduler,

@@ -170,7 +170,11 @@ def test_an_interrupted_batch_resumes_without_regrading(tmp_path):
     slow.write_text("import time\ntime.sleep(8)\n" + slow.read_text())
     out = tmp_path / "out"
     env = {**os.environ, "NO_COLOR": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(root), "--assignment", "assignment1",
+    # SIGINT handled as in a terminal, whatever this process was started with (a shell's background
+    # job starts with it ignored, and a batch keeps it so)
+    start = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "sys.argv[0] = 'grade'; runpy.run_module('grader', run_name='__main__')")
+    proc = subprocess.Popen([sys.executable, "-c", start, "batch", str(root), "--assignment", "assignment1",
                              "--out", str(out)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     deadline = time.monotonic() + 300
