@@ -85,3 +85,11 @@ def quick_course(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("course") / "course.toml"
     path.write_text(text)
     return path
+
+
+def cmdline(pid: str) -> bytes:
+    """/proc/<pid>/cmdline, or nothing for a process that is gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader.sandbox import isolation
-from tests.kit.conftest import ROOT, SOLUTIONS, full_marks, grade_json, mutant, scores
+from tests.kit.conftest import ROOT, SOLUTIONS, cmdline, full_marks, grade_json, mutant, scores
 
 pytestmark = pytest.mark.skipif(bool(isolation.unavailable()),
                                 reason=f"no namespaces here: {isolation.unavailable()}")
@@ -72,15 +72,9 @@ if os.fork() == 0:
     assert_full_marks(grade_json(hostile(tmp_path, attack), "assignment1"))
     time.sleep(2.5)
     assert not marker.exists()
-    alive = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).count(tag.encode())]
+    alive = [p for p in os.listdir("/proc") if p.isdigit() and cmdline(p).count(tag.encode())]
     assert not alive, f"the daemon outlived grading: pids {alive}"
 
-
-def _cmdline(pid: str) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
 
 
 def test_writes_outside_its_folder_change_nothing_and_its_folder_is_capped(tmp_path):

@@ -17,7 +17,7 @@ import pytest
 from grader.course import Limits
 from grader.sandbox import isolation, template
 from grader.sandbox.host import Sandbox, WorkerFault
-from tests.kit.conftest import ROOT, mutant
+from tests.kit.conftest import ROOT, cmdline, mutant
 from tests.kit.mutants import patches
 from tests.kit.test_reproducible import BUGS, without_timings
 
@@ -356,13 +356,6 @@ def test_a_hostile_submission_leaves_the_template_and_the_next_grade_alone(tmp_p
     assert without_timings(forked["report"]) == without_timings(fresh["report"])
     assert outside.read_text() == "kept\n"
     # the named daemons, and any fork of the template (its command line names the template's folder)
-    alive = [p for p in os.listdir("/proc") if p.isdigit() and any(mark.encode() in _cmdline(p)
+    alive = [p for p in os.listdir("/proc") if p.isdigit() and any(mark.encode() in cmdline(p)
                                                                    for mark in (tag, forked["dir"]))]
     assert not alive, f"the hostile submission's processes outlived its grade: {alive}"
-
-
-def _cmdline(pid: str) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
