@@ -3,7 +3,7 @@
 import dataclasses
 import io
 import time
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
 from grader.course import ConfigError, Course
@@ -56,11 +56,30 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, devic
     CPU; with `device` "cuda" the GPU tier runs too, where this process sees a CUDA device (the
     submission's process is not asked), and is reported skipped elsewhere. `sandbox`: one
     started by start_sandbox for the same submission (closed here); `template`: as for start_sandbox."""
+    sandbox = sandbox or start_sandbox(course=course, assignment=assignment, submission=submission, device=device,
+                                       template=template)
+    with _one_intra_op_thread():
+        return _grade(course, assignment, submission, device, sandbox)
+
+
+@contextmanager
+def _one_intra_op_thread():
+    """The checks' tensors are tiny: a second intra-op thread only spins, and on a busy machine
+    (a class graded on every core, CI) it waits for a core, which doubled a grade's time."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _grade(course: Course, assignment: str, submission: Path, device: str, sandbox: Sandbox) -> Report:
     from grader import attribution, forbidden, performance, scoring
     from grader.suite.remote import Submission
 
-    sandbox = sandbox or start_sandbox(course=course, assignment=assignment, submission=submission, device=device,
-                                       template=template)
     spec = course.assignment(assignment)
     submission = Path(submission).resolve()
     tiers = suite_files(course, assignment)
@@ -123,6 +142,8 @@ def run_checks(course: Course, student, checks: dict[str, tuple[str, ...]]) -> d
              "-o", "python_files=test_*.py", "-W", "ignore"]
     with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err:
         code = pytest.main(args, plugins=[plugin])
+    if code == pytest.ExitCode.INTERRUPTED:  # pytest catches Ctrl-C and returns: the grade is unfinished
+        raise KeyboardInterrupt
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise RuntimeError(f"the grading suites did not run (pytest exit {code})\n"
                            f"{(out.getvalue() + err.getvalue())[-3000:]}")

@@ -3,7 +3,8 @@
 A worker grades one submission at a time, each in its own sandbox, like `grade` does; what
 it keeps between submissions is the grader's side (pytest, Hypothesis, the course and the
 reference, imported once) and a worker template (grader.sandbox.template): torch imported
-once, forked into each submission's sandbox before any of its code loads. Grading the same
+once, forked into each submission's sandbox before any of its code loads; both are a
+grader.warm.Grader per course. Grading the same
 tree after others gives the same report as grading it first (tests/kit/test_reproducible.py,
 tests/kit/test_template.py).
 """
@@ -20,15 +21,13 @@ import time
 import traceback
 from pathlib import Path
 
-from grader.course import Course
-from grader.sandbox.template import Template, TemplateError, unavailable
+from grader.warm import Grader
 
 # pytest.main, Hypothesis and redirected stdout are process-wide: one grading at a time per
 # process, even where a Dask worker runs several tasks in threads
 _LOCK = threading.Lock()
-_COURSES: dict[Path, Course] = {}
-# one worker template per course (its limits) and process: torch imported once, a fork per worker start
-_TEMPLATES: dict[Path, Template] = {}
+# one warm grader per course and process: its template imports torch once, a fork per worker start
+_GRADERS: dict[Path, Grader] = {}
 
 
 def start_pool_worker() -> None:
@@ -47,22 +46,14 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def course_at(path: Path) -> Course:
+def grader_for(course_path: Path) -> Grader:
+    """This process's warm grader for the course, started on first use."""
     from grader import load_course
 
-    if path not in _COURSES:
-        _COURSES[path] = load_course(path)
-    return _COURSES[path]
-
-
-def template_for(course_path: Path, course: Course) -> Template | None:
-    """This process's template for the course, started on first use; None where templates cannot run."""
-    if unavailable():
-        return None
-    if course_path not in _TEMPLATES:
-        _TEMPLATES[course_path] = Template(course.limits).start()
-        atexit.register(_TEMPLATES[course_path].close)
-    return _TEMPLATES[course_path]
+    if course_path not in _GRADERS:
+        _GRADERS[course_path] = Grader(load_course(course_path)).start()
+        atexit.register(_GRADERS[course_path].close)
+    return _GRADERS[course_path]
 
 
 def grade_tree(*, course_path: Path, assignment: str, tree: Path, student: str,
@@ -74,19 +65,13 @@ def grade_tree(*, course_path: Path, assignment: str, tree: Path, student: str,
     with _LOCK:
         started = time.monotonic()
         try:
-            from grader import grading
             from grader.sandbox import isolation
 
-            course = course_at(Path(course_path))
-            if require_namespaces and isolation.choose(course.limits) != "namespaces":
+            grader = grader_for(Path(course_path))
+            if require_namespaces and isolation.choose(grader.course.limits) != "namespaces":
                 why = isolation.unavailable() or "isolation is set to process"
                 return {"error": f"namespaces are not available on worker {os.uname().nodename} ({why})"}
-            try:
-                template = template_for(Path(course_path), course)
-            except TemplateError:  # grading still works, each worker a fresh Python
-                template = None
-            report = grading.grade_submission(course=course, assignment=assignment, submission=Path(tree),
-                                              template=template)
+            report = grader.grade(assignment=assignment, submission=Path(tree))
         except KeyboardInterrupt:
             raise
         except Exception as e:

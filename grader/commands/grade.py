@@ -1,7 +1,8 @@
-"""`grade assignmentN`: grade one tree, print the report, optionally write the JSON."""
+"""`grade assignmentN`: grade one tree, print the report, optionally write the JSON; `--watch`: again on every save."""
 
 import json
 import os
+import time
 from pathlib import Path
 
 from grader.cli import UsageParser, find_course
@@ -17,12 +18,15 @@ def parser() -> UsageParser:
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="'cuda' also runs the course's GPU checks where this machine has a CUDA device "
                         "(reported as skipped elsewhere); every other check runs on the CPU either way")
+    p.add_argument("--watch", action="store_true",
+                   help="keep running: grade again whenever a graded file of the submission changes (Ctrl-C stops)")
     p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     return p
 
 
 def main(argv: list[str]) -> int:
-    from grader import grading, load_course
+    from grader import load_course
+    from grader.warm import Grader
 
     args = parser().parse_args(argv)
     course = load_course(find_course(args.course))
@@ -33,28 +37,70 @@ def main(argv: list[str]) -> int:
     to_stdout = args.json == "-"
     if args.json and not to_stdout and not Path(args.json).resolve().parent.is_dir():
         raise ConfigError(f"--json: the folder of {args.json!r} does not exist")
+    if args.watch and to_stdout:
+        raise ConfigError("--json: '-' cannot be combined with --watch (give a file, rewritten after each grade)")
+    if args.watch:
+        return _watch(args, Grader(course), submission)
     # the worker imports torch while this process imports pytest, Hypothesis and rich
-    sandbox = grading.start_sandbox(course=course, assignment=args.assignment, submission=submission,
-                                    device=args.device)
+    grader = Grader(course, template=False)
+    sandbox = grader.sandbox(assignment=args.assignment, submission=submission, device=args.device)
 
     from rich.console import Console
 
     from grader.render import report
-    from grader.results import to_json
 
     console = Console(stderr=to_stdout, no_color="NO_COLOR" in os.environ or None)
     with console.status(f"grading {args.assignment} ...", spinner="dots"):
-        result = grading.grade_submission(course=course, assignment=args.assignment, submission=submission,
-                                          device=args.device, sandbox=sandbox)
+        result = grader.grade(assignment=args.assignment, submission=submission, device=args.device, sandbox=sandbox)
     report.render(result, console)
     if args.json:
-        text = json.dumps(to_json(result), indent=2)
-        if to_stdout:
-            print(text)
-        else:
-            try:
-                Path(args.json).write_text(text + "\n")
-            except OSError as e:  # the grade is not lost: the report is on screen and the JSON goes to stdout
-                print(text)
-                raise ConfigError(f"--json: cannot write {args.json!r} ({e.strerror})") from None
+        _write_json(result, args.json)
+    return 0
+
+
+def _write_json(result, where: str) -> None:
+    from grader.results import to_json
+
+    text = json.dumps(to_json(result), indent=2)
+    if where == "-":
+        print(text)
+        return
+    try:
+        Path(where).write_text(text + "\n")
+    except OSError as e:  # the grade is not lost: the report is on screen and the JSON goes to stdout
+        print(text)
+        raise ConfigError(f"--json: cannot write {where!r} ({e.strerror})") from None
+
+
+def _watch(args, grader, submission: Path) -> int:
+    from rich.console import Console
+
+    from grader.render import report
+    from grader.watch import watch, watched_files
+
+    console = Console(no_color="NO_COLOR" in os.environ or None)
+    files = watched_files(grader.course, args.assignment, submission)
+    count = 0
+
+    def show(result, changed: list[str]) -> None:
+        nonlocal count
+        count += 1
+        if args.json:  # before the line that says the grade is done
+            _write_json(result, args.json)
+        console.clear()
+        report.render(result, console)
+        why = f"after a change to {', '.join(changed)}" if changed else "first grade"
+        console.print(f"[bold]grade {count}[/] at {time.strftime('%H:%M:%S')} ({why}), "
+                      f"{result.duration:.1f} s. Watching {len(files)} files in {submission}; Ctrl-C stops.",
+                      highlight=False)
+
+    def announce(changed: list[str]) -> None:
+        why = f" after a change to {', '.join(changed)}" if changed else ""
+        console.print(f"grading {args.assignment}{why} ...", highlight=False)
+
+    try:
+        with grader:
+            watch(grader=grader, assignment=args.assignment, submission=submission, show=show, announce=announce)
+    except KeyboardInterrupt:
+        console.print(f"Stopped watching after {count} grade{'s' * (count != 1)}.")
     return 0

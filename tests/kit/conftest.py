@@ -1,5 +1,6 @@
-"""Shared steps of the kit's own tests: grade a tree through the real command line."""
+"""Shared steps of the kit's own tests: grade a tree through the warm grader, or the real command line."""
 
+import atexit
 import json
 import os
 import re
@@ -21,12 +22,33 @@ def run_grade(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.
                           text=True, timeout=timeout)
 
 
-def grade_json(tree: Path, assignment: str, *extra: str) -> dict:
-    """Grade `tree` and return the JSON report; the command must exit 0 without a traceback."""
+def cli_json(tree: Path, assignment: str, *extra: str) -> dict:
+    """Grade `tree` with `grade ... --json -` and return the JSON report; the command must exit 0
+    without a traceback."""
     proc = run_grade(assignment, "--submission", str(tree), "--json", "-", *extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     return json.loads(proc.stdout)
+
+
+_GRADERS: dict = {}
+
+
+def grade_json(tree: Path, assignment: str, *, course: Path = ROOT / "course.toml", device: str = "cpu") -> dict:
+    """Grade `tree` in this process through the warm grader that `grade`, `grade --watch` and `grade
+    batch` use (grader.warm.Grader: a worker forked per grade from a template, in the same isolation),
+    and return the JSON report as `grade --json` writes it; one grader per course and test process.
+    tests/kit/test_warm.py holds it to the command line's JSON."""
+    from grader import load_course
+    from grader.results import to_json
+    from grader.warm import Grader
+
+    key = Path(course).resolve()
+    if key not in _GRADERS:
+        _GRADERS[key] = Grader(load_course(key)).start()
+        atexit.register(_GRADERS[key].close)
+    report = _GRADERS[key].grade(assignment=assignment, submission=tree, device=device)
+    return json.loads(json.dumps(to_json(report)))
 
 
 def scores(report: dict) -> dict[str, float]:

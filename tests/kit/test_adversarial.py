@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.kit.attacks import ATTACKS, PROBE_PORT, build
-from tests.kit.conftest import ROOT, assert_loses_only_in, full_marks, grade_json, mutant, run_grade, scores
+from tests.kit.conftest import ROOT, assert_loses_only_in, cli_json, full_marks, mutant, run_grade, scores
 
 # the harness reads /proc; the kit's CI is Linux
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the adversarial suite reads /proc: Linux only")
@@ -141,5 +141,5 @@ def test_the_reference_is_nowhere_in_the_submissions_process(tmp_path):
     old = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        ### BEGIN SOLUTION\n" \
           "        return self.position(self.token(x))  # (B, T, d_model)\n        ### END SOLUTION\n"
     tree = mutant(tmp_path, {"assignment1/embedding.py": [(old, CHEAT)]})
-    assert_loses_only_in(grade_json(tree, "assignment1"), "TransformerEmbedding")
+    assert_loses_only_in(cli_json(tree, "assignment1"), "TransformerEmbedding")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.kit.attacks import ATTACKS, build
-from tests.kit.conftest import ROOT, SOLUTIONS, grade_json, mutant, run_grade
+from tests.kit.conftest import ROOT, SOLUTIONS, cli_json, mutant, run_grade
 
 LN_BUG = {"assignment1/layer_norm.py": [("unbiased=False", "unbiased=True")]}
 
@@ -102,7 +102,7 @@ def test_every_submission_gets_a_row_whatever_it_does(graded, class_dir):
 def test_batch_grades_equal_grade_s_own(graded, class_dir, quick_course):
     out, _ = graded
     for student in ("partial", "hangs_ignoring_signals"):
-        direct = grade_json(class_dir / student, "assignment1", "--course", str(quick_course))
+        direct = cli_json(class_dir / student, "assignment1", "--course", str(quick_course))
         report = json.loads((out / "reports" / f"{student}.json").read_text())
         assert report["score"] == direct["score"]
         assert [(c["name"], c["score"]) for c in report["components"]] == \

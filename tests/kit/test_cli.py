@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit.conftest import ROOT, SOLUTIONS, grade_json, mutant, run_grade
+from tests.kit.conftest import ROOT, SOLUTIONS, cli_json, mutant, run_grade
 
 
 def one_line_error(proc, *words, prog="grade"):
@@ -113,7 +113,7 @@ def test_a_timeout_names_the_limit_that_expired(tmp_path):
     forward = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
     hang = forward + "        while True:\n            pass\n"
     tree = mutant(tmp_path, {"assignment1/feed_forward.py": [(forward, hang)]})
-    report = grade_json(tree, "assignment1", "--course", str(course))
+    report = cli_json(tree, "assignment1", "--course", str(course))
     hung = {t["message"] for c in report["components"] for t in c["tests"] if t["status"] == "timeout"}
     assert hung
     for message in hung:

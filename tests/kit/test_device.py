@@ -126,13 +126,13 @@ def test_the_gpu_tier_with_the_cpu_standing_in_passes_the_solutions_and_catches_
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine: nothing to run the GPU "
                                                           "tier on (the CPU stands in for it in the test above)")
 def test_the_gpu_tier_runs_on_a_gpu_and_catches_a_device_bug(tmp_path):
-    report = grade_json(SOLUTIONS, "assignment3", "--device", "cuda")
+    report = grade_json(SOLUTIONS, "assignment3", device="cuda")
     gpu = [t for t in checks(report).values() if t["tier"] == "cuda"]
     assert gpu and all(t["status"] == "passed" for t in gpu), gpu
     assert scores(report) == full_marks(report) and report["gpu"]["available"] and report["gpu"]["seconds"] > 0
     spec = DEVICE_BUGS["transformer_builds_its_causal_mask_on_the_cpu"]
     tree = mutant(tmp_path, spec.patches)
-    report = grade_json(tree, "assignment3", "--device", "cuda")
+    report = grade_json(tree, "assignment3", device="cuda")
     assert_loses_only_in(report, spec.component)
     on_gpu = checks(report)["transformer_on_the_gpu"]
     assert on_gpu["status"] == "failed" and line_of(tree, next(iter(spec.patches)), spec.line) in on_gpu["message"]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader.sandbox import isolation
-from tests.kit.conftest import ROOT, SOLUTIONS, cmdline, full_marks, grade_json, mutant, scores
+from tests.kit.conftest import ROOT, SOLUTIONS, cli_json, cmdline, full_marks, mutant, scores
 
 pytestmark = pytest.mark.skipif(bool(isolation.unavailable()),
                                 reason=f"no namespaces here: {isolation.unavailable()}")
@@ -56,7 +56,7 @@ for path in {[str(p) for p in secrets]!r}:
     except OSError as e:
         print("refused:", e)
 """
-    assert_full_marks(grade_json(hostile(tmp_path, attack), "assignment1"))
+    assert_full_marks(cli_json(hostile(tmp_path, attack), "assignment1"))
 
 
 def test_a_daemon_dies_with_the_sandbox(tmp_path):
@@ -69,7 +69,7 @@ if os.fork() == 0:
                                   "open(sys.argv[1], 'w').write('alive')", {str(marker)!r}, {tag!r}])
     os._exit(0)
 """
-    assert_full_marks(grade_json(hostile(tmp_path, attack), "assignment1"))
+    assert_full_marks(cli_json(hostile(tmp_path, attack), "assignment1"))
     time.sleep(2.5)
     assert not marker.exists()
     alive = [p for p in os.listdir("/proc") if p.isdigit() and cmdline(p).count(tag.encode())]
@@ -106,7 +106,7 @@ except OSError as e:
     print("refused:", e)
 """
     try:
-        assert_full_marks(grade_json(hostile(tmp_path, attack), "assignment1", "--course", str(kit / "course.toml")))
+        assert_full_marks(cli_json(hostile(tmp_path, attack), "assignment1", "--course", str(kit / "course.toml")))
     finally:
         planted.unlink(missing_ok=True)
     assert [digest(p) for p in kept] == before
@@ -123,7 +123,7 @@ with socket.create_connection(("127.0.0.1", {listener.getsockname()[1]}), timeou
     s.sendall(b"leak")
 LEAK = True
 """
-        assert_full_marks(grade_json(hostile(tmp_path, attack), "assignment1"))
+        assert_full_marks(cli_json(hostile(tmp_path, attack), "assignment1"))
         with pytest.raises(BlockingIOError):
             listener.accept()
 
@@ -139,7 +139,7 @@ for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
         LEAK = True
 LEAK = LEAK or os.path.exists("/proc/{os.getpid()}")
 """
-    assert_full_marks(grade_json(hostile(tmp_path, attack), "assignment1"))
+    assert_full_marks(cli_json(hostile(tmp_path, attack), "assignment1"))
 
 
 def test_nothing_is_left_for_the_next_submission(tmp_path):
@@ -161,8 +161,8 @@ if libc.shmget({key}, 0, 0) >= 0:
     libc.shmctl(libc.shmget({key}, 0, 0), 0, None)
 """
     try:
-        assert_full_marks(grade_json(hostile(tmp_path, leave, "first"), "assignment1"))
-        assert_full_marks(grade_json(hostile(tmp_path, find, "second"), "assignment1"))
+        assert_full_marks(cli_json(hostile(tmp_path, leave, "first"), "assignment1"))
+        assert_full_marks(cli_json(hostile(tmp_path, find, "second"), "assignment1"))
     finally:
         for path in places[:2]:
             Path(path).unlink(missing_ok=True)
@@ -170,6 +170,6 @@ if libc.shmget({key}, 0, 0) >= 0:
 
 def test_without_namespaces_grading_still_works(monkeypatch):
     monkeypatch.setenv(isolation.ENV_VAR, "process")
-    report = grade_json(SOLUTIONS, "assignment1")
+    report = cli_json(SOLUTIONS, "assignment1")
     assert report["isolation"] == "process"
     assert scores(report) == full_marks(report)

@@ -24,7 +24,7 @@ from grader import load_course
 from grader.authoring.stubs import BEGIN, END
 from grader.course import Performance
 from grader.gradebook import cells
-from tests.kit.conftest import ROOT, SOLUTIONS, grade_json, run_grade
+from tests.kit.conftest import ROOT, SOLUTIONS, cli_json, run_grade
 
 pytestmark = pytest.mark.xdist_group("nbgrader")  # one pipeline, built once, for every test here
 
@@ -140,7 +140,7 @@ def pipeline(tmp_path_factory, quick_course):
     prepared = proc.stdout.split()
     # grade's own reports of the same trees, graded meanwhile (it mostly waits on dan's hang)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        futures = {s: pool.submit(grade_json, course_dir / "submitted" / s / A1, A1, "--course", str(quick_course))
+        futures = {s: pool.submit(cli_json, course_dir / "submitted" / s / A1, A1, "--course", str(quick_course))
                    for s in STUDENTS}
         _nbgrader(course_dir, env, "autograde", A1)
         _nbgrader(course_dir, env, "export")

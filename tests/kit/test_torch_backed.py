@@ -105,20 +105,21 @@ VARIANTS = {
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
-def test_a_torch_backed_version_gets_full_marks(tmp_path, name):
+def test_a_torch_backed_version_gets_full_marks(tmp_path, course_without_forbidden, name):
     assignment, patches = VARIANTS[name]
-    report = grade_json(mutant(tmp_path, patches), assignment, "--course", str(course_without_forbidden(tmp_path)))
+    report = grade_json(mutant(tmp_path, patches), assignment, course=course_without_forbidden)
     lost = {c["name"]: [t["id"] for t in c["tests"] if t["status"] != "passed"] for c in report["components"]
             if c["score"] != c["max_score"]}
     assert scores(report) == full_marks(report), lost
 
 
-def course_without_forbidden(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def course_without_forbidden(tmp_path_factory) -> Path:
     """The kit's course.toml without `forbidden` lists, its folders named absolutely."""
     text = re.sub(r"^forbidden = \[[^\]]*\]\n", "", (ROOT / "course.toml").read_text(), flags=re.M)
     for key, folder in (("reference", "solutions"), ("assignments", "assignments"), ("suites", "tests/grading")):
         text = text.replace(f'{key} = "{folder}"', f'{key} = "{ROOT / folder}"', 1)
     assert "forbidden = [" not in text
-    path = tmp_path / "course.toml"
+    path = tmp_path_factory.mktemp("course") / "course.toml"
     path.write_text(text)
     return path

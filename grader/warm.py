@@ -1,0 +1,75 @@
+"""A warm grader: one process that grades submission after submission.
+
+    with Grader(course) as grader:
+        for tree in trees:
+            report = grader.grade(assignment="assignment3", submission=tree)
+
+What a cold `grade` pays once per run is paid here once per process: the grader's imports
+(pytest, Hypothesis, torch, the suites and the reference, which stay in `sys.modules`) and a
+worker template (grader.sandbox.template) that has imported torch, so that each grading's
+worker is a fork of it rather than a fresh Python. Every grading still gets a fresh worker in
+the same isolation, and the same JSON as a cold run (tests/kit/test_warm.py). `grade`, `grade
+--watch`, `grade batch` (each pool or Dask worker) and the kit's own tests all grade through
+this class; `template=False` starts each worker as a fresh Python instead, which a single cold
+run prefers (its worker imports torch while this process imports the rest).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from grader.course import Course
+
+if TYPE_CHECKING:
+    from grader.results import Report
+    from grader.sandbox.host import Sandbox
+    from grader.sandbox.template import Template
+
+
+class Grader:
+    def __init__(self, course: Course, *, template: bool = True):
+        self.course = course
+        self._use_template = template
+        self._template: Template | None = None
+
+    def __enter__(self) -> Grader:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def start(self) -> Grader:
+        """Import the grader's side and start the template (where templates run); idempotent."""
+        import hypothesis  # noqa: F401
+        import pytest  # noqa: F401
+
+        import grader.suite.plugin  # noqa: F401
+        from grader.sandbox.template import Template, TemplateError, unavailable
+
+        if self._use_template and self._template is None and not unavailable():
+            try:
+                self._template = Template(self.course.limits).start()
+            except TemplateError:  # grading still works, each worker a fresh Python
+                self._use_template = False
+        return self
+
+    def sandbox(self, *, assignment: str, submission: Path, device: str = "cpu") -> Sandbox:
+        """Stage `submission` and start its worker now (see grader.grading.start_sandbox)."""
+        from grader.grading import start_sandbox
+
+        return start_sandbox(course=self.course, assignment=assignment, submission=submission, device=device,
+                             template=self._template)
+
+    def grade(self, *, assignment: str, submission: Path, device: str = "cpu",
+              sandbox: Sandbox | None = None) -> Report:
+        """Grade `submission` (see grader.grading.grade_submission); `sandbox`: one from self.sandbox."""
+        from grader.grading import grade_submission
+
+        return grade_submission(course=self.course, assignment=assignment, submission=submission, device=device,
+                                sandbox=sandbox, template=self._template)
+
+    def close(self) -> None:
+        if self._template is not None:
+            self._template.close()
+            self._template = None

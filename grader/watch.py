@@ -1,0 +1,76 @@
+"""`grade assignmentN --watch`: grade, then grade again whenever a graded file changes.
+
+Each re-grade is a whole grade on a warm grader (grader.warm): a fresh worker forked from the
+template, every check run, the same report a cold `grade` gives. Changes are seen by watchfiles
+(inotify where there is one), debounced: the writes of one save, an editor's rename dance or a
+`git checkout` of several files make one re-grade, and an edit made while a grade runs makes one
+more when it ends.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from grader.course import Course
+from grader.results import Report
+from grader.warm import Grader
+
+
+def watched_files(course: Course, assignment: str, submission: Path) -> set[Path]:
+    """The files a grade of `assignment` stages from `submission` (its own and those it builds on)."""
+    root = Path(submission).resolve()
+    return {root / spec.name / name for spec in course.closure(assignment) for name in spec.files}
+
+
+def watch(*, grader: Grader, assignment: str, submission: Path, show: Callable[[Report, list[str]], None],
+          announce: Callable[[list[str]], None] = lambda changed: None, stop: threading.Event | None = None,
+          debounce_ms: int = 1600, step_ms: int = 100) -> int:
+    """Grade `submission`, then again after each change to a watched file, until `stop` is set or
+    Ctrl-C; `show(report, changed)` gets every report, with the names of the files whose change
+    caused it ([] for the first), and `announce(changed)` is called as each grade starts. Returns the
+    number of grades; Ctrl-C raises KeyboardInterrupt."""
+    import watchfiles
+
+    submission = Path(submission).resolve()
+    files = watched_files(grader.course, assignment, submission)
+    stop = stop or threading.Event()
+    seen: queue.Queue[set] = queue.Queue()
+
+    def observe() -> None:
+        # watching from before the first grade, in a thread of its own: a save made while a grade
+        # runs is seen, and graded once that grade ends
+        for changes in watchfiles.watch(submission, watch_filter=lambda _change, path: Path(path) in files,
+                                        debounce=debounce_ms, step=step_ms, stop_event=stop, raise_interrupt=False):
+            seen.put(changes)
+
+    observer = threading.Thread(target=observe, name="grade-watch", daemon=True)
+    observer.start()
+    changed: list[str] = []
+    grades = 0
+    try:
+        while not stop.is_set():
+            announce(changed)
+            show(grader.grade(assignment=assignment, submission=submission), changed)
+            grades += 1
+            paths = _next_changes(seen, stop)
+            changed = sorted({str(Path(path).relative_to(submission)) for _change, path in paths})
+    finally:
+        stop.set()
+        observer.join(timeout=5)
+    return grades
+
+
+def _next_changes(seen: queue.Queue, stop: threading.Event) -> set:
+    """Every change seen since the last grade, waiting for one; empty once `stop` is set."""
+    paths: set = set()
+    while not paths and not stop.is_set():
+        try:
+            paths |= seen.get(timeout=0.2)
+        except queue.Empty:
+            continue
+    while not seen.empty():
+        paths |= seen.get_nowait()
+    return paths

@@ -1,0 +1,111 @@
+"""`grade assignmentN --watch`, run as a student runs it: one re-grade per save, a half-written
+file is a report and not a crash, Ctrl-C ends it cleanly."""
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from tests.kit.conftest import ROOT, mutant
+from tests.kit.mutants import BUGS
+
+LN = "assignment1/layer_norm.py"
+# SIGINT handled as in a terminal, whatever this process was started with (a shell's background
+# job starts with it ignored, and Python keeps an ignored SIGINT)
+START = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+         "sys.argv[0] = 'grade'; runpy.run_module('grader', run_name='__main__')")
+
+
+class Watching:
+    """A `grade --watch` process and the lines it has printed so far."""
+
+    def __init__(self, *args: str):
+        env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb", "COLUMNS": "100"}
+        self.proc = subprocess.Popen([sys.executable, "-c", START, *args], cwd=ROOT, env=env, text=True,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.lines: list[str] = []
+        self._new: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._new.put(line)
+
+    def grades(self) -> int:
+        return sum(line.startswith("grade ") and " at " in line for line in self.lines)
+
+    def await_grades(self, n: int, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while self.grades() < n:
+            try:
+                self.lines.append(self._new.get(timeout=max(deadline - time.monotonic(), 0.01)))
+            except queue.Empty:
+                raise AssertionError(f"no grade {n} within {timeout} s:\n{''.join(self.lines)[-3000:]}") from None
+
+    def settle(self, seconds: float) -> None:
+        """Collect what is printed within `seconds`."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                self.lines.append(self._new.get(timeout=left))
+            except queue.Empty:
+                break
+
+
+def layer_norm_score(path: Path) -> float:
+    report = json.loads(path.read_text())
+    return next(c["score"] for c in report["components"] if c["name"] == "LayerNorm")
+
+
+def test_each_save_is_graded_once_and_ctrl_c_ends_the_watch(tmp_path):
+    tree = mutant(tmp_path, {})
+    out = tmp_path / "report.json"
+    watching = Watching("assignment1", "--submission", str(tree), "--json", str(out), "--watch")
+    try:
+        watching.await_grades(1)
+        assert layer_norm_score(out) == 10
+        source = tree / LN
+        correct = source.read_text()
+        (old, new), = BUGS["layer_norm_unbiased_variance"].patches[LN]
+        source.write_text(correct.replace(old, new))
+        watching.await_grades(2)
+        assert layer_norm_score(out) < 10
+        assert "after a change to assignment1/layer_norm.py" in "".join(watching.lines)
+
+        # saved mid-edit: a syntax error is a report for that file's components
+        source.write_text(correct.replace("def forward(self", "def forward(self,,"))
+        watching.await_grades(3)
+        report = json.loads(out.read_text())
+        norm = next(c for c in report["components"] if c["name"] == "LayerNorm")
+        assert norm["score"] == 0 and any("SyntaxError" in t["message"] for t in norm["tests"]), norm
+        assert next(c for c in report["components"] if c["name"] == "PositionwiseFeedForward")["score"] == 8
+
+        # a file the grade does not stage changes nothing; one save is one grade
+        (tree / "assignment1" / "notes.txt").write_text("scratch\n")
+        (tree / LN).write_text(correct)
+        watching.await_grades(4)
+        watching.settle(5)
+        assert watching.grades() == 4, "".join(watching.lines)[-3000:]
+        assert layer_norm_score(out) == 10
+    finally:
+        watching.proc.send_signal(signal.SIGINT)
+        try:
+            code = watching.proc.wait(60)
+        finally:
+            watching.proc.kill()
+    watching.settle(1)
+    printed = "".join(watching.lines)
+    assert code == 0 and "Traceback" not in printed, printed[-3000:]
+    assert printed.rstrip().endswith("Stopped watching after 4 grades.")
+
+
+def test_watch_refuses_json_on_stdout(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "grader", "assignment1", "--watch", "--json", "-"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--json" in proc.stderr, proc.stderr
