@@ -149,10 +149,11 @@ class Sandbox:
                           since=self.started)
             self.ready = True
 
-    def request(self, message: dict, timeout: float | None = None):
+    def request(self, message: dict, timeout: float | None = None, why: str | None = None):
         """Send one request and return the worker's answer; raise StudentError or WorkerFault.
 
-        `timeout`: this request's own deadline in seconds, instead of the course's timeout_seconds."""
+        `timeout`: this request's own deadline in seconds, instead of the course's timeout_seconds;
+        `why`: what a timeout's message says of that deadline (default: set in its grading suite)."""
         from grader.sandbox.child import protocol  # imports torch: not at module level, so the worker can start first
         self._await_ready()
         try:
@@ -160,7 +161,7 @@ class Sandbox:
         except (BrokenPipeError, OSError):
             self._fault("crash", self._death("before the request"))
         if timeout:
-            seconds, where = timeout, "this check's own timeout, set in its grading suite"
+            seconds, where = timeout, why or "this check's own timeout, set in its grading suite"
         else:
             seconds, where = self.limits.timeout_seconds, self.limits.where("timeout_seconds")
         reply = self._receive(seconds, where, _doing(message))

@@ -76,6 +76,8 @@ class GradingPlugin:
     def __init__(self, course: Course, submission: Submission, checks: dict[str, tuple[str, ...]]):
         self.course, self.submission, self.checks = course, submission, checks
         self.results: dict[str, Outcome] = {}
+        self.component_of = {chk.id: comp.name for a in course.assignments.values() for comp in a.components
+                             for chk in comp.checks}
 
     def pytest_configure(self, config):
         hypothesis.settings.register_profile(
@@ -116,8 +118,9 @@ class GradingPlugin:
 
     @pytest.fixture(autouse=True)
     def _one_check(self, request):
-        self.submission.begin_check()
-        parts = self.checks.get(request.node.name.removeprefix("test_"), ())
+        check = request.node.name.removeprefix("test_")
+        self.submission.begin_check(self.component_of.get(check, ""))
+        parts = self.checks.get(check, ())
         if parts:
             self.submission.swap(*parts)
         yield

@@ -1,5 +1,7 @@
 """What a grading test holds: proxies for the submission's objects, living in the sandbox."""
 
+import time
+
 import torch
 
 from grader.sandbox.child import protocol
@@ -7,12 +9,19 @@ from grader.sandbox.host import Sandbox, WorkerFault
 from grader.suite.checks import Mismatch, short
 from grader.suite.parts import ReferenceParts
 
+SHORT_TIMEOUT = 0.1  # of the usual deadline, for a component that has hung already
+RELATIVE_SLACK = 3.0  # ... but never less than this many times its slowest answer in time
+MIN_SHORT_SECONDS = 1.0
+
 
 class Submission:
     """The `student` fixture: builds and calls the submission's code through the sandbox.
 
-    A fault (crash, timeout, tampering) during one component's checks fails that
-    component's remaining checks at once instead of restarting the worker for each.
+    A fault (crash, timeout, tampering) fails the rest of its check at once. Once a component
+    has hung, each later request of its checks gets a short deadline (SHORT_TIMEOUT of the
+    usual one, and never less than RELATIVE_SLACK times its slowest answer so far): a hang
+    costs about one timeout per component rather than one per check, and checks whose inputs
+    do not make it hang still pass.
 
     Every check runs on the CPU; `gpu` is the device the GPU tier moves modules and inputs to
     ("cuda"), chosen by the grader (None where that tier does not run).
@@ -32,14 +41,18 @@ class Submission:
         self.output_seen = 0  # bytes of the submission's output already given to a check
         self.forbidden: list[str] = []  # course.toml's forbidden APIs, watched in the worker (grader.forbidden)
         self.executed: list = []  # what the worker saw the submission run of them, as it says
+        self.component = ""  # of the check running
+        self.hung: set[str] = set()  # components with a request that timed out
+        self.slowest: dict[str, float] = {}  # component -> its slowest answer in time, in seconds
 
     def new_output(self, limit: int) -> str:
         """What the submission printed since the last call (at most `limit` bytes)."""
         text, self.output_seen = self.sandbox.read_output(self.output_seen, limit)
         return text
 
-    def begin_check(self):
+    def begin_check(self, component: str = ""):
         self.check_fault = None
+        self.component = component
 
     def _request(self, message: dict, timeout: float | None = None):
         # A fault fails the rest of its own check at once (Hypothesis replays failing
@@ -50,11 +63,22 @@ class Submission:
         target = message.get("target")
         if isinstance(target, str) and target.startswith("assignment"):
             self._import(target.partition(":")[0])
+        component, where = self.component, None
+        if component in self.hung:
+            usual = timeout or self.sandbox.limits.timeout_seconds
+            timeout = min(usual, max(usual * SHORT_TIMEOUT, MIN_SHORT_SECONDS,
+                                     RELATIVE_SLACK * self.slowest.get(component, 0.0)))
+            where = f"shortened from {usual:g} s: {component} hung in an earlier check"
+        started = time.monotonic()
         try:
-            value = self.sandbox.request(message, timeout)
+            value = self.sandbox.request(message, timeout, where)
         except WorkerFault as fault:
             self.check_fault = fault
+            if fault.kind == "timeout" and component:
+                self.hung.add(component)
             raise
+        if component:
+            self.slowest[component] = max(self.slowest.get(component, 0.0), time.monotonic() - started)
         return self._wrap(value)
 
     def _import(self, module: str):

@@ -1,0 +1,36 @@
+"""A hang costs about one timeout per component, not one per check, and no checks the
+component passes on inputs that do not make it hang."""
+
+from tests.kit.conftest import assert_loses_only_in, grade_json, mutant
+
+PE = "assignment1/positional_encoding.py"
+MHA = "assignment2/multi_head_attention.py"
+FULL = "(course.toml [limits] timeout_seconds = 3)"
+
+
+def checks_of(report: dict, component: str) -> list[dict]:
+    return next(c for c in report["components"] if c["name"] == component)["tests"]
+
+
+def test_a_component_that_always_hangs_waits_the_full_timeout_once(tmp_path, quick_course):
+    forward = "        B, T_q, _ = q.shape\n"
+    tree = mutant(tmp_path, {MHA: [(forward, "        while True:\n            pass\n" + forward)]})
+    report = grade_json(tree, "assignment2", course=quick_course)
+    assert_loses_only_in(report, "MultiHeadAttention")
+    hung = [t["message"] for t in checks_of(report, "MultiHeadAttention") if t["status"] == "timeout"]
+    assert len(hung) >= 5, hung
+    assert sum(FULL in m for m in hung) == 1, hung
+    assert all(FULL in m or "shortened from 3 s: MultiHeadAttention hung in an earlier check" in m
+               for m in hung), hung
+
+
+def test_a_component_that_hangs_on_some_inputs_keeps_the_checks_it_passes(tmp_path, quick_course):
+    # hangs in train mode only: its eval-mode checks, before and after the first hang, still pass
+    forward = "        T = x.size(1)\n"
+    tree = mutant(tmp_path, {PE: [(forward, "        while self.training:\n            pass\n" + forward)]})
+    report = grade_json(tree, "assignment1", course=quick_course)
+    assert_loses_only_in(report, "PositionalEncoding")
+    statuses = [t["status"] for t in checks_of(report, "PositionalEncoding")]
+    assert set(statuses) == {"passed", "timeout"}, statuses
+    first = statuses.index("timeout")
+    assert "passed" in statuses[first:], statuses  # a pass after the first hang
