@@ -1,6 +1,5 @@
 """Grade one submission for one assignment: stage it, run the suites, attribute failures, score."""
 
-import dataclasses
 import io
 import time
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
@@ -16,11 +15,6 @@ _NO_PLUGINS = ("cacheprovider", "randomly", "unraisableexception", "threadexcept
                "pastebin", "junitxml", "nose")
 
 
-# CUDA reserves far more address space than it uses: with the GPU tier the worker gets no
-# address-space limit (128 TiB, all of x86-64's user space); its other limits stay
-GPU_MEMORY_MB = 1 << 27
-
-
 def suite_files(course: Course, assignment: str, tiers=("public", "hidden")) -> dict[str, Path]:
     """The suites of `assignment` that exist, by tier ("public", "hidden", "cuda")."""
     files = {tier: course.suites / tier / f"test_{assignment}.py" for tier in tiers}
@@ -29,9 +23,10 @@ def suite_files(course: Course, assignment: str, tiers=("public", "hidden")) -> 
 
 def start_sandbox(*, course: Course, assignment: str, submission: Path, device: str = "cpu",
                   template: Template | None = None) -> Sandbox:
-    """Stage the submission and start its worker. Cheap and torch-free: call it first, so the
-    worker imports torch while this process imports pytest, Hypothesis and torch. `device`: as
-    given to grade_submission ("cuda" lifts the worker's address-space limit, which CUDA needs).
+    """Stage the submission and start its worker. Cheap and torch-free for the CPU: call it first,
+    so the worker imports torch while this process imports pytest, Hypothesis and torch. `device`:
+    as given to grade_submission; "cuda", where this process sees a CUDA device, trades the
+    worker's address-space limit, which CUDA cannot run under, for a data limit of the same size.
     `template`: a started grader.sandbox.template.Template to fork the worker from."""
     course.assignment(assignment)
     submission = Path(submission).resolve()
@@ -41,8 +36,7 @@ def start_sandbox(*, course: Course, assignment: str, submission: Path, device: 
         raise ConfigError(f"no grading suite for {assignment}: {course.suites / 'public'} has no "
                           f"test_{assignment}.py")
     staged = {a.name: list(a.files) for a in course.closure(assignment)}
-    limits = dataclasses.replace(course.limits, memory_mb=GPU_MEMORY_MB) if device == "cuda" else course.limits
-    sandbox = Sandbox(submission, staged, limits, template=template)
+    sandbox = Sandbox(submission, staged, course.limits, template=template, gpu=_gpu(device) is not None)
     sandbox.start()
     return sandbox
 

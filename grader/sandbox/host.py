@@ -55,19 +55,26 @@ class WorkerFault(BaseException):
         self.kind, self.detail = kind, detail
 
 
-def rlimits(limits: Limits) -> list[tuple[int, int, int]]:
-    """(resource, soft, hard) for each limit of the submission's process, in the order they are set."""
+def rlimits(limits: Limits, gpu: bool = False) -> list[tuple[int, int, int]]:
+    """(resource, soft, hard) for each limit of the submission's process, in the order they are set.
+
+    `gpu`: the process may use a CUDA device, whose driver reserves far more address space than
+    it uses: the address space is then unlimited, and memory_mb bounds the data segment and private
+    writable mappings (RLIMIT_DATA, which the driver's reserved, inaccessible mappings do not count
+    against), so host memory stays bounded all the same."""
     mb = 1 << 20
-    return [(resource.RLIMIT_AS, limits.memory_mb * mb, limits.memory_mb * mb),
+    space = resource.RLIM_INFINITY if gpu else limits.memory_mb * mb
+    return [(resource.RLIMIT_AS, space, space),
+            (resource.RLIMIT_DATA, limits.memory_mb * mb, limits.memory_mb * mb),
             (resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 1),
             (resource.RLIMIT_FSIZE, limits.file_size_mb * mb, limits.file_size_mb * mb),
             (resource.RLIMIT_NPROC, limits.processes, limits.processes),
             (resource.RLIMIT_CORE, 0, 0)]
 
 
-def _limit(limits: Limits):
+def _limit(limits: Limits, gpu: bool):
     def apply():
-        for which, soft, hard in rlimits(limits):
+        for which, soft, hard in rlimits(limits, gpu):
             resource.setrlimit(which, (soft, hard))
     return apply
 
@@ -92,8 +99,9 @@ class Sandbox:
     """One submission's worker process, restarted after each fault; forked by `template` where one is given."""
 
     def __init__(self, submission: Path, files: dict[str, list[str]], limits: Limits, *,
-                 template: "Template | None" = None):
+                 template: "Template | None" = None, gpu: bool = False):
         self.limits = limits
+        self.gpu = gpu  # it may use a CUDA device (see rlimits)
         self.template = template
         self.created = time.monotonic()
         self.isolation = isolation.choose(limits)  # "namespaces" or "process"
@@ -124,7 +132,7 @@ class Sandbox:
                 with open(self.output, "ab") as out:
                     self.proc = self.template.spawn(cwd=self.dir, here=here, pycache=pycache, env=env,
                                                     orig_argv=[sys.executable, "-I", "-B", "-c", BOOT],
-                                                    rlimits=rlimits(self.limits), jail=jail,
+                                                    rlimits=rlimits(self.limits, self.gpu), jail=jail,
                                                     fds=(req_r, resp_w, out.fileno()))
             else:
                 argv = [sys.executable, "-I", "-B", "-c", BOOT, here, str(req_r), str(resp_w), pycache]
@@ -133,7 +141,7 @@ class Sandbox:
                 with open(self.output, "ab") as out:
                     self.proc = subprocess.Popen(
                         argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=self.dir, env=env,
-                        pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=_limit(self.limits))
+                        pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=_limit(self.limits, self.gpu))
         finally:
             os.close(req_r)
             os.close(resp_w)

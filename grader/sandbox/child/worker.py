@@ -293,4 +293,15 @@ def main():
         except EOFError:
             return
         worker.baseline.restore_switches()
-        protocol.write_all(resp_fd, worker.handle(req))
+        answer = worker.handle(req)
+        _flush()  # what the submission printed reaches its output file before the grader reads it
+        protocol.write_all(resp_fd, answer)
+
+
+def _flush():
+    # stdout is block-buffered into a file: without this, a few lines printed stayed in the buffer
+    for stream in {id(s): s for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)}.values():
+        try:
+            stream.flush()
+        except BaseException:  # the submission's own replacement may raise anything
+            pass
