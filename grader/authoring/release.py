@@ -11,7 +11,6 @@ tests checked is what ships), into a new or empty folder outside the kit (inside
 pytest, ruff and `find_course` would pick it up), and is audited before it is left in place.
 """
 
-import ast
 import re
 import shutil
 import tomllib
@@ -20,6 +19,7 @@ from pathlib import Path
 import tomli_w
 
 import grader
+from grader import imports
 from grader.course import ConfigError, Course, load
 
 # the kit's extras that only instructors and the kit's developers install
@@ -94,36 +94,11 @@ def _public_tier(course: Course) -> dict[Path, Path]:
     them, and every module of the course folder that those import, directly or not (not the grader's)."""
     public = course.suites / "public"
     files = {_relative(p, course): p for tier in ("public", "cuda") for p in _files(course.suites / tier)}
-    todo = [p for p in files.values() if p.suffix == ".py"]
-    todo += [d / "conftest.py" for d in public.parents if d.is_relative_to(course.root)
-             and (d / "conftest.py").is_file()]
-    while todo:
-        path = todo.pop()
-        files[_relative(path, course)] = path
-        todo += [p for p in _imported(path, course.root) if _relative(p, course) not in files]
+    start = [p for p in files.values() if p.suffix == ".py"]
+    start += [d / "conftest.py" for d in public.parents if d.is_relative_to(course.root)
+              and (d / "conftest.py").is_file()]
+    files.update({_relative(p, course): p for p in imports.closure(start, course.root)})
     return files
-
-
-def _imported(path: Path, root: Path) -> set[Path]:
-    """The files under `root` that module `path` imports: packages' __init__.py and modules."""
-    package = path.resolve().relative_to(root).parent.parts
-    names: list[str] = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            names += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            parent = package[:len(package) - node.level + 1] if node.level else ()  # `from ..x import y`
-            base = ".".join([*parent, *([node.module] if node.module else [])])
-            names += [base, *(f"{base}.{a.name}" for a in node.names)]
-    found = set()
-    for name in names:
-        parts = name.split(".")
-        if parts[0] == grader.__name__:
-            continue  # the package ships whole
-        for i in range(1, len(parts) + 1):
-            stem = root.joinpath(*parts[:i])
-            found |= {p for p in (stem / "__init__.py", stem.parent / f"{stem.name}.py") if p.is_file()}
-    return found
 
 
 def hidden_ids(course: Course) -> set[str]:

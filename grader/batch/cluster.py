@@ -17,26 +17,36 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from grader import imports
 from grader.course import Course
 
 _UNPACKED: dict[str, Path] = {}
 
 
 def pack_course(course: Course) -> bytes:
-    """course.toml (its folders renamed to fixed places), the suites and the reference, as a tar."""
+    """The course as a tar: course.toml, the reference as `reference/`, and the suites with every
+    module they import (the kit's `tests.strategies`, `tests.grading.helpers`, ...) at their places
+    under the folder their package is imported from, so that a worker with only the kit
+    installed imports them as the grader here does."""
+    root = imports.import_root(course.suites)
+    suites = course.suites.resolve().relative_to(root)
     text = course.path.read_text()
     text = re.sub(r"^(reference|assignments|suites)\s*=.*\n", "", text, flags=re.M)
-    text = re.sub(r"^\[course\]\s*\n", '[course]\nreference = "reference"\nassignments = "assignments"\n'
-                                        'suites = "suites"\n', text, count=1, flags=re.M)
+    text = re.sub(r"^\[course\]\s*\n", f'[course]\nreference = "reference"\nassignments = "assignments"\n'
+                                        f'suites = "{suites.as_posix()}"\n', text, count=1, flags=re.M)
+    code = [p for p in course.suites.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    files = {p.relative_to(root): p for p in imports.closure(code, root)}
+    if course.reference.is_dir():
+        files.update({Path("reference") / p.relative_to(course.reference): p for p in course.reference.rglob("*")
+                      if p.is_file() and "__pycache__" not in p.parts})
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         data = text.encode()
         info = tarfile.TarInfo("course.toml")
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
-        for folder, name in ((course.suites, "suites"), (course.reference, "reference")):
-            if folder.is_dir():
-                tar.add(folder, name, filter=lambda t: None if "__pycache__" in t.name else t)
+        for name in sorted(files):
+            tar.add(files[name], name.as_posix())
     return buffer.getvalue()
 
 

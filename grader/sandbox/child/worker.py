@@ -302,6 +302,6 @@ def _flush():
     # stdout is block-buffered into a file: without this, a few lines printed stayed in the buffer
     for stream in {id(s): s for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)}.values():
         try:
-            stream.flush()
+            stream.flush()  # type: ignore[union-attr]
         except BaseException:  # the submission's own replacement may raise anything
             pass
