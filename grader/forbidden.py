@@ -15,6 +15,10 @@ a computed name, eval/exec/compile, __import__/importlib/builtins, torch.ops, to
 torch.overrides and torch.utils._python_dispatch (which could switch the recorder off), and the
 grader's own package.
 
+What is scanned is what grading can run: the whole file but a top-level `if __name__ ==
+"__main__":` block, which runs only when the file is run as a script (a student's self-test that
+compares with the forbidden API, as the stubs invite) and never when grading imports it.
+
 A finding inside a top-level class or function named after a component of the file belongs to that
 component alone; anywhere else in the file (module level, helpers) it belongs to every component of
 the file that forbids it (for flags: that forbids anything).
@@ -57,6 +61,17 @@ def _torch_object(dotted: str):
     return obj
 
 
+def _script_only(node: ast.stmt) -> bool:
+    """`if __name__ == "__main__":` (either way round), with no `else`: it runs only as a script."""
+    if not isinstance(node, ast.If) or node.orelse or not isinstance(node.test, ast.Compare):
+        return False
+    test = node.test
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = {ast.dump(test.left), ast.dump(test.comparators[0])}
+    return sides == {ast.dump(ast.Name("__name__", ast.Load())), ast.dump(ast.Constant("__main__"))}
+
+
 class _Scan(ast.NodeVisitor):
     def __init__(self, file: str, apis: set[str]):
         self.file, self.scope = file, ""
@@ -76,6 +91,7 @@ class _Scan(ast.NodeVisitor):
                 self.plain[id(obj)] = api
 
     def run(self, tree: ast.Module) -> None:
+        tree = ast.Module(body=[node for node in tree.body if not _script_only(node)], type_ignores=[])
         for node in ast.walk(tree):  # aliases first: an import below its use still names the API
             if isinstance(node, ast.Import):
                 for a in node.names:

@@ -33,6 +33,28 @@ LS_BODY = ("        log_probs = F.log_softmax(logits.float(), dim=-1)  # (N, V)\
            "        return F.cross_entropy(logits.float(), targets, ignore_index=self.pad_idx,\n"
            "                               label_smoothing=self.smoothing)\n"
            "        log_probs = F.log_softmax(logits.float(), dim=-1)  # (N, V)\n")
+# a student's self-test, run as `python layer_norm.py`: never when grading imports the file
+SELF_TESTS = {
+    "layer_norm_checked_against_F_layer_norm": ("assignment1", LN, (
+        'if __name__ == "__main__":\n'
+        "    import torch.nn.functional as F\n"
+        "    from torch.nn.functional import layer_norm\n"
+        "    x, norm = torch.randn(2, 3, 8), LayerNorm(8)\n"
+        "    assert torch.allclose(norm(x), F.layer_norm(x, (8,), norm.gamma, norm.beta, norm.eps), atol=1e-6)\n"
+        "    assert torch.allclose(norm(x), torch.nn.LayerNorm(8)(x), atol=1e-6)\n")),
+    "label_smoothing_checked_against_cross_entropy": ("assignment4", TRAINING, (
+        'if "__main__" == __name__:\n'
+        "    logits, targets = torch.randn(5, 7), torch.randint(1, 7, (5,))\n"
+        "    ours = LabelSmoothingLoss(7, pad_idx=0, smoothing=0.1)(logits, targets)\n"
+        "    theirs = F.cross_entropy(logits, targets, ignore_index=0, label_smoothing=0.1)\n"
+        "    print(ours.item(), theirs.item())\n")),
+}
+
+
+def with_self_test(tmp_path: Path, file: str, test: str) -> Path:
+    tree = mutant(tmp_path, {})
+    (tree / file).write_text((tree / file).read_text() + "\n\n" + test)
+    return tree
 
 
 def found(report: dict, component: str) -> list[dict]:
@@ -61,9 +83,9 @@ def test_computed_getattr_is_caught_running_and_flagged_in_the_source(tmp_path):
     report = grade_json(mutant(tmp_path, {LN: [(LN_BODY, LN_GETATTR)]}), "assignment1")
     assert_zeroed_only(report, "LayerNorm", "torch.nn.functional.layer_norm", "executed")
     layer_norm = next(c for c in report["components"] if c["name"] == "LayerNorm")
-    assert layer_norm["forbidden"] == [{"what": "torch.nn.functional.layer_norm", "where": f"{LN}:39",
+    assert layer_norm["forbidden"] == [{"what": "torch.nn.functional.layer_norm", "where": f"{LN}:40",
                                         "how": "executed"}]
-    assert layer_norm["flagged"] == [{"what": "getattr with a computed name", "where": f"{LN}:38", "how": "source"}]
+    assert layer_norm["flagged"] == [{"what": "getattr with a computed name", "where": f"{LN}:39", "how": "source"}]
 
 
 def test_attention_via_torch_sdpa_is_zeroed_and_multi_head_attention_keeps_its_points(tmp_path):
@@ -104,6 +126,25 @@ def test_correct_trees_are_never_found(tmp_path):
     for name, assignment, patches in variants:
         tree = mutant(Path(tempfile.mkdtemp(dir=tmp_path)), patches)
         assert _judge(tree, assignment) == {}, name
+
+
+@pytest.mark.parametrize("name", sorted(SELF_TESTS))
+def test_a_self_test_under_main_costs_nothing(tmp_path, name):
+    assignment, file, test = SELF_TESTS[name]
+    assert _judge(with_self_test(tmp_path, file, test), assignment) == {}
+
+
+def test_a_graded_tree_with_a_self_test_keeps_full_marks(tmp_path):
+    report = grade_json(with_self_test(tmp_path, LN, SELF_TESTS["layer_norm_checked_against_F_layer_norm"][2]),
+                        "assignment1")
+    assert scores(report) == full_marks(report) and not found(report, "LayerNorm")
+
+
+def test_the_same_code_outside_main_is_found(tmp_path):
+    test = SELF_TESTS["layer_norm_checked_against_F_layer_norm"][2].replace('if __name__ == "__main__":',
+                                                                          "if True:")
+    hits, _ = _judge(with_self_test(tmp_path, LN, test), "assignment1")["LayerNorm"]
+    assert {h["what"] for h in hits} == {"torch.nn.functional.layer_norm", "torch.nn.LayerNorm"}
 
 
 @pytest.mark.parametrize("source, hit, flag", [
