@@ -57,7 +57,7 @@ def test_positional_encoding_matches_reference(student, reference, a):
 
 
 def test_positional_encoding_default_max_len_is_5000(student):
-    pe = student.new("assignment1.positional_encoding:PositionalEncoding", 4).state().get("pe")
+    pe = student.new("assignment1.positional_encoding:PositionalEncoding", 4).attr("pe")
     assert_close(pe.double() if isinstance(pe, torch.Tensor) else pe, pe_formula(5000, 4),
                  name="pe with the default max_len", atol=pe_tolerance(5000, 4), rtol=0,
                  example=describe(d_model=4), hint="max_len defaults to 5000.")

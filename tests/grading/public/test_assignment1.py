@@ -199,7 +199,7 @@ def test_feed_forward_gradients_reach_every_parameter(student):
 
 @given(d=s.odd_or_even_d_model, max_len=st.integers(1, 300))
 def test_positional_encoding_matches_formula(student, d, max_len):
-    pe = student.new(POSITIONAL_ENCODING, d, max_len=max_len).state().get("pe")
+    pe = student.new(POSITIONAL_ENCODING, d, max_len=max_len).attr("pe")  # persistence: pe_is_a_buffer's alone
     expected = pe_formula(max_len, d)
     expect_tensor(pe, name="the pe buffer", shape=(max_len, d), example=describe(d_model=d, max_len=max_len),
                   hint="Register a (max_len, d_model) table named pe.")
@@ -221,7 +221,7 @@ def test_positional_encoding_pe_is_a_buffer(student):
 
 def test_positional_encoding_moves_with_to(student):
     m = student.new(POSITIONAL_ENCODING, 6, max_len=10).to(torch.float64)
-    pe = expect_tensor(m.state().get("pe"), name="pe after .to(torch.float64)", shape=(10, 6),
+    pe = expect_tensor(m.attr("pe"), name="pe after .to(torch.float64)", shape=(10, 6),
                        dtype=torch.float64, hint="Register pe as a buffer so that .to() converts it.")
     assert_close(pe, pe_formula(10, 6), name="pe after .to(torch.float64)", atol=pe_tolerance(10, 6), rtol=0)
 
