@@ -160,6 +160,16 @@ DEVICE_BUGS: dict[str, DeviceBug] = {
     "positional_table_kept_as_a_plain_attribute": _device(
         "PositionalEncoding", "positional_encoding_stays_on_the_inputs_device", PE,
         'self.register_buffer("pe", pe)', "self.pe = pe", "return self.dropout(x + self.pe[:T])"),
+    # host copies: on a GPU the mask comes back on the CPU, or the weights leave the device
+    "pad_mask_built_from_python_lists": _device(
+        "make_pad_mask", "pad_mask_stays_on_the_inputs_device", MASKS,
+        "return (tokens != pad_idx)[:, None, None, :]  # (B, 1, 1, T)",
+        "return torch.tensor([[t != pad_idx for t in row] for row in tokens.tolist()])[:, None, None, :]",
+        "for row in tokens.tolist()"),
+    "attention_weights_copied_to_the_cpu": _device(
+        "scaled_dot_product_attention", "sdpa_stays_on_the_inputs_device", ATT,
+        "weights = scores.softmax(dim=-1)  # (..., T_q, T_k)",
+        "weights = scores.softmax(dim=-1).cpu()  # (..., T_q, T_k)", "weights = scores.softmax(dim=-1).cpu()"),
 }
 
 # Correct ways to place tensors: each must keep every point.

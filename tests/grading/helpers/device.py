@@ -23,6 +23,8 @@ PLACEMENT_HINT = ("Make every tensor that forward creates on the device of its i
                   "device=x.device), torch.zeros_like(x), x.new_ones(T, T); keep fixed tables as buffers "
                   "(self.register_buffer) so that .to(device) moves them; never write .cuda() or .cpu(). "
                   "This check runs your code on PyTorch's meta device, where the same mistake shows on any machine.")
+# what torch says when meta code asks for a host copy (.cpu(), .tolist(), .to("cpu"); .numpy(), np.asarray)
+HOST_COPY = ("Cannot copy out of meta tensor", "can't convert meta device type tensor to numpy")
 AUTOCAST_TOLERANCE = {"bfloat16": 0.1, "float16": 0.02}  # of the output's scale: 8 and 11 bits of mantissa
 HALF_HINT = ("Half precision overflows where float32 does not. Likely causes: a constant too large for it (-1e9 "
              "does not fit float16, whose largest value is 65504: fill with torch.finfo(scores.dtype).min), or a "
@@ -122,13 +124,22 @@ def expect_on(answer: dict, device: str, *, component: str, example: str, hint: 
 
 def check_device_placement(student, case: Case, *, component: str, hint: str = ""):
     """The component, run on the meta device, keeps every tensor there and returns what the CPU
-    returns (shapes and dtypes). Where the meta device cannot run the code (it reads tensor
-    values: .item(), `if mask.any()`), nothing is judged: the check passes."""
+    returns (shapes and dtypes). Code that copies a tensor to the host (.cpu(), .tolist(), .numpy())
+    fails: on a GPU that is where its device bugs start. Where the meta device cannot run the code
+    only because it reads a value (.item(), `if mask.any()`), which a GPU runs where the data is,
+    nothing is judged: the check passes."""
     target = _build(student, case)
     expected = _leaves(_on_cpu(student, target, case))  # a stub is "not attempted" here
     try:
         answer = _placed(student, target, case, "meta")
-    except StudentError:
+    except StudentError as e:
+        if any(sign in e.message for sign in HOST_COPY):
+            raise Mismatch(f"{component} copies a tensor to the host (.cpu(), .tolist() or .numpy()) in forward",
+                           expected="the computation kept on the inputs' device",
+                           got=f"{e.type}: {e.message}"[:300], where="\n".join(e.where), example=case.example,
+                           hint=f"{hint} Build masks and tables with tensor operations on the inputs' device "
+                                "(tokens != pad_idx, torch.ones(T, T, device=x.device).tril()), not in Python "
+                                f"lists or NumPy. {PLACEMENT_HINT}".strip()) from None
         return
     expect_no_stray(answer, component=component, device="meta", example=case.example, hint=hint)
     expect_on(answer, "meta", component=component, example=case.example, hint=hint)
