@@ -24,6 +24,15 @@ MUTANTS = {
          "        losses.append(loss.item())\n    if scheduler is not None:\n        scheduler.step()")]},
 }
 
+# greedy_decode without one of its masks: the kit's model uses the masks it is given, so each shows
+GREEDY_WITHOUT_A_MASK = {
+    "encodes_without_the_source_mask": {"assignment4/decoding.py": [
+        ("memory = model.encode(src, src_mask)", "memory = model.encode(src, None)")]},
+    "decodes_without_the_target_mask": {"assignment4/decoding.py": [
+        ("out = model.decode(memory, src_mask, ys, make_tgt_mask(ys, model.pad_idx))",
+         "out = model.decode(memory, src_mask, ys, None)")]},
+}
+
 # Bugs that stop the model learning: they cost marks in their component and in train_epoch's
 # end-to-end checks (which train the submission's own stack; no isolated variant, see course.toml).
 BREAK_TRAINING = {
@@ -39,6 +48,11 @@ BREAK_TRAINING = {
 @pytest.mark.parametrize("component", sorted(MUTANTS))
 def test_a_bug_costs_points_only_where_it_lives(tmp_path, component):
     assert_loses_only_in(grade_json(mutant(tmp_path, MUTANTS[component]), "assignment4"), component)
+
+
+@pytest.mark.parametrize("bug", sorted(GREEDY_WITHOUT_A_MASK))
+def test_greedy_decode_without_a_mask_loses_points_in_greedy_decode_only(tmp_path, bug):
+    assert_loses_only_in(grade_json(mutant(tmp_path, GREEDY_WITHOUT_A_MASK[bug]), "assignment4"), "greedy_decode")
 
 
 @pytest.mark.parametrize("component", sorted(BREAK_TRAINING))

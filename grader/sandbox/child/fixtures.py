@@ -35,12 +35,17 @@ class TinyTranslator(torch.nn.Module):
     pad_idx, forward), causal by construction and deterministic in eval() mode, so that
     `greedy_decode` and `train_epoch` can be graded without the submission's Transformer.
 
-    The masks it is given are ignored (a bug in them costs marks in assignment2 only).
-    Position t of the decoder output is a running mean of the target embeddings up to t
-    plus a summary of the source; one extra feature fires when t + 1 equals the source
-    length and pushes the <eos> logit (id `eos_idx`) up, so rows of different source
-    lengths end at different steps. <pad> and <sos> are never predicted. In train() mode the
-    features are reversed, which changes the predictions: decoding in train mode shows.
+    It uses the masks it is given, as the contract's Transformer does, so that a caller that
+    leaves one out decodes differently: `encode` zeroes the source positions src_mask drops
+    (without it, padding counts, and the source looks longer), and `decode` mixes the target
+    embeddings twice over the positions tgt_mask allows (without it, position t sees later
+    ones, which the last position's output shows through the second mix). `forward` builds
+    the contract's masks itself (the padding of src; the padding of tgt and the causal mask).
+    The decoder output is that mix plus a summary of the source; one extra feature fires when
+    t + 1 equals the source length and pushes the <eos> logit (id `eos_idx`) up, so rows of
+    different source lengths end at different steps. <pad> and <sos> are never predicted. In
+    train() mode the features are reversed, which changes the predictions: decoding in train
+    mode shows.
     """
 
     def __init__(self, src_vocab: int, tgt_vocab: int, d: int = 8, pad_idx: int = 0, sos_idx: int = 1,
@@ -59,22 +64,32 @@ class TinyTranslator(torch.nn.Module):
             self.projection.bias[pad_idx] = self.projection.bias[sos_idx] = -30.0  # never predicted
 
     def encode(self, src, src_mask=None):
-        keep = (src != self.pad_idx).unsqueeze(-1)  # (B, S, 1)
-        return torch.tanh(self.src_emb(src)) * keep  # (B, S, d)
+        B, S = src.shape
+        keep = torch.ones(B, S, dtype=torch.bool, device=src.device) if src_mask is None \
+            else src_mask.reshape(B, S)  # (B, S)
+        return torch.tanh(self.src_emb(src)) * keep.unsqueeze(-1)  # (B, S, d)
 
     def decode(self, memory, src_mask, tgt, tgt_mask=None):
-        T = tgt.size(1)
-        steps = torch.arange(1, T + 1, device=tgt.device)  # (T,)
-        h = torch.cumsum(self.tgt_emb(tgt), dim=1) / steps[None, :, None]  # (B, T, d) causal mean
-        h = torch.tanh(h + memory.sum(dim=1, keepdim=True))
+        B, T = tgt.shape
+        see = torch.ones(B, T, T, dtype=torch.bool, device=tgt.device) if tgt_mask is None \
+            else tgt_mask.expand(B, 1, T, T).reshape(B, T, T)  # (B, T, T) query t sees key s
+        mix = see.to(memory.dtype)
+        mix = mix / mix.sum(-1, keepdim=True).clamp(min=1)  # (B, T, T) a mean over what t sees
+        h = torch.tanh(mix @ self.tgt_emb(tgt))  # (B, T, d)
+        h = torch.tanh(mix @ h + memory.sum(dim=1, keepdim=True))  # (B, T, d)
         if self.training:
             h = h.flip(-1)
+        steps = torch.arange(1, T + 1, device=tgt.device)  # (T,)
         n_src = (memory.abs().sum(-1) > 0).sum(-1)  # (B,) source length
         end = (steps[None, :] == n_src[:, None]).to(h.dtype).unsqueeze(-1)  # (B, T, 1)
         return torch.cat([h, end], dim=-1)  # (B, T, d + 1)
 
     def forward(self, src, tgt):
-        return self.projection(self.decode(self.encode(src), None, tgt))
+        T = tgt.size(1)
+        src_mask = (src != self.pad_idx)[:, None, None, :]  # (B, 1, 1, S)
+        causal = torch.ones(T, T, dtype=torch.bool, device=tgt.device).tril()  # (T, T)
+        tgt_mask = (tgt != self.pad_idx)[:, None, None, :] & causal  # (B, 1, T, T)
+        return self.projection(self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask))
 
 
 def train_date_task(seed: int = 0, steps: int = 1000, n_train: int = 4000, n_test: int = 200, **config):
