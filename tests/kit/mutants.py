@@ -32,6 +32,7 @@ BUGS: dict[str, Bug] = {
     # assignment1
     "layer_norm_unbiased_variance": _one("LayerNorm", LN, "unbiased=False", "unbiased=True"),
     "layer_norm_eps_outside_sqrt": _one("LayerNorm", LN, "torch.sqrt(var + self.eps)", "(torch.sqrt(var) + self.eps)"),
+    "layer_norm_default_eps_1e_12": _one("LayerNorm", LN, "eps: float = 1e-5", "eps: float = 1e-12"),
     "feed_forward_no_relu": _one("PositionwiseFeedForward", FFN, "F.relu(self.linear1(x))", "self.linear1(x)"),
     "positional_encoding_sin_cos_swapped": _one("PositionalEncoding", PE, "torch.sin(", "torch.cos("),
     "token_embedding_no_scale": _one("TokenEmbedding", EMB, "* math.sqrt(self.d_model)", ""),

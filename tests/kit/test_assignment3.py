@@ -19,3 +19,10 @@ def test_a_fused_projection_gets_full_marks_in_assignment3(tmp_path):
     report = grade_json(mutant(tmp_path, {MHA: FUSED_PROJECTION}), "assignment3")
     assert scores(report) == full_marks(report), [
         (t["id"], t["message"]) for c in report["components"] for t in c["tests"] if t["status"] != "passed"]
+
+
+def test_layer_norms_default_eps_is_charged_in_assignment1_and_nowhere_in_assignment3(tmp_path):
+    """A LayerNorm whose default eps is not the contract's (a public implementation's 1e-12) fails
+    LayerNorm's own check; the layers built on it lose nothing for it."""
+    report = grade_json(mutant(tmp_path, BUGS["layer_norm_default_eps_1e_12"].patches), "assignment3")
+    assert scores(report) == full_marks(report), scores(report)

@@ -97,6 +97,17 @@ def test_layer_norm_has_gamma_and_beta(student):
                             "nn.Parameter, or .requires_grad_(False) called on it.")
 
 
+def test_layer_norm_default_eps_is_the_contracts(student):
+    # rows of small variance (about 1e-6), where eps (the contract's 1e-5) decides the output
+    x = s.tensor((2, 3, 6), 11, scale=1e-3)
+    expected = torch.nn.LayerNorm(6)(x).detach()
+    assert_close(student.new(LAYER_NORM, 6)(x), expected, name="LayerNorm(6) output with the default eps",
+                 atol=1e-4, rtol=1e-4, example=describe(x=x, d_model=6),
+                 hint="LayerNorm(d_model) without eps should add 1e-5, as torch.nn.LayerNorm does. Likely causes: "
+                      "another default for eps in __init__ (the contract's is 1e-5), or a constant in place of "
+                      "self.eps.")
+
+
 @given(a=s.activations())
 def test_layer_norm_applies_gamma_and_beta_per_feature(student, a):
     d = a.d_model
