@@ -136,8 +136,8 @@ def run_checks(course: Course, student, checks: dict[str, tuple[str, ...]]) -> d
              "-o", "python_files=test_*.py", "-W", "ignore"]
     with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err:
         code = pytest.main(args, plugins=[plugin])
-    if code == pytest.ExitCode.INTERRUPTED:  # pytest catches Ctrl-C and returns: the grade is unfinished
-        raise KeyboardInterrupt
+    if plugin.interrupted:  # pytest catches Ctrl-C and returns (INTERRUPTED, also its code for a suite
+        raise KeyboardInterrupt  # it cannot collect): the grade is unfinished
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise RuntimeError(f"the grading suites did not run (pytest exit {code})\n"
                            f"{(out.getvalue() + err.getvalue())[-3000:]}")

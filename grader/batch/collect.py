@@ -6,12 +6,16 @@ Accepted, per student (the student's name is the folder's or the zip's name):
 - either of those inside one wrapping folder, as zips often are: `NAME.zip:NAME/assignment1/...`;
 - nbgrader's `submitted/NAME/assignmentN/` (DIR may be the course folder or `submitted/` itself),
   whose folder holds the tree.
-Nothing here runs a submission's code; zips are unpacked with limits on size and count.
+Nothing here runs a submission's code; zips are unpacked with limits on size and count. Nothing
+here reads outside a student's folder or zip either: a symbolic link on the way to a file that
+grading reads (the student's folder itself included) refuses the submission (problem "refused")
+rather than grade a classmate's files or the reference's under this student's name.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import zipfile
 from dataclasses import dataclass
@@ -32,7 +36,7 @@ class Entry:
     student: str
     source: Path
     tree: Path | None = None  # None: nothing gradable (see `problem`)
-    problem: str = ""  # "empty" or "unreadable", with `message`
+    problem: str = ""  # "empty", "unreadable" or "refused", with `message`
     message: str = ""
     fingerprint: str = ""  # of the files graded (or of the zip): unchanged -> not regraded on resume
 
@@ -43,24 +47,42 @@ def find(root: Path, course: Course, assignment: str) -> list[Path]:
         raise ConfigError(f"DIR: {str(root)!r} is not a directory")
     if (root / "submitted").is_dir():
         root = root / "submitted"
+    # links too: each gets a row that says it was refused (prepare), rather than no row at all
     entries = [p for p in root.iterdir()
                if p.name not in IGNORED and not p.name.startswith(".")
-               and (p.is_dir() and not p.is_symlink() or p.suffix.lower() == ".zip" and p.is_file())]
+               and (p.is_dir() or _is_zip(p) and (p.is_file() or p.is_symlink()))]
     if not entries:
         raise ConfigError(f"DIR: {str(root)!r} holds no submissions (one folder or .zip per student)")
     names: dict[str, Path] = {}
     for p in sorted(entries):
-        name = p.stem if p.suffix.lower() == ".zip" and p.is_file() else p.name
+        name = student_name(p)
         if name in names:
             raise ConfigError(f"DIR: two submissions for student {name!r}: {names[name].name} and {p.name}")
         names[name] = p
     return [names[n] for n in sorted(names)]
 
 
+def student_name(source: Path) -> str:
+    return source.stem if _is_zip(source) else source.name
+
+
+def _is_zip(path: Path) -> bool:
+    return path.suffix.lower() == ".zip" and not path.is_dir()
+
+
+class _Link(Exception):
+    """A symbolic link met on the way to what grading reads."""
+
+    def __init__(self, path: Path):
+        super().__init__(str(path))
+        self.path = path
+
+
 def prepare(source: Path, *, course: Course, assignment: str, work: Path) -> Entry:
     """Unpack (zips) and locate the tree of one submission; `work` is this student's scratch folder."""
-    student = source.stem if source.suffix.lower() == ".zip" and source.is_file() else source.name
-    entry = Entry(student, source)
+    entry = Entry(student_name(source), source)
+    if source.is_symlink():
+        return _refuse(entry, source, source.parent)
     folder = source
     if source.is_file():
         try:
@@ -70,7 +92,10 @@ def prepare(source: Path, *, course: Course, assignment: str, work: Path) -> Ent
             entry.fingerprint = _digest_file(source)
             return entry
     spec = course.assignment(assignment)
-    tree = _locate(folder, course, spec, work / "flat")
+    try:
+        tree = _locate(folder, course, spec, work / "flat")
+    except _Link as link:
+        return _refuse(entry, link.path, folder)
     if tree is None:
         entry.problem = "empty"
         entry.message = f"no files of {assignment} found ({', '.join(spec.files)})"
@@ -78,6 +103,14 @@ def prepare(source: Path, *, course: Course, assignment: str, work: Path) -> Ent
         return entry
     entry.tree = tree
     entry.fingerprint = fingerprint(tree, course, assignment)
+    return entry
+
+
+def _refuse(entry: Entry, link: Path, top: Path) -> Entry:
+    entry.problem = "refused"
+    entry.message = (f"{link.relative_to(top).as_posix()} is a symbolic link (to {os.readlink(link)}); "
+                     "submissions must be regular files and folders, not links")
+    entry.fingerprint = hashlib.sha256(f"refused\0{entry.message}".encode()).hexdigest()
     return entry
 
 
@@ -99,21 +132,27 @@ def _unzip(path: Path, into: Path) -> Path:
 def _skip_wrappers(folder: Path, known: set[str]) -> Path:
     while True:
         inside = [p for p in folder.iterdir() if p.name not in IGNORED and not p.name.startswith(".")]
-        if len(inside) == 1 and inside[0].is_dir() and not inside[0].is_symlink() and inside[0].name not in known:
-            folder = inside[0]
-        else:
+        if len(inside) != 1 or not inside[0].is_dir() or inside[0].name in known:
             return folder
+        if inside[0].is_symlink():
+            raise _Link(inside[0])
+        folder = inside[0]
 
 
 def _locate(folder: Path, course: Course, spec: Assignment, flat: Path) -> Path | None:
+    """The tree to grade; raises _Link where a link is on the way to a file it holds."""
+    top = folder
     known = set(course.assignments)
     folder = _skip_wrappers(folder, known)
     nbgrader = folder / spec.name
     if (nbgrader / spec.name).is_dir():  # nbgrader: submitted/NAME/assignmentN/assignmentN/...
         folder = nbgrader
     if any((folder / a.name).is_dir() for a in course.closure(spec.name)):
+        _no_links(top, [folder / a.name / name for a in course.closure(spec.name)
+                        for name in ["__init__.py", *a.files]])
         return folder
-    found = [name for name in spec.files if (folder / name).is_file()]
+    found = [name for name in spec.files if (folder / name).is_file() or (folder / name).is_symlink()]
+    _no_links(top, [folder / name for name in found])
     if not found:
         return None
     # the files of this assignment, handed in without their package folder
@@ -121,6 +160,18 @@ def _locate(folder: Path, course: Course, spec: Assignment, flat: Path) -> Path 
     for name in found:
         shutil.copyfile(folder / name, flat / spec.name / name)
     return flat
+
+
+def _no_links(top: Path, paths: list[Path]) -> None:
+    """Raise _Link for the first link on the way from `top` (a folder of the student's own) to `paths`."""
+    for path in paths:
+        at = top
+        for part in path.relative_to(top).parts:
+            at = at / part
+            if at.is_symlink():
+                raise _Link(at)
+            if not at.exists():
+                break
 
 
 def fingerprint(tree: Path, course: Course, assignment: str) -> str:

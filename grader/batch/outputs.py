@@ -8,6 +8,7 @@ Standard library only: the reports are plain JSON from the workers.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -19,12 +20,20 @@ from grader.course import Assignment
 
 FAULTS = ("crash", "timeout", "tamper")
 # a row's status: graded (ran to the end), fault (the submission's process crashed, hung or broke
-# the protocol at least once; points earned before are kept), empty, unreadable, grader_error
-STATUSES = ("graded", "fault", "empty", "unreadable", "grader_error")
+# the protocol at least once; points earned before are kept), empty, unreadable, refused (a symbolic
+# link where grading would read), grader_error
+STATUSES = ("graded", "fault", "empty", "unreadable", "refused", "grader_error")
 
 
 def safe_name(student: str) -> str:
-    return re.sub(r"[^\w.@+-]", "_", student) or "_"
+    """The name of a student's files: the student's name where it is a safe file name as it is, else
+    that name made safe plus a digest of the exact name. Two students whose names differ only where
+    they are made safe ("ivy x", "ivy_x") keep files of their own, and a student's file name is the
+    same in every run, whoever else is in the class (a resumed batch finds it)."""
+    safe = re.sub(r"[^\w.@+-]", "_", student) or "_"
+    if safe == student:
+        return student
+    return f"{safe}-{hashlib.sha256(student.encode()).hexdigest()[:10]}"
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,12 +30,17 @@ from grader.batch import collect, outputs, summary
 from grader.course import ConfigError, Course
 
 GRADER_DIR = Path(__file__).resolve().parent.parent
+# in a local pool's worker process: a grade is under way; the batch has ended it (see _end_worker)
+_grading = False
+_ending = False
 
 
 @dataclass
 class Batch:
     rows: list[tuple[str, dict]] = field(default_factory=list)  # (student, report with "batch")
     graded: int = 0  # graded in this run
+    failed: int = 0  # not graded in this run for the grader's own trouble (status grader_error)
+    first_error: str = ""  # the message of the first of those
     reused: int = 0  # done by an earlier run, unchanged since
     summary: dict = field(default_factory=dict)
 
@@ -97,13 +103,15 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
             if "error" in result:
                 report = outputs.empty_report(spec, str(entry.source), "grader_error", result["error"])
                 record = {"report": report, "batch": {**meta, "status": "grader_error", "message": result["error"]}}
+                batch.failed += 1
+                batch.first_error = batch.first_error or result["error"]
             else:
                 report = {**result["report"], "submission": str(entry.source)}
                 record = {"report": report, "batch": {**meta, "status": outputs.status_of(report), "message": ""},
                           "feedback": result["feedback_full" if full_feedback else "feedback"]}
+                batch.graded += 1
             outputs.write_student(out, entry.student, record)
             records[entry.student] = {**record["report"], "batch": record["batch"]}
-            batch.graded += 1
 
         if pending:
             progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -131,37 +139,112 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
 def _locally(course: Course, assignment: str, entries: list[collect.Entry],
              jobs: int) -> Iterator[tuple[collect.Entry, dict]]:
     """Grade on `jobs` worker processes; a worker that dies costs its submission one retry."""
-    from grader.batch import worker
-
     tries = {id(e): 0 for e in entries}
     queue = list(entries)
     while queue:
-        executor = ProcessPoolExecutor(max_workers=min(jobs, len(queue)), initializer=worker.start_pool_worker,
+        executor = ProcessPoolExecutor(max_workers=min(jobs, len(queue)), initializer=_start_worker,
                                        mp_context=multiprocessing.get_context("spawn"))
         running: dict[Future, collect.Entry] = {}
         try:
-            for entry in queue:
-                assert entry.tree is not None
-                tries[id(entry)] += 1
-                running[executor.submit(worker.grade_tree, course_path=course.path, assignment=assignment,
-                                        tree=entry.tree, student=entry.student, require_namespaces=False)] = entry
+            with _workers_starting():  # submit starts them
+                for entry in queue:
+                    assert entry.tree is not None
+                    tries[id(entry)] += 1
+                    running[executor.submit(_grade, course_path=course.path, assignment=assignment,
+                                            tree=entry.tree, student=entry.student, require_namespaces=False)] = entry
             queue = []
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
                     entry = running.pop(future)
-                    try:
-                        result = future.result()
-                    except BrokenProcessPool:
-                        if tries[id(entry)] < 2:
-                            queue.append(entry)
-                            continue
-                        result = {"error": "the grader's worker process died twice grading this submission"}
-                    yield entry, result
+                    failure = future.exception()
+                    if isinstance(failure, BrokenProcessPool) and tries[id(entry)] < 2:
+                        queue.append(entry)
+                        continue
+                    yield entry, _result(future, failure)
         except BaseException:  # interrupted: end the submissions in progress (their sandboxes close)
             _terminate(executor)
             raise
         executor.shutdown(wait=True)
+
+
+def _result(future: Future, failure: BaseException | None) -> dict:
+    if isinstance(failure, BrokenProcessPool):
+        return {"error": "the grader's worker process died twice grading this submission"}
+    return future.result()
+
+
+@contextmanager
+def _workers_starting() -> Iterator[None]:
+    """Ctrl-C held back while the pool starts its workers (in submit). SIGINT is blocked in this
+    thread, and the workers inherit the mask: it cannot interrupt one before it ignores SIGINT
+    (_start_worker), where it would print a traceback. This process's own handler runs after the
+    block (a KeyboardInterrupt in the midst of a start would leave a worker that _terminate does not
+    know of, to fail with a traceback once the batch is gone)."""
+    held: list[tuple] = []
+    handler = signal.getsignal(signal.SIGINT)
+    handler = handler if callable(handler) and threading.current_thread() is threading.main_thread() else None
+    if handler is not None:
+        signal.signal(signal.SIGINT, lambda *args: held.append(args))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if handler is not None:
+            signal.signal(signal.SIGINT, handler)
+            if held:
+                handler(*held[0])
+
+
+def _start_worker() -> None:
+    """Initializer of a local pool's worker: grader.batch.worker's, then the batch's rule for SIGTERM."""
+    # until the worker has started there is nothing to close: SIGTERM (the batch interrupted) ends it at
+    # once, where a KeyboardInterrupt in the midst of an import (torch's, numpy's) can turn into another
+    # error, and any exception out of an initializer is logged with a traceback
+    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(0))
+    # what start_pool_worker imports, imported here under that rule (it ends SIGTERM as KeyboardInterrupt)
+    import hypothesis  # noqa: F401
+    import pytest  # noqa: F401
+
+    import grader.suite.plugin  # noqa: F401
+    from grader.batch import worker
+
+    try:
+        worker.start_pool_worker()
+        signal.signal(signal.SIGTERM, _end_worker)
+        # blocked by the batch while it started this process (_workers_starting); ignored since start_pool_worker
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    except (KeyboardInterrupt, SystemExit):
+        os._exit(0)
+
+
+def _end_worker(signum, frame) -> None:
+    """SIGTERM in a pool's worker, sent by _terminate. A grade under way ends as an interrupt (its
+    sandbox closes on the way out; a later SIGTERM, the pool's own once it sees a worker gone, must
+    not cut that short); an idle worker, waiting for work, exits quietly (a KeyboardInterrupt there
+    would print a traceback)."""
+    global _ending
+    if not _grading:
+        raise SystemExit(0)
+    if not _ending:
+        _ending = True
+        raise KeyboardInterrupt
+
+
+def _grade(**kwargs) -> dict:
+    """A pool worker's task: grader.batch.worker.grade_tree, none once the batch has ended the worker
+    (submissions already queued to it would be graded in full, and waited for)."""
+    global _grading
+    from grader.batch import worker
+
+    if _ending:
+        return {"error": "the batch was interrupted"}
+    _grading = True
+    try:
+        return worker.grade_tree(**kwargs)
+    finally:
+        _grading = False
 
 
 def _terminate(executor: ProcessPoolExecutor) -> None:
@@ -169,7 +252,7 @@ def _terminate(executor: ProcessPoolExecutor) -> None:
     executor.shutdown(wait=False, cancel_futures=True)
     for p in processes:
         try:
-            os.kill(p.pid, signal.SIGTERM)  # the worker turns it into KeyboardInterrupt
+            os.kill(p.pid, signal.SIGTERM)  # see _end_worker
         except (ProcessLookupError, TypeError):
             pass
     for p in processes:

@@ -3,6 +3,7 @@
 import io
 import json
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -72,7 +73,19 @@ def main(argv: list[str]) -> int:
     (out / "summary.txt").write_text(recorder.export_text())
     (out / "summary.json").write_text(json.dumps(batch.summary, indent=2) + "\n")
     console.print(summary.render(batch.summary))
-    console.print(f"{batch.graded} graded, {batch.reused} unchanged since the last run; "
-                  f"grades in {out / 'grades.csv'}, reports in {out / 'reports'}, "
+    failed = f", {batch.failed} failed with a grader error (status grader_error, retried by the next run)"
+    console.print(f"{batch.graded} graded{failed if batch.failed else ''}, {batch.reused} unchanged since the last "
+                  f"run; grades in {out / 'grades.csv'}, reports in {out / 'reports'}, "
                   f"feedback in {out / 'feedback'}, Gradescope files in {out / 'gradescope'}.")
+    if batch.failed and not batch.graded:
+        # the grader's own trouble, not the class's: a batch that graded nothing is no success
+        print(f"grade batch: no submission could be graded in this run ({batch.graded} graded, {batch.failed} "
+              f"failed with a grader error); the first error: {shorten(batch.first_error)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def shorten(message: str, limit: int = 200) -> str:
+    """One line of at most `limit` characters (the whole message is in the student's report)."""
+    line = " ".join(message.split())
+    return line if len(line) <= limit else line[:limit - 1] + "…"

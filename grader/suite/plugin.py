@@ -76,6 +76,7 @@ class GradingPlugin:
     def __init__(self, course: Course, submission: Submission, checks: dict[str, tuple[str, ...]]):
         self.course, self.submission, self.checks = course, submission, checks
         self.results: dict[str, Outcome] = {}
+        self.interrupted = False  # by Ctrl-C (pytest returns INTERRUPTED for a collection error too)
         self.component_of = {chk.id: comp.name for a in course.assignments.values() for comp in a.components
                              for chk in comp.checks}
 
@@ -125,6 +126,10 @@ class GradingPlugin:
             self.submission.swap(*parts)
         yield
         self.submission.reset()
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        # also called for pytest's own Session.Interrupted (a KeyboardInterrupt) after a collection error
+        self.interrupted = self.interrupted or not isinstance(excinfo.value, pytest.Session.Interrupted)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):

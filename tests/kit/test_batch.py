@@ -1,9 +1,10 @@
 """`grade batch`: a row for every submission whatever it does, the same grades as `grade`, resumable,
-namespaces or an explicit risk, and the same outputs from a real Dask LocalCluster."""
+namespaces or an explicit risk (a real Dask cluster: tests/kit/test_dask.py)."""
 
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.kit.attacks import ATTACKS, build
-from tests.kit.conftest import ROOT, SOLUTIONS, cli_json, mutant, run_grade
+from tests.kit.conftest import ROOT, SOLUTIONS, cli_json, cmdline, mutant, run_grade
 
 LN_BUG = {"assignment1/layer_norm.py": [("unbiased=False", "unbiased=True")]}
 
@@ -42,6 +43,40 @@ def batch(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.C
 def read_csv(path: Path) -> dict[str, dict[str, str]]:
     with open(path) as f:
         return {row["student"]: row for row in csv.DictReader(f)}
+
+
+def start_batch(*args: str, new_session: bool = False) -> subprocess.Popen:
+    """`grade batch ARGS` in the background with SIGINT handled as in a terminal, whatever this process
+    was started with (a shell's background job starts with it ignored, and a batch keeps it so)."""
+    start = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "sys.argv[0] = 'grade'; runpy.run_module('grader', run_name='__main__')")
+    return subprocess.Popen([sys.executable, "-c", start, "batch", *args], cwd=ROOT,
+                            env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=new_session)
+
+
+def wait_for_reports(out: Path, n: int, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 300
+    while len(list((out / "reports").glob("*.json"))) < n and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+
+
+def children(pid: int) -> list[str]:
+    """The processes whose parent is `pid`."""
+    found = []
+    for child in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            stat = Path(f"/proc/{child}/stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(child)
+    return found
+
+
+def reports_by_student(out: Path) -> dict[str, dict]:
+    reports = [json.loads(p.read_text()) for p in (out / "reports").glob("*.json")]
+    return {r["batch"]["student"]: r for r in reports}
 
 
 @pytest.fixture(scope="module")
@@ -169,17 +204,8 @@ def test_an_interrupted_batch_resumes_without_regrading(tmp_path):
     slow = root / "student3" / "assignment1" / "layer_norm.py"
     slow.write_text("import time\ntime.sleep(8)\n" + slow.read_text())
     out = tmp_path / "out"
-    env = {**os.environ, "NO_COLOR": "1"}
-    # SIGINT handled as in a terminal, whatever this process was started with (a shell's background
-    # job starts with it ignored, and a batch keeps it so)
-    start = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-             "sys.argv[0] = 'grade'; runpy.run_module('grader', run_name='__main__')")
-    proc = subprocess.Popen([sys.executable, "-c", start, "batch", str(root), "--assignment", "assignment1",
-                             "--out", str(out)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    deadline = time.monotonic() + 300
-    while not list((out / "reports").glob("*.json")) and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.2)
+    proc = start_batch(str(root), "--assignment", "assignment1", "--out", str(out))
+    wait_for_reports(out, 1, proc)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, (stdout + stderr)[-3000:]
@@ -232,24 +258,157 @@ def test_bad_batch_arguments_get_one_line_and_status_2(tmp_path, args, bad):
     assert len(proc.stderr.strip().splitlines()) == 1 and bad in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_a_dask_local_cluster_gives_the_same_outputs(tmp_path, quick_course):
-    from distributed import LocalCluster
+def test_a_batch_that_could_grade_nothing_for_its_own_errors_exits_1(tmp_path, quick_course):
+    """Every grading fails for the grader's own reason, here a syntax error in the hidden suite (an
+    instructor's typo in a copy of the suites): pytest cannot collect it, so each worker's grading
+    raises RuntimeError ("the grading suites did not run") and every row is grader_error. Such a
+    batch must not end as a success whose last line says "2 graded"."""
+    suites = copy_tree(ROOT / "tests" / "grading", tmp_path / "suites")
+    hidden = suites / "hidden" / "test_assignment1.py"
+    hidden.write_text(hidden.read_text() + "\ndef test_typo(:\n")
+    course = tmp_path / "course.toml"
+    course.write_text(re.sub(r'^suites = "[^"]+"', f'suites = "{suites}"', quick_course.read_text(), flags=re.M))
+    for name in ("ada", "bob"):
+        copy_tree(SOLUTIONS, tmp_path / "class" / name)
+    proc = batch(str(tmp_path / "class"), "--assignment", "assignment1", "--out", str(tmp_path / "out"),
+                 "--course", str(course))
+    assert proc.returncode == 1, (proc.stdout + proc.stderr)[-3000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert {r["status"] for r in read_csv(tmp_path / "out" / "grades.csv").values()} == {"grader_error"}
+    [line] = proc.stderr.strip().splitlines()
+    assert "0 graded" in line and "2 failed" in line and "suite" in line
+    assert len(line) < 400
 
+
+def test_grader_errors_are_counted_in_the_last_line(tmp_path, monkeypatch, capsys):
+    """Some graded, some grader_error: the batch exits 0, and its last line says how many failed.
+    The grader's failure is faked (grader.batch.run._locally returns an error for one student): a
+    real grader error that strikes one submission of a class and not the others has no trigger."""
+    from grader.batch import outputs, run
+    from grader.commands import batch as command
+    from grader.course import load
+
+    spec = load(ROOT / "course.toml").assignment("assignment1")
+
+    def fake(course, assignment, entries, jobs):
+        for e in entries:
+            if e.student == "bob":
+                yield e, {"error": "the grader failed on this submission: RuntimeError: boom"}
+            else:
+                yield e, {"report": outputs.empty_report(spec, str(e.tree), "passed", ""), "feedback": "fine"}
+
+    monkeypatch.setattr(run, "_locally", fake)
+    for name in ("ada", "bob", "cy"):
+        copy_tree(SOLUTIONS, tmp_path / "class" / name)
+    args = [str(tmp_path / "class"), "--assignment", "assignment1", "--out", str(tmp_path / "out"),
+            "--course", str(ROOT / "course.toml"), "--unsafe-process-isolation"]
+    assert command.main(args) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "2 graded, 1 failed with a grader error" in out, out[-1000:]
+    assert read_csv(tmp_path / "out" / "grades.csv")["bob"]["status"] == "grader_error"
+
+    monkeypatch.setattr(run, "_locally", lambda course, assignment, entries, jobs: (
+        (e, {"error": "the grader failed on this submission: RuntimeError: boom"}) for e in entries))
+    assert command.main(args) == 1  # bob alone is graded again (grader_error is retried), and fails again
+    out, err = capsys.readouterr()
+    assert "0 graded, 1 failed" in err and "boom" in err and len(err.strip().splitlines()) == 1
+
+
+def test_ctrl_c_in_a_terminal_prints_one_line_and_no_traceback(tmp_path):
+    """A terminal sends Ctrl-C's SIGINT to the whole foreground process group: the batch and its pool's
+    workers. With --jobs 2 and the last submission slow, one worker is idle when it comes."""
     root = tmp_path / "class"
-    copy_tree(SOLUTIONS, root / "correct")
-    copy_tree(mutant(tmp_path / "p", LN_BUG), root / "partial")
-    broken = copy_tree(SOLUTIONS, root / "syntax_error")
-    (broken / "assignment1" / "embedding.py").write_text("class TokenEmbedding(:\n")
-    local = batch(str(root), "--assignment", "assignment1", "--out", str(tmp_path / "local"),
-                  "--course", str(quick_course))
-    assert local.returncode == 0, local.stderr[-2000:]
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        remote = batch(str(root), "--assignment", "assignment1", "--out", str(tmp_path / "dask"),
-                       "--course", str(quick_course), "--scheduler", cluster.scheduler_address)
-    assert remote.returncode == 0, remote.stderr[-3000:]
-    assert read_csv(tmp_path / "dask" / "grades.csv") == read_csv(tmp_path / "local" / "grades.csv")
-    for student in ("correct", "partial", "syntax_error"):
-        a, b = (json.loads((tmp_path / run / "reports" / f"{student}.json").read_text()) for run in ("local", "dask"))
-        assert b["isolation"] == "namespaces" or sys.platform != "linux"
-        assert [(t["id"], t["status"]) for c in a["components"] for t in c["tests"]] == \
-               [(t["id"], t["status"]) for c in b["components"] for t in c["tests"]]
+    for i in range(3):
+        copy_tree(SOLUTIONS, root / f"student{i}")
+    slow = root / "student2" / "assignment1" / "layer_norm.py"
+    slow.write_text("import time\ntime.sleep(8)\n" + slow.read_text())
+    out = tmp_path / "out"
+    proc = start_batch(str(root), "--assignment", "assignment1", "--out", str(out), "--jobs", "2", new_session=True)
+    wait_for_reports(out, 2, proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (stdout + stderr)[-3000:]
+    assert "Traceback" not in stdout + stderr and "KeyboardInterrupt" not in stdout + stderr, stderr[-3000:]
+    assert (stdout + stderr).count("Interrupted") == 1
+    assert len(read_csv(out / "grades.csv")) == 2
+
+
+def test_ctrl_c_while_the_pool_starts_prints_no_traceback(tmp_path):
+    """Ctrl-C as soon as the pool's workers exist, while they start (Python's own start, then the
+    initializer's imports): no worker may print a KeyboardInterrupt traceback."""
+    for i in range(2):
+        copy_tree(SOLUTIONS, tmp_path / "class" / f"student{i}")
+    proc = start_batch(str(tmp_path / "class"), "--assignment", "assignment1", "--out", str(tmp_path / "out"),
+                       "--jobs", "2", new_session=True)
+    deadline = time.monotonic() + 120
+    while not any(b"spawn_main" in cmdline(pid) for pid in children(proc.pid)) and \
+            time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    time.sleep(0.5)  # Python has started in them (until it has, SIGINT ends a process without a word)
+    os.killpg(proc.pid, signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (stdout + stderr)[-3000:]
+    assert "Traceback" not in stdout + stderr and "KeyboardInterrupt" not in stdout + stderr, stderr[-3000:]
+
+
+def test_symlinks_in_a_submission_are_refused_not_followed(tmp_path, quick_course):
+    """A submission is the student's own files: a symbolic link (to a classmate's file, to the kit's
+    solutions, as the assignment's folder or as the student's folder) gets a `refused` row and 0."""
+    root = tmp_path / "class"
+    copy_tree(SOLUTIONS, root / "ada")
+    (root / "bob").mkdir()
+    (root / "copycat").mkdir()
+    (root / "solver").mkdir()
+    for path in (SOLUTIONS / "assignment1").glob("*.py"):
+        shutil.copy(path, root / "bob" / path.name)
+        (root / "copycat" / path.name).symlink_to(Path("..") / "bob" / path.name)
+        (root / "solver" / path.name).symlink_to(path)
+    (root / "linked_folder").mkdir()
+    (root / "linked_folder" / "assignment1").symlink_to(SOLUTIONS / "assignment1")
+    one_file = copy_tree(SOLUTIONS, root / "one_file")
+    (one_file / "assignment1" / "embedding.py").unlink()
+    (one_file / "assignment1" / "embedding.py").symlink_to(root / "ada" / "assignment1" / "embedding.py")
+    (root / "linked_student").symlink_to(root / "ada")
+    out = tmp_path / "out"
+    proc = batch(str(root), "--assignment", "assignment1", "--jobs", "2", "--out", str(out),
+                 "--course", str(quick_course))
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    rows = read_csv(out / "grades.csv")
+    refused = ("copycat", "solver", "linked_folder", "one_file", "linked_student")
+    assert {s: (rows[s]["status"], rows[s]["total"]) for s in rows} == {
+        "ada": ("graded", "40"), "bob": ("graded", "40"), **{s: ("refused", "0") for s in refused}}
+    reports = reports_by_student(out)
+    assert reports["copycat"]["batch"]["message"] == (
+        "layer_norm.py is a symbolic link (to ../bob/layer_norm.py); submissions must be regular files and "
+        "folders, not links")
+    assert f"(to {SOLUTIONS / 'assignment1' / 'layer_norm.py'})" in reports["solver"]["batch"]["message"]
+    assert reports["linked_folder"]["batch"]["message"].startswith("assignment1 is a symbolic link")
+    assert reports["one_file"]["batch"]["message"].startswith("assignment1/embedding.py is a symbolic link")
+    assert reports["linked_student"]["batch"]["message"].startswith("linked_student is a symbolic link")
+    assert json.loads((out / "summary.json").read_text())["statuses"]["refused"] == len(refused)
+    assert "refused 5" in " ".join(proc.stdout.split())
+
+
+def test_students_whose_names_sanitise_alike_keep_their_own_files(tmp_path, quick_course):
+    """`ivy x` and `ivy_x` are two students whose names make the same file name once sanitised: each
+    keeps its own report, Gradescope results and feedback, and a second run grades neither again."""
+    root = tmp_path / "class"
+    copy_tree(SOLUTIONS, root / "ivy x")
+    copy_tree(mutant(tmp_path / "p", LN_BUG), root / "ivy_x")
+    out = tmp_path / "out"
+    args = (str(root), "--assignment", "assignment1", "--out", str(out), "--course", str(quick_course))
+    first = batch(*args)
+    assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
+    rows = read_csv(out / "grades.csv")
+    assert rows["ivy x"]["total"] == "40" and float(rows["ivy_x"]["total"]) < 40
+    reports = reports_by_student(out)
+    assert set(reports) == {"ivy x", "ivy_x"}
+    for path in (out / "reports").glob("*.json"):
+        report = json.loads(path.read_text())
+        assert f"{report['score']:g}" == rows[report["batch"]["student"]]["total"]
+        assert json.loads((out / "gradescope" / path.stem / "results.json").read_text())["score"] == report["score"]
+        assert f"{report['score']:g} / 40" in (out / "feedback" / f"{path.stem}.txt").read_text()
+    done = {p.name: p.stat().st_mtime_ns for p in (out / "reports").glob("*.json")}
+    again = batch(*args)
+    assert "0 graded, 2 unchanged" in " ".join(again.stdout.split()), again.stdout[-2000:]
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "reports").glob("*.json")} == done
