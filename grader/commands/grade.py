@@ -20,6 +20,9 @@ def parser() -> UsageParser:
                         "(reported as skipped elsewhere); every other check runs on the CPU either way")
     p.add_argument("--watch", action="store_true",
                    help="keep running: grade again whenever a graded file of the submission changes (Ctrl-C stops)")
+    p.add_argument("--verbose", action="store_true",
+                   help="show every failed check in full (default: the most telling one per component, "
+                        "the others by name) and the timings")
     p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     return p
 
@@ -52,7 +55,7 @@ def main(argv: list[str]) -> int:
     console = Console(stderr=to_stdout, no_color="NO_COLOR" in os.environ or None)
     with console.status(f"grading {args.assignment} ...", spinner="dots"):
         result = grader.grade(assignment=args.assignment, submission=submission, device=args.device, sandbox=sandbox)
-    report.render(result, console)
+    report.render(result, console, verbose=args.verbose)
     if args.json:
         _write_json(result, args.json)
     return 0
@@ -88,7 +91,7 @@ def _watch(args, grader, submission: Path) -> int:
         if args.json:  # before the line that says the grade is done
             _write_json(result, args.json)
         console.clear()
-        report.render(result, console)
+        report.render(result, console, verbose=args.verbose)
         why = f"after a change to {', '.join(changed)}" if changed else "first grade"
         console.print(f"[bold]grade {count}[/] at {time.strftime('%H:%M:%S')} ({why}), "
                       f"{result.duration:.1f} s. Watching {len(files)} files in {submission}; Ctrl-C stops.",

@@ -12,6 +12,7 @@ from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Report
 
 STYLES = {"passed": "green", "excused": "cyan", "partial": "yellow", "failed": "red", "not attempted": "dim",
           "error": "red", "timeout": "magenta", "skipped": "dim"}
+ELIDE_LINES = 6  # of a value (a tensor's rows) shown without --verbose
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -43,7 +44,7 @@ def _summary(report: Report) -> Table:
     return table
 
 
-def _details(t: CheckResult) -> Table:
+def _details(t: CheckResult, verbose: bool = True) -> Table:
     o = t.outcome
     rows = Table.grid(padding=(0, 1))
     rows.add_column(style="bold", no_wrap=True)
@@ -54,17 +55,35 @@ def _details(t: CheckResult) -> Table:
     for key in ("expected", "got", "max_abs_error", "where", "example", "hint"):
         if key in o.details:
             value = o.details[key]
-            rows.add_row(key.replace("_", " "), plain(f"{value:.3g}" if isinstance(value, float) else value))
+            text = f"{value:.3g}" if isinstance(value, float) else str(value)
+            rows.add_row(key.replace("_", " "), plain(text if verbose else _elided(text)))
     if o.output:
-        rows.add_row("your output", plain(o.output))
+        rows.add_row("your output", plain(o.output if verbose else _elided(o.output)))
     return rows
+
+
+def _elided(text: str, lines: int = ELIDE_LINES) -> str:
+    """At most `lines` lines (a tensor's rows beyond them are left to --verbose)."""
+    kept = text.splitlines()
+    if len(kept) <= lines:
+        return text
+    return "\n".join([*kept[:lines], f"... ({len(kept) - lines} more lines: grade --verbose shows them)"])
+
+
+def _telling(checks: list[CheckResult]) -> CheckResult:
+    """The failed check that shows the bug best: a wrong value over an exception or a timeout, a
+    public check over a hidden one, then the smallest example."""
+    def rank(t: CheckResult):
+        o = t.outcome
+        return (o.reason != "mismatch", t.tier == "hidden", len(str(o.details.get("example", ""))) or 1 << 20)
+    return min(checks, key=rank)
 
 
 def _excused(checks: list[CheckResult]) -> Panel:
     """Failures that come from the parts: one line each, not the red panels of a real failure."""
     parts = sorted({p for t in checks for p in t.excused_by})
     names = " and ".join(parts)
-    ids = Text("\n".join(f"- {t.id}" + (" (hidden)" if t.tier == "hidden" else "") for t in checks))
+    ids = Text(", ".join(t.id + (" (hidden)" if t.tier == "hidden" else "") for t in checks), style="dim")
     return Panel(Group(Text(f"Not counted here: with the reference's {names} in place of yours these checks pass. "
                             f"Fix your {names}; these failures should go with it.", style="cyan"), ids),
                  title=Text.assemble(("excused", "cyan"), f"  {len(checks)} check{'s' * (len(checks) > 1)}"),
@@ -86,23 +105,36 @@ def _found(c: ComponentResult) -> list[Panel]:
     return panels
 
 
-def _component_panel(c: ComponentResult) -> Panel:
+def _component_panel(c: ComponentResult, verbose: bool) -> Panel:
     title = f"{c.name}: {c.score:g} / {c.max_score:g}  ({c.file})"
     if c.status == "not attempted":
         return Panel(Text(f"Not attempted: every check raised NotImplementedError. Start in {c.file}.", style="dim"),
                      title=title, title_align="left", border_style="dim")
-    panels = _found(c)
-    for t in c.checks:
-        o = t.outcome
-        if o.status == "passed" or o.reason in NOT_COUNTED or t.excused_by:
-            continue
+    panels: list = _found(c)
+    failed = [t for t in c.checks if t.outcome.status != "passed" and t.outcome.reason not in NOT_COUNTED
+              and not t.excused_by]
+    # one screen: the check that shows the bug best in full, the others by name (--verbose: all in full)
+    shown = failed if verbose or not failed else [_telling(failed)]
+    for t in shown:
         tier = " (hidden)" if t.tier == "hidden" else ""
-        panels.append(Panel(_details(t), title=Text.assemble(_status(o.status), f"  {t.id}{tier}"),
-                            title_align="left", border_style=STYLES.get(o.status, "")))
+        panels.append(Panel(_details(t, verbose), title=Text.assemble(_status(t.outcome.status), f"  {t.id}{tier}"),
+                            title_align="left", border_style=STYLES.get(t.outcome.status, "")))
+    others = [t for t in failed if t not in shown]
+    if others:
+        ids = ", ".join(t.id + (" (hidden)" if t.tier == "hidden" else "") for t in others)
+        panels.append(Text(f"Also failed ({len(others)}): {ids}. grade --verbose shows each.", style="dim"))
     excused = [t for t in c.checks if t.excused_by and t.outcome.status != "passed"]
     if excused:
-        panels.append(_excused(excused))
+        panels.append(_excused(excused) if verbose else _excused_line(excused))
     return Panel(Group(*panels), title=title, title_align="left", border_style=STYLES.get(c.status, ""))
+
+
+def _excused_line(checks: list[CheckResult]) -> Text:
+    names = " and ".join(sorted({p for t in checks for p in t.excused_by}))
+    n = len(checks)
+    return Text(f"Fix your {names}: {n} check{'s' * (n > 1)} here fail{'s' * (n == 1)} with it and pass with the "
+                f"reference's (excused, not counted here; grade --verbose lists {'them' if n > 1 else 'it'}).",
+                style="cyan")
 
 
 def _speed(performance: dict) -> Table:
@@ -126,21 +158,24 @@ def _speed(performance: dict) -> Table:
     return table
 
 
-def render(report: Report, console: Console) -> None:
+def render(report: Report, console: Console, verbose: bool = False) -> None:
+    """The report; without `verbose`, each failing component shows one failed check in full (the
+    most telling) and names the others, and long values are cut to ELIDE_LINES lines."""
     header = Table.grid(padding=(0, 2))
     header.add_column(style="bold")
     header.add_column()
     header.add_row("assignment", f"{report.assignment}: {report.title}")
     header.add_row("submission", plain(str(report.submission)))
     header.add_row("score", f"{report.score:g} / {report.max_score:g}")
-    header.add_row("duration", f"{report.duration:.1f} s")
-    header.add_row("isolation", report.isolation)
+    header.add_row("duration", f"{report.duration:.1f} s" + (f" (isolation: {report.isolation})"
+                                                             if report.isolation else ""))
     console.print(Panel(header, title="grade", title_align="left"))
     console.print(_summary(report))
     for c in report.components:
         if c.status != "passed" or c.flagged:
-            console.print(_component_panel(c))
-    if report.performance:
+            console.print(_component_panel(c, verbose))
+    # informational timings are for --verbose: the report's one screen is for what costs points
+    if report.performance and (verbose or not report.performance["informational"]):
         console.print(_speed(report.performance))
     for note in report.notes:
         console.print(plain(note), style="dim")

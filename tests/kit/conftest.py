@@ -32,23 +32,47 @@ def cli_json(tree: Path, assignment: str, *extra: str) -> dict:
 
 
 _GRADERS: dict = {}
+ONE_SCREEN = 45  # lines of `grade`'s report at 100 columns, for a submission with one bug
 
 
-def grade_json(tree: Path, assignment: str, *, course: Path = ROOT / "course.toml", device: str = "cpu") -> dict:
+def grade_report(tree: Path, assignment: str, *, course: Path = ROOT / "course.toml", device: str = "cpu"):
     """Grade `tree` in this process through the warm grader that `grade`, `grade --watch` and `grade
-    batch` use (grader.warm.Grader: a worker forked per grade from a template, in the same isolation),
-    and return the JSON report as `grade --json` writes it; one grader per course and test process.
-    tests/kit/test_warm.py holds it to the command line's JSON."""
+    batch` use (grader.warm.Grader: a worker forked per grade from a template, in the same isolation);
+    one grader per course and test process. tests/kit/test_reproducible.py holds its JSON to the
+    command line's."""
     from grader import load_course
-    from grader.results import to_json
     from grader.warm import Grader
 
     key = Path(course).resolve()
     if key not in _GRADERS:
         _GRADERS[key] = Grader(load_course(key)).start()
         atexit.register(_GRADERS[key].close)
-    report = _GRADERS[key].grade(assignment=assignment, submission=tree, device=device)
+    return _GRADERS[key].grade(assignment=assignment, submission=tree, device=device)
+
+
+def as_json(report) -> dict:
+    """The JSON report as `grade --json` writes it."""
+    from grader.results import to_json
+
     return json.loads(json.dumps(to_json(report)))
+
+
+def grade_json(tree: Path, assignment: str, *, course: Path = ROOT / "course.toml", device: str = "cpu") -> dict:
+    """grade_report's JSON."""
+    return as_json(grade_report(tree, assignment, course=course, device=device))
+
+
+def report_lines(report, width: int = 100) -> list[str]:
+    """The terminal report as `grade` prints it at `width` columns, without colour."""
+    import io
+
+    from rich.console import Console
+
+    from grader.render import report as render
+
+    out = io.StringIO()
+    render.render(report, Console(file=out, width=width, no_color=True, force_terminal=False))
+    return out.getvalue().splitlines()
 
 
 def scores(report: dict) -> dict[str, float]:

@@ -2,7 +2,16 @@
 
 import pytest
 
-from tests.kit.conftest import SOLUTIONS, assert_loses_only_in, grade_json, mutant
+from tests.kit.conftest import (
+    ONE_SCREEN,
+    SOLUTIONS,
+    as_json,
+    assert_loses_only_in,
+    grade_json,
+    grade_report,
+    mutant,
+    report_lines,
+)
 from tests.kit.mutants import BUGS
 
 
@@ -22,8 +31,10 @@ def test_json_report_has_the_fields_of_the_interface(solution_reports):
 
 @pytest.mark.parametrize("bug", sorted(b for b in BUGS if BUGS[b].assignment == "assignment1"))
 def test_a_bug_costs_points_in_its_component_only(tmp_path, bug):
-    report = grade_json(mutant(tmp_path, BUGS[bug].patches), "assignment1")
+    result = grade_report(mutant(tmp_path, BUGS[bug].patches), "assignment1")
+    report = as_json(result)
     assert_loses_only_in(report, BUGS[bug].component)
+    assert len(report_lines(result)) <= ONE_SCREEN, "\n".join(report_lines(result))
     broken = next(c for c in report["components"] if c["name"] == BUGS[bug].component)
     assert any(t["status"] == "failed" and t["message"] for t in broken["tests"]), broken
 

@@ -2,14 +2,26 @@
 
 import pytest
 
-from tests.kit.conftest import assert_loses_only_in, full_marks, grade_json, mutant, scores
+from tests.kit.conftest import (
+    ONE_SCREEN,
+    as_json,
+    assert_loses_only_in,
+    full_marks,
+    grade_json,
+    grade_report,
+    mutant,
+    report_lines,
+    scores,
+)
 from tests.kit.mutants import BUGS, FUSED_PROJECTION, MHA
 
 
 @pytest.mark.parametrize("bug", sorted(b for b in BUGS if BUGS[b].assignment == "assignment3"))
 def test_a_bug_costs_points_in_its_component_only(tmp_path, bug):
-    report = grade_json(mutant(tmp_path, BUGS[bug].patches), "assignment3")
+    result = grade_report(mutant(tmp_path, BUGS[bug].patches), "assignment3")
+    report = as_json(result)
     assert_loses_only_in(report, BUGS[bug].component)
+    assert len(report_lines(result)) <= ONE_SCREEN, "\n".join(report_lines(result))
     broken = next(c for c in report["components"] if c["name"] == BUGS[bug].component)
     failed = [t for t in broken["tests"] if t["status"] != "passed"]
     assert failed and all(t["message"] for t in failed), broken

@@ -15,12 +15,12 @@ from tests.kit.conftest import ROOT
 HOSTILE = "[bold red]markup[/] \x1b[31mred\x1b[0m [link=http://x]link[/link]"
 
 
-def render(results: dict[str, Outcome], blame=None, width: int = 100) -> str:
+def render(results: dict[str, Outcome], blame=None, width: int = 100, verbose: bool = False) -> str:
     course = config.load(ROOT / "course.toml")
     assignment = course.assignment("assignment1")
     result = scoring.score(course, assignment, Path("/sub"), results, {}, blame or {}, duration=1.25)
     out = io.StringIO()
-    report.render(result, Console(file=out, width=width, no_color=True, force_terminal=False))
+    report.render(result, Console(file=out, width=width, no_color=True, force_terminal=False), verbose=verbose)
     return out.getvalue()
 
 
@@ -108,3 +108,27 @@ def test_a_pass_that_a_parts_bug_hides_counts_as_the_failure_on_the_reference_pa
                   width=200)
     assert "output differs on the reference's parts" in text and "hides one of this component's own" in text
     assert "TransformerEmbedding: 6 / 6" not in text
+
+
+def test_one_screen_shows_the_most_telling_failure_in_full_and_names_the_others():
+    results = all_checks(Outcome("passed"))
+    results["layer_norm_matches_torch"] = Outcome("failed", "mismatch", "differs", {"example": "x: " + "1.5, " * 40})
+    results["layer_norm_rows_are_normalised"] = Outcome("failed", "mismatch", "rows differ", {"example": "x: [1, 2]"})
+    results["layer_norm_gradients_match_torch"] = Outcome("error", "exception", "your code raised ValueError: no")
+    compact, verbose = render(results), render(results, verbose=True)
+    assert "failed  layer_norm_rows_are_normalised" in compact  # a wrong value with the smallest example
+    assert "failed  layer_norm_matches_torch" not in compact and "error  layer_norm_gradients" not in compact
+    assert "Also failed (2): layer_norm_matches_torch, layer_norm_gradients_match_torch." in compact
+    for shown in ("failed  layer_norm_matches_torch", "failed  layer_norm_rows_are_normalised",
+                  "error  layer_norm_gradients_match_torch"):
+        assert shown in verbose, shown
+
+
+def test_long_values_are_cut_to_a_few_lines_unless_verbose():
+    results = all_checks(Outcome("passed"))
+    rows = "\n".join(f"[{i}, {i + 1}]" for i in range(20))
+    results["layer_norm_matches_torch"] = Outcome("failed", "mismatch", "differs", {"expected": rows})
+    compact, verbose = render(results), render(results, verbose=True)
+    assert "[19, 20]" in verbose and "[19, 20]" not in compact
+    assert f"[{report.ELIDE_LINES - 1}, {report.ELIDE_LINES}]" in compact
+    assert f"({20 - report.ELIDE_LINES} more lines: grade --verbose shows them)" in compact
