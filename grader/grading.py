@@ -71,7 +71,7 @@ def _one_intra_op_thread():
 
 
 def _grade(course: Course, assignment: str, submission: Path, device: str, sandbox: Sandbox) -> Report:
-    from grader import attribution, forbidden, performance, scoring
+    from grader import attribution, diagnosis, forbidden, performance, scoring
     from grader.suite.remote import Submission
 
     spec = course.assignment(assignment)
@@ -109,6 +109,9 @@ def _grade(course: Course, assignment: str, submission: Path, device: str, sandb
                            refused=refused, forbidden=verdict)
     report.isolation = sandbox.isolation
     report.performance = speed
+    named = diagnosis.diagnose(course, spec, results)
+    for comp in report.components:
+        comp.diagnosis = named.get(comp.name)
     if device == "cuda":
         report.gpu = _gpu_summary(spec, results, gpu)
         report.notes.append(report.gpu["note"])

@@ -50,6 +50,8 @@ class ComponentResult:
     # flagged: tools that could hide one, left to the instructor (grader.forbidden)
     forbidden: list[dict] = field(default_factory=list)
     flagged: list[dict] = field(default_factory=list)
+    # the classic bug that explains every failing public check ({"bug", "message"}; grader.diagnosis)
+    diagnosis: dict | None = None
 
     @property
     def counted(self) -> list[CheckResult]:
@@ -114,7 +116,7 @@ def to_json(report: Report) -> dict:
                         **({"note": t.note} if t.note else {}),
                         **({"output": t.outcome.output} if t.outcome.output else {})}
                        for t in c.checks],
-             "forbidden": c.forbidden, "flagged": c.flagged}
+             "forbidden": c.forbidden, "flagged": c.flagged, "diagnosis": c.diagnosis}
             for c in report.components],
         "performance": report.performance,
         "gpu": report.gpu,

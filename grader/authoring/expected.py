@@ -2,10 +2,16 @@
 
 The cases (which component, which arguments, which inputs) live with the suites in
 `<suites>/cases/<assignment>.py` as a list `CASES` of `Case`; this module runs them on the
-reference and keeps the results in `<suites>/public/expected/<assignment>.pt`.
+reference and keeps the results in `<suites>/public/expected/<assignment>.pt`. The course's
+table of classic bugs (`<suites>/bugs.py`, `BUGS`) is graded here too, each bug's tree the
+reference with its patches, and what its component's failing public checks say is kept in
+`<suites>/public/expected/bugs.json` for grader.diagnosis.
 """
 
 import importlib.util
+import json
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,8 +100,66 @@ def load(course: Course, assignment: str) -> dict[str, dict]:
     return torch.load(path_for(course, assignment), weights_only=True)
 
 
+def load_bugs(course: Course) -> dict:
+    """The course's table of classic bugs (name -> an object with component, patches, message, fix)."""
+    path = course.suites / "bugs.py"
+    if not path.exists():
+        return {}
+    spec = importlib.util.spec_from_file_location("_kit_bugs", path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.BUGS
+
+
+def bug_tree(course: Course, patches: dict[str, list[tuple[str, str]]], into: Path, name: str) -> Path:
+    """A copy of the reference with a bug's patches; each `old` must occur exactly once."""
+    shutil.copytree(course.reference, into, ignore=shutil.ignore_patterns("__pycache__"))
+    for rel, edits in patches.items():
+        path = into / rel
+        text = path.read_text()
+        for old, new in edits:
+            if text.count(old) != 1:
+                raise ConfigError(f"bugs.py: {name}: the patch of {rel} does not apply ({old!r} occurs "
+                                  f"{text.count(old)} times in the reference)")
+            text = text.replace(old, new)
+        path.write_text(text)
+    return into
+
+
+def compute_bugs(course: Course) -> dict[str, dict]:
+    """name -> {component, message, fix, failing: what its component's failing public checks say}."""
+    from grader import diagnosis
+    from grader.warm import Grader
+
+    table = load_bugs(course)
+    if not table:
+        return {}
+    found = {}
+    with tempfile.TemporaryDirectory(prefix="grade-bugs-") as tmp, Grader(course) as grader:
+        for name, bug in table.items():
+            assignment = next(iter(bug.patches)).partition("/")[0]
+            tree = bug_tree(course, bug.patches, Path(tmp) / name, name)
+            report = grader.grade(assignment=assignment, submission=tree)
+            results = {t.id: t.outcome for c in report.components for t in c.checks}
+            found[name] = {"component": bug.component, "message": bug.message, "fix": bug.fix,
+                           "failing": diagnosis.failing_public(course.assignment(assignment), bug.component,
+                                                               results)}
+    return found
+
+
 def write_all(course: Course, check: bool = False) -> list[Path]:
+    from grader import diagnosis
+
     stale = []
+    bugs = compute_bugs(course)
+    path = diagnosis.path_for(course)
+    if bugs and (not path.exists() or json.loads(path.read_text()) != bugs):
+        stale.append(path)
+        if not check:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(bugs, indent=1, sort_keys=True) + "\n")
     for assignment in course.assignments:
         fresh = compute(course, assignment)
         if not fresh:

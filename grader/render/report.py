@@ -44,7 +44,7 @@ def _summary(report: Report) -> Table:
     return table
 
 
-def _details(t: CheckResult, verbose: bool = True) -> Table:
+def _details(t: CheckResult, verbose: bool = True, hint: bool = True) -> Table:
     o = t.outcome
     rows = Table.grid(padding=(0, 1))
     rows.add_column(style="bold", no_wrap=True)
@@ -53,7 +53,7 @@ def _details(t: CheckResult, verbose: bool = True) -> Table:
     if t.note:
         rows.add_row("parts", plain(t.note))
     for key in ("expected", "got", "max_abs_error", "where", "example", "hint"):
-        if key in o.details:
+        if key in o.details and (hint or key != "hint"):
             value = o.details[key]
             text = f"{value:.3g}" if isinstance(value, float) else str(value)
             rows.add_row(key.replace("_", " "), plain(text if verbose else _elided(text)))
@@ -111,13 +111,17 @@ def _component_panel(c: ComponentResult, verbose: bool) -> Panel:
         return Panel(Text(f"Not attempted: every check raised NotImplementedError. Start in {c.file}.", style="dim"),
                      title=title, title_align="left", border_style="dim")
     panels: list = _found(c)
+    if c.diagnosis:
+        panels.append(Text.assemble(("Diagnosis: ", "bold"), plain(c.diagnosis["message"])))
     failed = [t for t in c.checks if t.outcome.status != "passed" and t.outcome.reason not in NOT_COUNTED
               and not t.excused_by]
     # one screen: the check that shows the bug best in full, the others by name (--verbose: all in full)
     shown = failed if verbose or not failed else [_telling(failed)]
     for t in shown:
         tier = " (hidden)" if t.tier == "hidden" else ""
-        panels.append(Panel(_details(t, verbose), title=Text.assemble(_status(t.outcome.status), f"  {t.id}{tier}"),
+        # a diagnosis says the cause: the check's list of likely ones is for --verbose
+        details = _details(t, verbose, hint=verbose or not c.diagnosis)
+        panels.append(Panel(details, title=Text.assemble(_status(t.outcome.status), f"  {t.id}{tier}"),
                             title_align="left", border_style=STYLES.get(t.outcome.status, "")))
     others = [t for t in failed if t not in shown]
     if others:
@@ -129,10 +133,21 @@ def _component_panel(c: ComponentResult, verbose: bool) -> Panel:
     return Panel(Group(*panels), title=title, title_align="left", border_style=STYLES.get(c.status, ""))
 
 
+def _folded(components: list[ComponentResult]) -> Text:
+    said = []
+    for c in components:
+        excused = [t for t in c.checks if t.excused_by and t.outcome.status != "passed"]
+        parts = " and ".join(sorted({p for t in excused for p in t.excused_by}))
+        said.append(f"{c.name} ({len(excused)} excused: fix your {parts})")
+    return Text(f"Full marks with checks excused, which pass with the reference's parts (grade --verbose lists "
+                f"them): {'; '.join(said)}.", style="cyan")
+
+
 def _excused_line(checks: list[CheckResult]) -> Text:
     names = " and ".join(sorted({p for t in checks for p in t.excused_by}))
     n = len(checks)
-    return Text(f"Fix your {names}: {n} check{'s' * (n > 1)} here fail{'s' * (n == 1)} with it and pass with the "
+    it = "them" if " and " in names else "it"
+    return Text(f"Fix your {names}: {n} check{'s' * (n > 1)} here fail{'s' * (n == 1)} with {it} and pass with the "
                 f"reference's (excused, not counted here; grade --verbose lists {'them' if n > 1 else 'it'}).",
                 style="cyan")
 
@@ -164,16 +179,22 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     header = Table.grid(padding=(0, 2))
     header.add_column(style="bold")
     header.add_column()
-    header.add_row("assignment", f"{report.assignment}: {report.title}")
+    isolation = f" (isolation: {report.isolation})" if report.isolation else ""
+    if verbose:
+        header.add_row("assignment", f"{report.assignment}: {report.title}")
     header.add_row("submission", plain(str(report.submission)))
-    header.add_row("score", f"{report.score:g} / {report.max_score:g}")
-    header.add_row("duration", f"{report.duration:.1f} s" + (f" (isolation: {report.isolation})"
-                                                             if report.isolation else ""))
-    console.print(Panel(header, title="grade", title_align="left"))
+    header.add_row("score", f"{report.score:g} / {report.max_score:g}, graded in {report.duration:.1f} s{isolation}")
+    # the summary's title names the assignment: one screen has no room for the same line twice
+    console.print(Panel(header, title="grade", title_align="left") if verbose else header)
     console.print(_summary(report))
-    for c in report.components:
-        if c.status != "passed" or c.flagged:
+    shown = [c for c in report.components if c.status != "passed" or c.flagged]
+    # one screen: components that lose nothing, their failures all excused by failing parts, in one line
+    folded = [] if verbose else [c for c in shown if c.status == "excused" and not c.flagged]
+    for c in shown:
+        if c not in folded:
             console.print(_component_panel(c, verbose))
+    if folded:
+        console.print(_folded(folded))
     # informational timings are for --verbose: the report's one screen is for what costs points
     if report.performance and (verbose or not report.performance["informational"]):
         console.print(_speed(report.performance))

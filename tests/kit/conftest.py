@@ -62,6 +62,23 @@ def grade_json(tree: Path, assignment: str, *, course: Path = ROOT / "course.tom
     return as_json(grade_report(tree, assignment, course=course, device=device))
 
 
+def grade_one_bug(tmp_path: Path, name: str) -> dict:
+    """Grade solutions/ with the course's classic bug `name` (tests/grading/bugs.py) alone: it costs
+    points in its own component only, the report fits one screen, and the diagnosis names it on
+    that component and on no other (or on none, where the table says why it cannot be told)."""
+    from tests.grading.bugs import BUGS
+
+    bug = BUGS[name]
+    result = grade_report(mutant(tmp_path, bug.patches), bug.assignment)
+    report = as_json(result)
+    assert_loses_only_in(report, bug.component)
+    assert len(report_lines(result)) <= ONE_SCREEN, "\n".join(report_lines(result))
+    named = {c["name"]: c["diagnosis"]["bug"] for c in report["components"] if c["diagnosis"]}
+    wanted = {} if bug.undiagnosed else {bug.component: name}
+    assert named == wanted, f"diagnosed {named}, expected {wanted} (stale? run grade expected)"
+    return report
+
+
 def report_lines(report, width: int = 100) -> list[str]:
     """The terminal report as `grade` prints it at `width` columns, without colour."""
     import io

@@ -7,76 +7,13 @@ and each assignment's tests grade its own entries (tests/kit/test_assignmentN.py
 
 from dataclasses import dataclass
 
-LN, FFN, PE, EMB = ("assignment1/layer_norm.py", "assignment1/feed_forward.py", "assignment1/positional_encoding.py",
-                    "assignment1/embedding.py")
-ATT, MASKS, MHA = "assignment2/attention.py", "assignment2/masks.py", "assignment2/multi_head_attention.py"
-SUB, ENC, DEC = "assignment3/sublayer.py", "assignment3/encoder.py", "assignment3/decoder.py"
-TRANSFORMER = "assignment3/transformer.py"
+from tests.grading.bugs import ATT, BUGS, DEC, EMB, ENC, FFN, LN, MASKS, MHA, PE, SUB, TRANSFORMER, Bug
 
-
-@dataclass(frozen=True)
-class Bug:
-    component: str  # where the bug lives: the only component that may lose points for it
-    patches: dict[str, list[tuple[str, str]]]
-
-    @property
-    def assignment(self) -> str:
-        return next(iter(self.patches)).partition("/")[0]
+__all__ = ["ATT", "BUGS", "DEC", "EMB", "ENC", "FFN", "LN", "MASKS", "MHA", "PE", "SUB", "TRANSFORMER", "Bug"]
 
 
 def _one(component: str, file: str, old: str, new: str) -> Bug:
     return Bug(component, {file: [(old, new)]})
-
-
-BUGS: dict[str, Bug] = {
-    # assignment1
-    "layer_norm_unbiased_variance": _one("LayerNorm", LN, "unbiased=False", "unbiased=True"),
-    "layer_norm_eps_outside_sqrt": _one("LayerNorm", LN, "torch.sqrt(var + self.eps)", "(torch.sqrt(var) + self.eps)"),
-    "layer_norm_default_eps_1e_12": _one("LayerNorm", LN, "eps: float = 1e-5", "eps: float = 1e-12"),
-    "feed_forward_no_relu": _one("PositionwiseFeedForward", FFN, "F.relu(self.linear1(x))", "self.linear1(x)"),
-    "positional_encoding_sin_cos_swapped": _one("PositionalEncoding", PE, "torch.sin(", "torch.cos("),
-    "token_embedding_no_scale": _one("TokenEmbedding", EMB, "* math.sqrt(self.d_model)", ""),
-    "transformer_embedding_no_position": _one("TransformerEmbedding", EMB, "return self.position(self.token(x))",
-                                              "return self.token(x)"),
-    # assignment2
-    "softmax_over_the_wrong_dim": _one("scaled_dot_product_attention", ATT, "scores.softmax(dim=-1)",
-                                       "scores.softmax(dim=-2)"),
-    "no_sqrt_d_k": _one("scaled_dot_product_attention", ATT, " / math.sqrt(d_k)", ""),
-    "mask_applied_after_softmax": _one(
-        "scaled_dot_product_attention", ATT,
-        "        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n"
-        "    weights = scores.softmax(dim=-1)  # (..., T_q, T_k)\n",
-        "        pass\n"
-        "    weights = scores.softmax(dim=-1)  # (..., T_q, T_k)\n"
-        "    if mask is not None:\n"
-        "        weights = weights.masked_fill(~mask, 0.0)\n"),
-    "mask_polarity_inverted": _one("scaled_dot_product_attention", ATT, "masked_fill(~mask,", "masked_fill(mask,"),
-    "pad_mask_polarity_inverted": _one("make_pad_mask", MASKS, "(tokens != pad_idx)", "(tokens == pad_idx)"),
-    "causal_mask_off_by_one": _one("make_causal_mask", MASKS, ".tril()[None, None]", ".tril(-1)[None, None]"),
-    "tgt_mask_or_instead_of_and": _one("make_tgt_mask", MASKS, "return pad & causal", "return pad | causal"),
-    "heads_split_with_the_wrong_view": Bug("MultiHeadAttention", {MHA: [
-        (f"self.w_{n}({n}).view(B, {t}, self.n_heads, self.d_k).transpose(1, 2)",
-         f"self.w_{n}({n}).view(B, self.n_heads, {t}, self.d_k)") for n, t in (("q", "T_q"), ("k", "T_k"),
-                                                                               ("v", "T_k"))]}),
-    "heads_merged_without_transpose": _one("MultiHeadAttention", MHA,
-                                           "out.transpose(1, 2).contiguous().view(B, T_q, self.d_model)",
-                                           "out.reshape(B, T_q, self.d_model)"),
-    # assignment3
-    "post_norm_wired_as_pre_norm": _one("ResidualConnection", SUB, "        if self.norm_first:\n",
-                                        "        if not self.norm_first:\n"),
-    "encoder_layer_skips_the_mask": _one("EncoderLayer", ENC, "self.self_attn(x, x, x, src_mask)",
-                                         "self.self_attn(x, x, x)"),
-    "encoder_missing_final_norm": _one("Encoder", ENC, "return self.norm(x) if self.norm_first else x", "return x"),
-    "cross_attention_fed_the_decoder_input_as_keys": _one(
-        "DecoderLayer", DEC, "self.cross_attn(x, memory, memory, src_mask)", "self.cross_attn(x, x, x, None)"),
-    "decoder_final_norm_always": _one("Decoder", DEC, "return self.norm(x) if self.norm_first else x",
-                                      "return self.norm(x)"),
-    "forward_without_padding_mask": _one("Transformer", TRANSFORMER,
-                                         "src_mask = make_pad_mask(src, self.pad_idx)  # (B, 1, 1, S)",
-                                         "src_mask = None"),
-    "padding_rows_not_zeroed": _one("Transformer", TRANSFORMER,
-                                    "self.src_embed.token.embedding.weight[pad_idx].zero_()", "pass"),
-}
 
 
 def patches(*names: str) -> dict[str, list[tuple[str, str]]]:
@@ -139,7 +76,7 @@ class DeviceBug(Bug):
 
 
 def _device(component: str, check: str, file: str, old: str, new: str, line: str) -> DeviceBug:
-    return DeviceBug(component, {file: [(old, new)]}, check, line)
+    return DeviceBug(component, {file: [(old, new)]}, check=check, line=line)
 
 
 DEVICE_BUGS: dict[str, DeviceBug] = {

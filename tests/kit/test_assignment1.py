@@ -3,14 +3,10 @@
 import pytest
 
 from tests.kit.conftest import (
-    ONE_SCREEN,
     SOLUTIONS,
-    as_json,
-    assert_loses_only_in,
     grade_json,
-    grade_report,
+    grade_one_bug,
     mutant,
-    report_lines,
 )
 from tests.kit.mutants import BUGS
 
@@ -30,11 +26,8 @@ def test_json_report_has_the_fields_of_the_interface(solution_reports):
 
 
 @pytest.mark.parametrize("bug", sorted(b for b in BUGS if BUGS[b].assignment == "assignment1"))
-def test_a_bug_costs_points_in_its_component_only(tmp_path, bug):
-    result = grade_report(mutant(tmp_path, BUGS[bug].patches), "assignment1")
-    report = as_json(result)
-    assert_loses_only_in(report, BUGS[bug].component)
-    assert len(report_lines(result)) <= ONE_SCREEN, "\n".join(report_lines(result))
+def test_a_classic_bug_costs_its_own_component_only_and_is_named_there_in_one_screen(tmp_path, bug):
+    report = grade_one_bug(tmp_path, bug)
     broken = next(c for c in report["components"] if c["name"] == BUGS[bug].component)
     assert any(t["status"] == "failed" and t["message"] for t in broken["tests"]), broken
 

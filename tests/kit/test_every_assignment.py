@@ -22,6 +22,7 @@ def test_solutions_get_full_marks_in_both_tiers(solution_reports, assignment):
     assert [c["name"] for c in report["components"]] == COMPONENTS[assignment]
     assert all(t["status"] == "passed" for c in report["components"] for t in c["tests"])
     assert any(t["hidden"] for c in report["components"] for t in c["tests"])  # the hidden tier ran too
+    assert not any(c["diagnosis"] for c in report["components"])
 
 
 @pytest.mark.parametrize("assignment", sorted(COMPONENTS))
@@ -31,3 +32,4 @@ def test_stubs_get_nothing_and_every_component_is_not_attempted(assignment):
     assert [c["name"] for c in report["components"]] == COMPONENTS[assignment]
     assert {c["status"] for c in report["components"]} == {"not attempted"}
     assert all(t["reason"] == "not_attempted" for c in report["components"] for t in c["tests"])
+    assert not any(c["diagnosis"] for c in report["components"])

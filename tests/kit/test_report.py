@@ -75,9 +75,12 @@ def test_excused_failures_look_apart_and_name_the_part_to_fix():
     results = all_checks(Outcome("passed"))
     results["token_embedding_matches_torch"] = Outcome("failed", "mismatch", "TokenEmbedding output differs")
     results["transformer_embedding_matches_its_parts"] = Outcome("failed", "mismatch", "output differs")
-    text = render(results, {"transformer_embedding_matches_its_parts": Blame(("TokenEmbedding",), Outcome("passed"))})
-    assert "excused" in text and "Fix your TokenEmbedding" in text
-    assert "TransformerEmbedding: 6 / 6" in text
+    blame = {"transformer_embedding_matches_its_parts": Blame(("TokenEmbedding",), Outcome("passed"))}
+    text = render(results, blame)
+    assert "TransformerEmbedding (1 excused: fix your TokenEmbedding)" in text
+    verbose = render(results, blame, verbose=True)
+    assert "excused" in text and "Fix your TokenEmbedding" in verbose
+    assert "TransformerEmbedding: 6 / 6" in verbose
     assert "failed  transformer_embedding_matches_its_parts" not in text  # no red panel for it
     assert "Start here: TokenEmbedding" in text
 

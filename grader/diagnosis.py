@@ -1,0 +1,65 @@
+"""Naming the bug: a failing component's public checks against what each classic bug makes them say.
+
+The course's table of classic bugs (`<suites>/bugs.py`, instructors' material: each bug is the
+reference with one change) is graded once by `grade expected`, which stores, per bug, what the
+failing public checks of its component report: status, message, expected and got, and the
+(shrunk) example. Outputs, never code: `<suites>/public/expected/bugs.json` ships to students.
+
+Grading is deterministic (Hypothesis derandomized, the same inputs drawn for the same answers), so
+code that computes what a bug computes fails the same checks on the same shrunk examples with the
+same values. A component is diagnosed when exactly one bug of its table explains every one of its
+failing public checks, and no other: a partial match, or two bugs that match, is no diagnosis.
+Numbers are compared to 4 significant digits (the same bug written another way rounds alike).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from grader.course import Assignment, Course
+from grader.results import Outcome
+
+KEYS = ("status", "reason", "message", "expected", "got", "example")
+_NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
+
+
+def path_for(course: Course) -> Path:
+    return course.suites / "public" / "expected" / "bugs.json"
+
+
+def signature(outcome: Outcome) -> dict[str, str]:
+    """What a failed check says, numbers rounded: equal for the same bug however it is written."""
+    said = {"status": outcome.status, "reason": outcome.reason, "message": outcome.message, **outcome.details}
+    return {k: _NUMBER.sub(lambda m: f"{float(m.group()):.4g}", str(said[k])) for k in KEYS if k in said}
+
+
+def failing_public(spec: Assignment, component: str, results: dict[str, Outcome]) -> dict[str, dict[str, str]]:
+    """check id -> signature, for the component's public checks that did not pass."""
+    comp = next(c for c in spec.components if c.name == component)
+    return {chk.id: signature(results[chk.id]) for chk in comp.checks
+            if chk.tier == "public" and chk.id in results and results[chk.id].status != "passed"}
+
+
+def load(course: Course) -> dict[str, dict]:
+    path = path_for(course)
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome]) -> dict[str, dict]:
+    """component -> {"bug": id, "message": the sentence for the student}, where one bug explains all."""
+    table = load(course)
+    found = {}
+    for comp in spec.components:
+        failing = failing_public(spec, comp.name, results)
+        if not failing or any(s.get("reason") == "not_attempted" for s in failing.values()):
+            continue
+        matches = [name for name, bug in table.items() if bug["component"] == comp.name and bug["failing"] == failing]
+        if len(matches) == 1:
+            bug = table[matches[0]]
+            n = len(failing)
+            found[comp.name] = {"bug": matches[0],
+                                "message": f"matches {bug['message']} on all {n} failing public check"
+                                           f"{'s' * (n > 1)}: {bug['fix']}."}
+    return found
