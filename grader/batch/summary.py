@@ -1,5 +1,6 @@
-"""The class at a glance: score histogram, mean per component, the checks most students fail,
-and the submissions whose grade differs most from what the public tier alone would give."""
+"""The class at a glance: score histogram, mean per component, the checks most students fail, the
+classic bugs most students have (grader.diagnosis), and the submissions whose grade differs most
+from what the public tier alone would give."""
 
 from __future__ import annotations
 
@@ -59,6 +60,14 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
                                                              if t.get("message") else ""] += 1
     checks = [{"id": check, "component": owner[check], "students": n, "typical": messages[check].most_common(1)[0][0]}
               for check, n in failing.most_common(8)]
+    bugs: Counter[tuple[str, str, str]] = Counter()
+    for _, r in rows:
+        for c in r["components"]:
+            if c.get("diagnosis"):
+                what = c["diagnosis"]["message"].removeprefix("matches ").partition(" on all ")[0]
+                bugs[(c["name"], c["diagnosis"]["bug"], what)] += 1
+    diagnoses = [{"component": comp, "bug": bug, "what": what, "students": n}
+                 for (comp, bug, what), n in bugs.most_common()]
     gaps = []
     for student, r in rows:
         if r["batch"]["status"] not in ("graded", "fault") or not max_score:
@@ -71,7 +80,7 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
             "statuses": dict(Counter(r["batch"]["status"] for _, r in rows)),
             "histogram": [{"from": round(i * max_score / BINS, 2), "to": round((i + 1) * max_score / BINS, 2),
                            "students": n} for i, n in enumerate(histogram)],
-            "components": components, "most_failed": checks,
+            "components": components, "most_failed": checks, "diagnoses": diagnoses,
             "public_gap": sorted(gaps, key=lambda g: -abs(g["score"] - g["public"]))}
 
 
@@ -103,6 +112,14 @@ def render(summary: dict) -> RenderableType:
         for c in summary["most_failed"]:
             failed.add_row(c["id"], str(c["students"]), c["typical"])
         parts.append(failed)
+    if summary.get("diagnoses"):
+        named = Table(title="Classic bugs named in the reports", title_justify="left")
+        named.add_column("n", justify="right")
+        named.add_column("component", overflow="fold")
+        named.add_column("what the code computes", overflow="fold", ratio=3)
+        for d in summary["diagnoses"][:8]:
+            named.add_row(str(d["students"]), d["component"], d["what"])
+        parts.append(named)
     if summary["public_gap"]:
         gap = Table(title=f"Grade vs public tier alone (differs by {GAP:g}% of the maximum or more)",
                     title_justify="left")

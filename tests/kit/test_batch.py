@@ -174,6 +174,10 @@ def test_the_class_summary_is_printed_and_written(graded):
     text = (out / "summary.txt").read_text()
     assert "class summary" in text and "Checks most students fail" in text and "class summary" in proc.stdout
     assert max(map(len, text.splitlines())) <= 80
+    # the partial student's LayerNorm is the table's unbiased variance: the summary counts it by name
+    assert {(d["component"], d["bug"], d["students"]) for d in summary["diagnoses"]} >= {
+        ("LayerNorm", "layer_norm_unbiased_variance", 1)}, summary["diagnoses"]
+    assert "Classic bugs named in the reports" in text
 
 
 def test_a_stop_that_lost_its_interrupt_still_ends_the_batch_after_one_submission(tmp_path):
