@@ -200,13 +200,18 @@ def test_a_stop_that_lost_its_interrupt_still_ends_the_batch_after_one_submissio
     assert list(read_csv(tmp_path / "out" / "grades.csv")) == ["student0"]
 
 
-def test_an_interrupted_batch_resumes_without_regrading(tmp_path):
-    root = tmp_path / "class"
-    for i in range(4):
+def slow_class(root: Path, n: int) -> Path:
+    """`n` correct students; the last is slow to import and graded last, so that a batch cannot end
+    before a signal sent once the others are graded reaches it."""
+    for i in range(n):
         copy_tree(SOLUTIONS, root / f"student{i}")
-    # correct but slow to import, and graded last: the batch cannot end before the signal reaches it
-    slow = root / "student3" / "assignment1" / "layer_norm.py"
+    slow = root / f"student{n - 1}" / "assignment1" / "layer_norm.py"
     slow.write_text("import time\ntime.sleep(8)\n" + slow.read_text())
+    return root
+
+
+def test_an_interrupted_batch_resumes_without_regrading(tmp_path):
+    root = slow_class(tmp_path / "class", 4)
     out = tmp_path / "out"
     proc = start_batch(str(root), "--assignment", "assignment1", "--out", str(out))
     wait_for_reports(out, 1, proc)
@@ -321,11 +326,7 @@ def test_grader_errors_are_counted_in_the_last_line(tmp_path, monkeypatch, capsy
 def test_ctrl_c_in_a_terminal_prints_one_line_and_no_traceback(tmp_path):
     """A terminal sends Ctrl-C's SIGINT to the whole foreground process group: the batch and its pool's
     workers. With --jobs 2 and the last submission slow, one worker is idle when it comes."""
-    root = tmp_path / "class"
-    for i in range(3):
-        copy_tree(SOLUTIONS, root / f"student{i}")
-    slow = root / "student2" / "assignment1" / "layer_norm.py"
-    slow.write_text("import time\ntime.sleep(8)\n" + slow.read_text())
+    root = slow_class(tmp_path / "class", 3)
     out = tmp_path / "out"
     proc = start_batch(str(root), "--assignment", "assignment1", "--out", str(out), "--jobs", "2", new_session=True)
     wait_for_reports(out, 2, proc)
