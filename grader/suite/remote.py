@@ -65,10 +65,12 @@ class Submission:
             self._import(target.partition(":")[0])
         component, where = self.component, None
         if component in self.hung:
-            usual = timeout or self.sandbox.limits.timeout_seconds
-            timeout = min(usual, max(usual * SHORT_TIMEOUT, MIN_SHORT_SECONDS,
-                                     RELATIVE_SLACK * self.slowest.get(component, 0.0)))
-            where = f"shortened from {usual:g} s: {component} hung in an earlier check"
+            limits = self.sandbox.limits
+            usual = timeout or limits.timeout_seconds
+            short = max(usual * SHORT_TIMEOUT, MIN_SHORT_SECONDS, RELATIVE_SLACK * self.slowest.get(component, 0.0))
+            if short < usual:
+                set_at = "this check's own timeout" if timeout else limits.where("timeout_seconds")
+                timeout, where = short, f"shortened from {usual:g} s ({set_at}): {component} hung in an earlier check"
         started = time.monotonic()
         try:
             value = self.sandbox.request(message, timeout, where)
