@@ -83,7 +83,7 @@ def gradescope(report: dict) -> dict:
     """Gradescope's results.json: one test per component; hidden checks only as counts."""
     tests = []
     for number, c in enumerate(report["components"], 1):
-        lines = []
+        lines = [f"Diagnosis: {c['diagnosis']['message']}"] if c.get("diagnosis") else []
         secret = [t for t in c["tests"] if t.get("hidden")]
         for t in c["tests"]:
             if not t.get("hidden") and t["status"] != "passed":

@@ -178,6 +178,9 @@ def test_the_class_summary_is_printed_and_written(graded):
     assert {(d["component"], d["bug"], d["students"]) for d in summary["diagnoses"]} >= {
         ("LayerNorm", "layer_norm_unbiased_variance", 1)}, summary["diagnoses"]
     assert "Classic bugs named in the reports" in text
+    results = json.loads((out / "gradescope" / "partial" / "results.json").read_text())
+    norm = next(t for t in results["tests"] if t["name"] == "LayerNorm")
+    assert norm["output"].startswith("Diagnosis: matches LayerNorm with the unbiased variance"), norm
 
 
 def test_a_stop_that_lost_its_interrupt_still_ends_the_batch_after_one_submission(tmp_path):
