@@ -294,14 +294,5 @@ def main():
             return
         worker.baseline.restore_switches()
         answer = worker.handle(req)
-        _flush()  # what the submission printed reaches its output file before the grader reads it
+        state.flush_output()  # what the submission printed reaches its file before the grader reads it
         protocol.write_all(resp_fd, answer)
-
-
-def _flush():
-    # stdout is block-buffered into a file: without this, a few lines printed stayed in the buffer
-    for stream in {id(s): s for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)}.values():
-        try:
-            stream.flush()  # type: ignore[union-attr]
-        except BaseException:  # the submission's own replacement may raise anything
-            pass
