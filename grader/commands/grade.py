@@ -77,6 +77,7 @@ def _write_json(result, where: str) -> None:
 
 def _watch(args, grader, submission: Path) -> int:
     from rich.console import Console
+    from rich.text import Text
 
     from grader.render import report
     from grader.watch import watch, watched_files
@@ -93,13 +94,13 @@ def _watch(args, grader, submission: Path) -> int:
         console.clear()
         report.render(result, console, verbose=args.verbose)
         why = f"after a change to {', '.join(changed)}" if changed else "first grade"
-        console.print(f"[bold]grade {count}[/] at {time.strftime('%H:%M:%S')} ({why}), "
-                      f"{result.duration:.1f} s. Watching {len(files)} files in {submission}; Ctrl-C stops.",
-                      highlight=False)
+        # plain text: a folder or file name is shown as it is, never read as rich markup
+        console.print(Text(f"grade {count} at {time.strftime('%H:%M:%S')} ({why}), {result.duration:.1f} s. "
+                           f"Watching {len(files)} files in {submission}; Ctrl-C stops."))
 
     def announce(changed: list[str]) -> None:
         why = f" after a change to {', '.join(changed)}" if changed else ""
-        console.print(f"grading {args.assignment}{why} ...", highlight=False)
+        console.print(Text(f"grading {args.assignment}{why} ..."))
 
     try:
         with grader:
