@@ -1,0 +1,47 @@
+"""Gradescope's results.json for one submission, from the kit's JSON report.
+
+One test per component, as `grade batch` writes it (grader.batch.outputs.gradescope: score,
+max_score, status, the diagnosis first, public-tier detail, hidden checks as counts), visible
+to the student at once. The hidden tier's detail (which hidden checks failed, and why) is one
+more test per component that has any, shown only once the instructor publishes the grades
+("after_published"), and worth nothing of its own: its points are in the component's test.
+Standard library only, like the reports it reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from grader.batch.outputs import gradescope
+
+ISOLATION = {
+    "namespaces": "namespaces (the submission's process had no network and a private root: this "
+                  "autograder's files and the reference were out of its reach)",
+    "process": "process (resource limits only: the submission's process could read and write what "
+               "the autograder can)",
+}
+
+
+def results(report: dict, *, execution_time: float, notes: Sequence[str] = ()) -> dict:
+    """results.json for `report` (the kit's JSON report); `notes`: lines the top output adds."""
+    data = gradescope(report)
+    tests = []
+    for test, component in zip(data["tests"], report["components"], strict=True):
+        tests.append(test)
+        hidden = _hidden_detail(component)
+        if hidden:
+            tests.append({"name": f"{component['name']}: hidden checks", "status": test["status"],
+                          "output": hidden, "visibility": "after_published"})
+    isolation = report.get("isolation") or ""
+    top = [f"{report['assignment']}: {report['score']:g} / {report['max_score']:g} points.",
+           *([f"Isolation: {ISOLATION.get(isolation, isolation)}."] if isolation else []),
+           *notes, *([data["output"]] if data["output"] else [])]
+    return {**data, "execution_time": round(execution_time, 2), "output": "\n".join(top), "tests": tests}
+
+
+def _hidden_detail(component: dict) -> str:
+    lines = []
+    for t in component["tests"]:
+        if t.get("hidden") and t["status"] != "passed" and not t.get("excused_by"):
+            lines.append(f"{t['status']}: {t['id']}: {t.get('message', '')}".strip())
+    return "\n".join(lines)
