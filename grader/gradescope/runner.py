@@ -15,7 +15,6 @@ isolation the run had.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
