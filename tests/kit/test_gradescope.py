@@ -18,6 +18,7 @@ import jsonschema
 import pytest
 
 from tests.kit.conftest import ROOT, SOLUTIONS, grade_json, mutant, run_grade
+from tests.kit.test_cli import one_line_error
 
 pytestmark = pytest.mark.xdist_group("gradescope")  # one zip and one venv, built once
 
@@ -202,3 +203,18 @@ def test_without_namespaces_it_grades_nothing_and_says_why(autograder):
                           env={"GRADER_ISOLATION": "process"})
     assert data["score"] == 0
     assert "only in Linux namespaces" in data["output"] and "--unsafe-process-isolation" in data["output"]
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--assignment", "assignment9"], "'assignment9'"),
+    (["--assignment", ASSIGNMENT, "--torch-index-url", "a b"], "'a b'"),
+    (["--assignment", ASSIGNMENT, "--course", "nowhere/course.toml"], "nowhere"),
+])
+def test_bad_input_is_one_line_and_status_2(tmp_path, args, named):
+    one_line_error(run_grade("gradescope", str(tmp_path / "out"), *args), named)
+    assert not (tmp_path / "out").exists()
+
+
+def test_dir_that_is_a_file_is_one_line_and_status_2(tmp_path):
+    (tmp_path / "out").write_text("")
+    one_line_error(run_grade("gradescope", str(tmp_path / "out"), "--assignment", ASSIGNMENT), "out")
