@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import traceback
+import zipfile
 from pathlib import Path
 
 from grader.batch import collect
@@ -61,7 +62,8 @@ def _grade(course: Course, assignment: str, submission: Path, work: Path, starte
     from grader.warm import Grader
 
     spec = course.assignment(assignment)
-    entry = collect.prepare(_source(submission, course), course=course, assignment=assignment, work=work)
+    entry = collect.prepare(_source(submission, course, work), course=course, assignment=assignment,
+                            work=work / "prepared")
     if entry.tree is None:
         report = empty_report(spec, "submission", entry.problem, f"Not graded ({entry.problem}): {entry.message}")
         return results(report, execution_time=time.monotonic() - started)
@@ -70,18 +72,32 @@ def _grade(course: Course, assignment: str, submission: Path, work: Path, starte
     return results(report, execution_time=time.monotonic() - started)
 
 
-def _source(submission: Path, course: Course) -> Path:
-    """What collect.prepare takes for this upload: the one .zip uploaded alone, the `assignments/`
-    folder of a checkout of the student kit, else the submission folder itself."""
-    inside = [p for p in submission.iterdir() if p.name not in collect.IGNORED and not p.name.startswith(".")]
-    if len(inside) == 1 and inside[0].suffix.lower() == ".zip" and inside[0].is_file():
-        return inside[0]  # a link is refused there
-    kit = submission / KIT_FOLDER
-    assignments = set(course.assignments)
-    if kit.is_dir() and not any(p.name in assignments for p in inside) and any(
-            (kit / a).is_dir() for a in assignments):
-        return kit  # a link is refused there
-    return submission
+def _source(submission: Path, course: Course, work: Path) -> Path:
+    """What collect.prepare takes for this upload: the `assignments/` folder of the student kit
+    where the upload is a repository of it (checked out, or zipped as GitHub downloads are), else
+    the one .zip uploaded alone, else the submission folder itself. Links and bad zips are left
+    for prepare to refuse or report."""
+    inside = _visible(submission)
+    folder = submission
+    if len(inside) == 1 and inside[0].suffix.lower() == ".zip" and inside[0].is_file() \
+            and not inside[0].is_symlink():
+        try:
+            folder = collect._unzip(inside[0], work / "unzipped")
+        except (zipfile.BadZipFile, OSError, ValueError, RuntimeError, NotImplementedError):
+            return inside[0]
+    try:
+        top = collect._skip_wrappers(folder, set(course.assignments))
+    except collect._Link:
+        return folder
+    kit = top / KIT_FOLDER
+    if not kit.is_symlink() and kit.is_dir() and not any(p.name in course.assignments for p in _visible(top)) \
+            and any((kit / a).is_dir() for a in course.assignments):
+        return kit
+    return folder
+
+
+def _visible(folder: Path) -> list[Path]:
+    return [p for p in folder.iterdir() if p.name not in collect.IGNORED and not p.name.startswith(".")]
 
 
 def main(argv: list[str] | None = None) -> int:

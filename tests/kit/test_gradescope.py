@@ -167,12 +167,13 @@ def test_a_hostile_submission_can_neither_forge_results_nor_read_the_reference(a
               "except OSError:\n    return torch.zeros_like(x)\nraise RuntimeError(source)\n")
     body = "".join(f"        {line}\n" for line in attack.splitlines())
 
-    def zipped(submission: Path):
-        with zipfile.ZipFile(submission / "submission.zip", "w") as z:
+    def zipped(submission: Path):  # a repository of the student kit, as GitHub's "Download ZIP" gives it
+        with zipfile.ZipFile(submission / "repo-main.zip", "w") as z:
+            z.writestr("repo-main/README.md", "my work\n")
             for path in sorted((SOLUTIONS / ASSIGNMENT).glob("*.py")):
                 text = path.read_text()
-                z.writestr(f"{ASSIGNMENT}/{path.name}", text.replace(LN_FORWARD, LN_FORWARD + body)
-                           if path.name == "layer_norm.py" else text)
+                z.writestr(f"repo-main/assignments/{ASSIGNMENT}/{path.name}",
+                           text.replace(LN_FORWARD, LN_FORWARD + body) if path.name == "layer_norm.py" else text)
 
     data = run_autograder(autograder, zipped)
     tests = by_name(data)
