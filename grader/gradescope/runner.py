@@ -46,7 +46,7 @@ def run(*, root: Path, assignment: str, unsafe_process_isolation: bool = False) 
         if mode != "namespaces" and not unsafe_process_isolation:
             why = isolation.unavailable() or "isolation is set to process"
             report = empty_report(spec, "submission", "not graded", "Not graded: this autograder grades only in "
-                                  f"Linux namespaces, which this machine refuses ({why}). The instructor can "
+                                  f"Linux namespaces, which are not available here ({why}). The instructor can "
                                   "build it with --unsafe-process-isolation.")
             data = results(report, execution_time=time.monotonic() - started)
         else:

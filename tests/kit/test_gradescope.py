@@ -73,14 +73,14 @@ def autograder(tmp_path_factory) -> Path:
 
 
 def run_autograder(root: Path, upload: Callable[[Path], None], env: dict | None = None,
-                   status: int = 0) -> dict:
+                   status: int = 0, script: str = "run_autograder") -> dict:
     """Hand in what `upload` writes into ROOT/submission, run ROOT/run_autograder, and return the
     results.json it wrote, checked against the specification."""
     for name in ("submission", "results"):
         shutil.rmtree(root / name, ignore_errors=True)
         (root / name).mkdir()
     upload(root / "submission")
-    proc = subprocess.run([str(root / "run_autograder")], capture_output=True, text=True, timeout=600,
+    proc = subprocess.run([str(root / script)], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "AUTOGRADER_ROOT": str(root), **(env or {})})
     assert proc.returncode == status, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads((root / "results" / "results.json").read_text())
@@ -219,3 +219,15 @@ def test_bad_input_is_one_line_and_status_2(tmp_path, args, named):
 def test_dir_that_is_a_file_is_one_line_and_status_2(tmp_path):
     (tmp_path / "out").write_text("")
     one_line_error(run_grade("gradescope", str(tmp_path / "out"), "--assignment", ASSIGNMENT), "out")
+
+
+def test_built_with_unsafe_process_isolation_it_grades_and_says_so(autograder, tmp_path):
+    proc = run_grade("gradescope", str(tmp_path), "--assignment", ASSIGNMENT, "--unsafe-process-isolation")
+    assert proc.returncode == 0, proc.stderr
+    with zipfile.ZipFile(tmp_path / "autograder.zip") as z:  # the same kit and course: only its script
+        (autograder / "run_unsafe").write_bytes(z.read("run_autograder"))
+    (autograder / "run_unsafe").chmod(0o755)
+    data = run_autograder(autograder, lambda s: shutil.copytree(SOLUTIONS / ASSIGNMENT, s / ASSIGNMENT),
+                          env={"GRADER_ISOLATION": "process"}, script="run_unsafe")
+    assert data["score"] == 40
+    assert "Isolation: process (resource limits only" in data["output"]
