@@ -231,6 +231,7 @@ def test_a_batch_without_namespaces_needs_the_risk_named(tmp_path):
 
 @pytest.mark.parametrize("args, bad", [
     (["--jobs", "0"], "'0'"), (["--assignment", "assignment9"], "assignment9"), ([], "nowhere"),
+    (["--similarity", "0"], "'0'"), (["--similarity", "150"], "'150'"), (["--similarity", "most"], "'most'"),
 ])
 def test_bad_batch_arguments_get_one_line_and_status_2(tmp_path, args, bad):
     (tmp_path / "class" / "ada").mkdir(parents=True)
