@@ -102,17 +102,17 @@ def compare(*, sources: dict[str, dict[str, str]], stubs: dict[str, str], thresh
     pairs = []
     for i, a in enumerate(students):
         for b in students[i + 1:]:
-            pair = score(prints[a], prints[b], stubs)
+            pair = score(prints[a], prints[b])
             if pair["matched_tokens"] >= MIN_MATCH and max(pair["similarity"]) >= threshold:
-                pairs.append({"students": [a, b], **pair})
+                pairs.append({"students": [a, b], **score(prints[a], prints[b], stubs)})
     return sorted(pairs, key=lambda p: (-max(p["similarity"]), p["students"]))
 
 
 def score(a: dict[str, Fingerprint], b: dict[str, Fingerprint], stubs: dict[str, str] | None = None) -> dict:
     """What two submissions share: per side the fraction of its code, the tokens in common, and
-    per file the line ranges that match (1-based, inclusive) with their text; lines of the stub
-    (`stubs`: file name -> text) are not shown as matching."""
-    stubs = stubs or {}
+    with `stubs` (file name -> text; its lines are not shown as matching) per file the line ranges
+    that match (1-based, inclusive) with their text; without, "files" is empty (a class has many
+    pairs, and few are listed)."""
     from copydetect import compare_files
 
     shared = [0.0, 0.0]
@@ -123,8 +123,9 @@ def score(a: dict[str, Fingerprint], b: dict[str, Fingerprint], stubs: dict[str,
         overlap, (sim_a, sim_b), (slices_a, slices_b) = compare_files(a[name], b[name])
         shared[0] += float(overlap)
         shared[1] += float(sim_b) * b[name].token_coverage
-        files.append({"file": name, "a": _lines(a[name].raw_code, slices_a, stubs.get(name, "")),
-                      "b": _lines(b[name].raw_code, slices_b, stubs.get(name, ""))})
+        if stubs is not None:
+            files.append({"file": name, "a": _lines(a[name].raw_code, slices_a, stubs.get(name, "")),
+                          "b": _lines(b[name].raw_code, slices_b, stubs.get(name, ""))})
     total = [sum(f.token_coverage for f in side.values()) for side in (a, b)]
     return {"similarity": [round(s / t, 3) if t else 0.0 for s, t in zip(shared, total, strict=True)],
             "matched_tokens": round(shared[0]), "files": files}

@@ -128,7 +128,7 @@ def render(summary: dict) -> RenderableType:
         gap.add_column("grade", justify="right")
         gap.add_column("public tier", justify="right")
         for g in summary["public_gap"][:10]:
-            gap.add_row(g["student"], f"{g['score']:g}", f"{g['public']:g}")
+            gap.add_row(Text(g["student"]), f"{g['score']:g}", f"{g['public']:g}")
         parts.append(gap)
     if summary.get("similarity"):
         parts.append(_similar(summary["similarity"]))
@@ -149,7 +149,8 @@ def _similar(found: dict) -> RenderableType:
     table.add_column("matching lines", overflow="fold")
     for p in found["pairs"][:10]:
         where = "\n".join(f"{f['file']} {_ranges(f['a'])} ↔ {_ranges(f['b'])}" for f in p["files"] if f["a"])
-        table.add_row("\n".join(p["students"]), "\n".join(f"{s * 100:.0f}%" for s in p["similarity"]), where)
+        # names as text: a student's folder called "[bold]x" is not markup
+        table.add_row(Text("\n".join(p["students"])), "\n".join(f"{s * 100:.0f}%" for s in p["similarity"]), where)
     if len(found["pairs"]) > 10:
         table.caption = f"and {len(found['pairs']) - 10} more pairs in summary.json and class.html"
     return table

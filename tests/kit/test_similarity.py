@@ -206,3 +206,20 @@ def test_without_copydetect_the_summary_says_nothing_was_compared(monkeypatch):
     found = similarity.of_class(load_course(ROOT / "course.toml"), "assignment1", {"a": files("assignment1")},
                                 threshold=0.6)
     assert found["pairs"] == [] and "copydetect is not installed" in found["unavailable"]
+
+
+def test_names_in_the_summary_box_are_text_not_markup():
+    """A student's folder named like rich markup ("[/]" would end the box with an error)."""
+    import io
+
+    from rich.console import Console
+
+    from grader.batch import summary
+
+    pair = {"students": ["[/]", "[bold]ivy"], "similarity": [1.0, 0.9], "matched_tokens": 500,
+            "files": [{"file": "layer_norm.py", "a": [{"from": 3, "to": 9}], "b": [{"from": 4, "to": 9}]}]}
+    found = {"threshold": 0.6, "pairs": [pair]}
+    console = Console(width=80, file=io.StringIO(), record=True)
+    console.print(summary._similar(found))
+    text = console.export_text()
+    assert "[/]" in text and "[bold]ivy" in text and "layer_norm.py 3-9 ↔ 4-9" in text
