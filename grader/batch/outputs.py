@@ -1,8 +1,8 @@
-"""What a batch writes: per-student JSON, feedback and Gradescope results, and the class's CSV.
+"""What a batch writes: per-student JSON, feedback (text and HTML) and Gradescope results, the class's CSV.
 
 Every file is written whole or not at all (a temporary file renamed into place), so an
 interrupted batch leaves only finished reports behind, and a resumed one trusts them.
-Standard library only: the reports are plain JSON from the workers.
+Standard library only (the HTML aside, grader.batch.html): the reports are plain JSON from the workers.
 """
 
 from __future__ import annotations
@@ -62,11 +62,15 @@ def empty_report(spec: Assignment, submission: str, status: str, message: str) -
 
 
 def write_student(out: Path, student: str, record: dict) -> None:
-    """`record`: {"report", "batch": {...}, "feedback", "feedback_full"?}: the student's files."""
+    """`record`: {"report", "batch": {...}, "feedback"?, "feedback_html"?}: the student's files."""
     name = safe_name(student)
     report = {**record["report"], "batch": record["batch"]}
     if record.get("feedback"):
         write_atomic(out / "feedback" / f"{name}.txt", record["feedback"])
+    if record.get("feedback_html"):
+        from grader.batch import html
+
+        write_atomic(out / "feedback" / f"{name}.html", html.student_page(student, report, record["feedback_html"]))
     write_atomic(out / "gradescope" / name / "results.json", json.dumps(gradescope(report), indent=2) + "\n")
     # last: its presence marks the student done for a resumed batch
     write_atomic(out / "reports" / f"{name}.json", json.dumps(report, indent=2) + "\n")

@@ -26,7 +26,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from grader.batch import collect, outputs, summary
+from grader.batch import collect, outputs, similarity, summary
 from grader.course import ConfigError, Course
 
 GRADER_DIR = Path(__file__).resolve().parent.parent
@@ -54,9 +54,12 @@ def course_key(course: Course, assignment: str) -> str:
 
 def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: int = 1,
               scheduler: str | None = None, unsafe_process_isolation: bool = False,
-              full_feedback: bool = False, console: Console | None = None,
-              stop: threading.Event | None = None) -> Batch:
+              full_feedback: bool = False, similar: float | None = similarity.THRESHOLD,
+              console: Console | None = None, stop: threading.Event | None = None) -> Batch:
     """Grade every submission under `root` for `assignment`; write the outputs into `out`.
+
+    `similar`: list the pairs of submissions that share this fraction of either's code (None: compare
+    none); the comparison is of every submission, graded in this run or before.
 
     `stop`: once set (by a SIGINT handler, say), the batch raises KeyboardInterrupt after the
     submission it is finishing, even where the interrupt itself was lost (a KeyboardInterrupt
@@ -79,9 +82,12 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
     batch = Batch()
     records: dict[str, dict] = {}
     pending: list[collect.Entry] = []
+    code: dict[str, dict[str, str]] = {}  # student -> the assignment's files, for similarity
     try:
         for i, source in enumerate(sources):
             entry = collect.prepare(source, course=course, assignment=assignment, work=work / str(i))
+            if entry.tree is not None:
+                code[entry.student] = similarity.read(entry.tree, assignment, spec.files)
             digest = hashlib.sha256(f"{key}:{entry.fingerprint}".encode()).hexdigest()
             done = outputs.read_student(out, entry.student)
             if done and done.get("batch", {}).get("key") == digest and done["batch"]["status"] != "grader_error":
@@ -102,13 +108,15 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
             meta = {"student": entry.student, "source": str(entry.source), "key": entry.fingerprint}
             if "error" in result:
                 report = outputs.empty_report(spec, str(entry.source), "grader_error", result["error"])
-                record = {"report": report, "batch": {**meta, "status": "grader_error", "message": result["error"]}}
+                record: dict = {"report": report,
+                                 "batch": {**meta, "status": "grader_error", "message": result["error"]}}
                 batch.failed += 1
                 batch.first_error = batch.first_error or result["error"]
             else:
                 report = {**result["report"], "submission": str(entry.source)}
+                full = "_full" if full_feedback else ""
                 record = {"report": report, "batch": {**meta, "status": outputs.status_of(report), "message": ""},
-                          "feedback": result["feedback_full" if full_feedback else "feedback"]}
+                          "feedback": result[f"feedback{full}"], "feedback_html": result.get(f"feedback{full}_html")}
                 batch.graded += 1
             outputs.write_student(out, entry.student, record)
             records[entry.student] = {**record["report"], "batch": record["batch"]}
@@ -133,7 +141,10 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
         if batch.rows:
             outputs.write_csv(out / "grades.csv", spec, batch.rows)
             batch.summary = summary.summarise(spec, batch.rows)
+    if similar is not None and batch.rows:
+        batch.summary["similarity"] = similarity.of_class(course, assignment, code, threshold=similar)
     return batch
+
 
 
 def _locally(course: Course, assignment: str, entries: list[collect.Entry],

@@ -106,16 +106,17 @@ def render(summary: dict) -> RenderableType:
     parts: list[RenderableType] = [head, hist, comps]
     if summary["most_failed"]:
         failed = Table(title="Checks most students fail", title_justify="left")
-        failed.add_column("check", overflow="fold", ratio=2)
         failed.add_column("n", justify="right")
-        failed.add_column("typical message", overflow="fold", ratio=3)
+        failed.add_column("check, and its typical message")
         for c in summary["most_failed"]:
-            failed.add_row(c["id"], str(c["students"]), c["typical"])
+            # the id on a line of its own, never broken (it is what an instructor searches for)
+            failed.add_row(str(c["students"]), Group(Text(c["id"], style="bold", no_wrap=True, overflow="ellipsis"),
+                                                     Text(c["typical"], style="dim")))
         parts.append(failed)
     if summary.get("diagnoses"):
         named = Table(title="Classic bugs named in the reports", title_justify="left")
         named.add_column("n", justify="right")
-        named.add_column("component", overflow="fold")
+        named.add_column("component", no_wrap=True)
         named.add_column("what the code computes", overflow="fold", ratio=3)
         for d in summary["diagnoses"][:8]:
             named.add_row(str(d["students"]), d["component"], d["what"])
@@ -127,6 +128,33 @@ def render(summary: dict) -> RenderableType:
         gap.add_column("grade", justify="right")
         gap.add_column("public tier", justify="right")
         for g in summary["public_gap"][:10]:
-            gap.add_row(g["student"], f"{g['score']:g}", f"{g['public']:g}")
+            gap.add_row(Text(g["student"]), f"{g['score']:g}", f"{g['public']:g}")
         parts.append(gap)
+    if summary.get("similarity"):
+        parts.append(_similar(summary["similarity"]))
     return Panel(Group(*parts), title="class summary", title_align="left")
+
+
+def _similar(found: dict) -> RenderableType:
+    """The pairs listed by grader.batch.similarity, with where they match (class.html shows the lines)."""
+    share = f"{found['threshold'] * 100:g}%"
+    if found.get("unavailable"):
+        return Text(f"Similar submissions: not compared: {found['unavailable']}")
+    if not found["pairs"]:
+        return Text(f"Similar submissions: no pair shares {share} of either's code (stubs not counted)")
+    table = Table(title=f"Similar submissions ({share} of either's code or more; the lines in class.html)",
+                  title_justify="left")
+    table.add_column("students", overflow="fold")
+    table.add_column("share", justify="right", no_wrap=True)
+    table.add_column("matching lines", overflow="fold")
+    for p in found["pairs"][:10]:
+        where = "\n".join(f"{f['file']} {_ranges(f['a'])} ↔ {_ranges(f['b'])}" for f in p["files"] if f["a"])
+        # names as text: a student's folder called "[bold]x" is not markup
+        table.add_row(Text("\n".join(p["students"])), "\n".join(f"{s * 100:.0f}%" for s in p["similarity"]), where)
+    if len(found["pairs"]) > 10:
+        table.caption = f"and {len(found['pairs']) - 10} more pairs in summary.json and class.html"
+    return table
+
+
+def _ranges(stretches: list[dict]) -> str:
+    return ",".join(f"{r['from']}" if r["from"] == r["to"] else f"{r['from']}-{r['to']}" for r in stretches)

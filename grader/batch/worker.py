@@ -81,13 +81,15 @@ def grade_tree(*, course_path: Path, assignment: str, tree: Path, student: str,
         from grader.results import to_json
 
         data = to_json(report)
-        return {"report": data, "feedback": feedback(report, student, hidden=False),
-                "feedback_full": feedback(report, student, hidden=True)}
+        (text, page), (text_full, page_full) = (feedback(report, student, hidden=h) for h in (False, True))
+        return {"report": data, "feedback": text, "feedback_full": text_full,
+                "feedback_html": page, "feedback_full_html": page_full}
 
 
-def feedback(report, student: str, *, hidden: bool) -> str:
-    """The report as a student sees it after `grade`, as text (80 columns); without `hidden`, the
-    hidden tier shows only as counts per component, neither ids nor messages."""
+def feedback(report, student: str, *, hidden: bool) -> tuple[str, str]:
+    """The report as a student sees it after `grade`, as text (80 columns) and as the same text in
+    HTML (rich's export: escaped, colours inline); without `hidden`, the hidden tier shows only as
+    counts per component, neither ids nor messages."""
     from rich.console import Console
 
     from grader.render import report as render
@@ -107,4 +109,4 @@ def feedback(report, student: str, *, hidden: bool) -> str:
             shown.notes.append("Hidden checks passed (details are withheld): " + ", ".join(withheld) + ".")
     console = Console(file=io.StringIO(), width=80, record=True, color_system=None, force_terminal=False)
     render.render(shown, console)
-    return console.export_text()
+    return console.export_text(clear=False), console.export_html(inline_styles=True, code_format="{code}")

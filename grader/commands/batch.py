@@ -1,5 +1,6 @@
 """`grade batch DIR --assignment assignmentN`: grade a class; CSV, per-student reports, a summary."""
 
+import argparse
 import io
 import json
 import signal
@@ -22,11 +23,30 @@ def parser() -> UsageParser:
     p.add_argument("--scheduler", metavar="ADDRESS", help="grade on a Dask distributed cluster, e.g. tcp://host:8786")
     p.add_argument("--full-feedback", action="store_true",
                    help="feedback files show the hidden tier's checks too (default: public-tier detail only)")
+    p.add_argument("--similarity", type=percent, default=similarity_default(), metavar="PERCENT",
+                   help="list the pairs of submissions that share PERCENT%% of either's code or more "
+                        "(default %(default)g; the stubs are not counted)")
     p.add_argument("--unsafe-process-isolation", action="store_true",
                    help="grade even where Linux namespaces are unavailable, with resource limits only: "
                         "submissions can then read and write whatever your user can")
     p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     return p
+
+
+def similarity_default() -> float:
+    from grader.batch.similarity import THRESHOLD
+
+    return THRESHOLD * 100
+
+
+def percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a percentage above 0 and at most 100, got {text!r}")
+    return value
 
 
 def main(argv: list[str]) -> int:
@@ -43,7 +63,7 @@ def main(argv: list[str]) -> int:
 
     from rich.console import Console
 
-    from grader.batch import run, summary
+    from grader.batch import html, run, summary
 
     console = Console(width=min(Console().width, 100))
     stop = threading.Event()
@@ -60,7 +80,8 @@ def main(argv: list[str]) -> int:
         batch = run.run_batch(course=course, assignment=args.assignment, root=Path(args.dir), out=out,
                               jobs=args.jobs, scheduler=args.scheduler,
                               unsafe_process_isolation=args.unsafe_process_isolation,
-                              full_feedback=args.full_feedback, console=console, stop=stop)
+                              full_feedback=args.full_feedback, similar=args.similarity / 100,
+                              console=console, stop=stop)
     except KeyboardInterrupt:
         console.print(f"Interrupted: what was graded is in {out}; run the same command again to go on.")
         return 130
@@ -72,11 +93,13 @@ def main(argv: list[str]) -> int:
     recorder.print(summary.render(batch.summary))
     (out / "summary.txt").write_text(recorder.export_text())
     (out / "summary.json").write_text(json.dumps(batch.summary, indent=2) + "\n")
+    html.write_class(out, batch.summary, batch.rows)
     console.print(summary.render(batch.summary))
     failed = f", {batch.failed} failed with a grader error (status grader_error, retried by the next run)"
     console.print(f"{batch.graded} graded{failed if batch.failed else ''}, {batch.reused} unchanged since the last "
                   f"run; grades in {out / 'grades.csv'}, reports in {out / 'reports'}, "
-                  f"feedback in {out / 'feedback'}, Gradescope files in {out / 'gradescope'}.")
+                  f"feedback in {out / 'feedback'}, Gradescope files in {out / 'gradescope'}, "
+                  f"the class in {out / 'class.html'}.")
     if batch.failed and not batch.graded:
         # the grader's own trouble, not the class's: a batch that graded nothing is no success
         print(f"grade batch: no submission could be graded in this run ({batch.graded} graded, {batch.failed} "

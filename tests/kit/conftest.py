@@ -156,3 +156,55 @@ def cmdline(pid: str) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+# a student whose name and printed output are markup: the HTML pages must show them as text
+HOSTILE = "<img src=x onerror=alert(1)>"
+HOSTILE_OUTPUT = '</pre><script>alert("pwned")</script>'
+
+
+@pytest.fixture(scope="session")
+def class_dir(tmp_path_factory) -> Path:
+    """A class of assignment1 submissions that do everything a class does (graded once: `graded`;
+    the tests that read it are in xdist_group "batch_class", so that one worker grades it)."""
+    import zipfile
+
+    from tests.kit.attacks import ATTACKS, build
+
+    root = tmp_path_factory.mktemp("class")
+    work = tmp_path_factory.mktemp("trees")
+
+    def copy(src: Path, dst: Path) -> Path:
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        return dst
+
+    copy(SOLUTIONS, root / "correct")
+    copy(mutant(work / "p", {"assignment1/layer_norm.py": [("unbiased=False", "unbiased=True")]}), root / "partial")
+    copy(mutant(work / "h", {"assignment1/feed_forward.py": [
+        ("h = F.relu(self.linear1(x))", f"print({HOSTILE_OUTPUT!r})\n        h = self.linear1(x)")]}), root / HOSTILE)
+    broken = copy(SOLUTIONS, root / "syntax_error")
+    (broken / "assignment1" / "feed_forward.py").write_text("def forward(:\n")
+    for name in ("hangs_ignoring_signals", "forks_hundreds_of_sleepers", "allocates_a_terabyte",
+                 "floods_its_output"):
+        copy(build(work / name, ATTACKS[name]), root / name)
+    (root / "empty").mkdir()
+    (root / "bad_zip.zip").write_bytes(b"PK\x03\x04 this is not a zip")
+    with zipfile.ZipFile(root / "zipped.zip", "w") as z:  # wrapped in a folder, as LMS downloads are
+        for path in (SOLUTIONS / "assignment1").glob("*.py"):
+            z.write(path, f"zipped/assignment1/{path.name}")
+    flat = root / "flat_files"
+    flat.mkdir()
+    for path in (SOLUTIONS / "assignment1").glob("*.py"):
+        shutil.copy(path, flat / path.name)
+    return root
+
+
+@pytest.fixture(scope="session")
+def graded(class_dir, quick_course, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """`grade batch` of class_dir: (OUT, the finished process)."""
+    out = tmp_path_factory.mktemp("out")
+    proc = run_grade("batch", str(class_dir), "--assignment", "assignment1", "--jobs", "2", "--out", str(out),
+                     "--course", str(quick_course))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    return out, proc

@@ -10,15 +10,14 @@ import signal
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.kit.attacks import ATTACKS, build
 from tests.kit.conftest import ROOT, SOLUTIONS, cli_json, cmdline, mutant, run_grade
 
 LN_BUG = {"assignment1/layer_norm.py": [("unbiased=False", "unbiased=True")]}
+CLASS = pytest.mark.xdist_group("batch_class")  # the tests that read the graded class (conftest.graded)
 
 
 def hidden_ids() -> set[str]:
@@ -79,40 +78,7 @@ def reports_by_student(out: Path) -> dict[str, dict]:
     return {r["batch"]["student"]: r for r in reports}
 
 
-@pytest.fixture(scope="module")
-def class_dir(tmp_path_factory) -> Path:
-    """A class of assignment1 submissions that do everything a class does."""
-    root = tmp_path_factory.mktemp("class")
-    work = tmp_path_factory.mktemp("trees")
-    copy_tree(SOLUTIONS, root / "correct")
-    copy_tree(mutant(work / "p", LN_BUG), root / "partial")
-    broken = copy_tree(SOLUTIONS, root / "syntax_error")
-    (broken / "assignment1" / "feed_forward.py").write_text("def forward(:\n")
-    for name in ("hangs_ignoring_signals", "forks_hundreds_of_sleepers", "allocates_a_terabyte",
-                 "floods_its_output"):
-        copy_tree(build(work / name, ATTACKS[name]), root / name)
-    (root / "empty").mkdir()
-    (root / "bad_zip.zip").write_bytes(b"PK\x03\x04 this is not a zip")
-    with zipfile.ZipFile(root / "zipped.zip", "w") as z:  # wrapped in a folder, as LMS downloads are
-        for path in (SOLUTIONS / "assignment1").glob("*.py"):
-            z.write(path, f"zipped/assignment1/{path.name}")
-    flat = root / "flat_files"
-    flat.mkdir()
-    for path in (SOLUTIONS / "assignment1").glob("*.py"):
-        shutil.copy(path, flat / path.name)
-    return root
-
-
-@pytest.fixture(scope="module")
-def graded(class_dir, quick_course, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    out = tmp_path_factory.mktemp("out")
-    proc = batch(str(class_dir), "--assignment", "assignment1", "--jobs", "2", "--out", str(out),
-                 "--course", str(quick_course))
-    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
-    assert "Traceback" not in proc.stdout + proc.stderr
-    return out, proc
-
-
+@CLASS
 def test_every_submission_gets_a_row_whatever_it_does(graded, class_dir):
     out, _ = graded
     rows = read_csv(out / "grades.csv")
@@ -134,6 +100,7 @@ def test_every_submission_gets_a_row_whatever_it_does(graded, class_dir):
     assert 0 < float(rows["partial"]["LayerNorm"]) < 10
 
 
+@CLASS
 def test_batch_grades_equal_grade_s_own(graded, class_dir, quick_course):
     out, _ = graded
     for student in ("partial", "hangs_ignoring_signals"):
@@ -146,6 +113,7 @@ def test_batch_grades_equal_grade_s_own(graded, class_dir, quick_course):
                {t["id"]: t["status"] for c in direct["components"] for t in c["tests"]}
 
 
+@CLASS
 def test_reports_gradescope_and_feedback_are_written_for_each_student(graded):
     out, _ = graded
     hidden = hidden_ids()
@@ -163,17 +131,20 @@ def test_reports_gradescope_and_feedback_are_written_for_each_student(graded):
             assert max(map(len, text.splitlines())) <= 80
 
 
+@CLASS
 def test_the_class_summary_is_printed_and_written(graded):
     out, proc = graded
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["students"] == 11
-    assert sum(b["students"] for b in summary["histogram"]) == 11
+    assert summary["students"] == 12
+    assert sum(b["students"] for b in summary["histogram"]) == 12
     assert summary["statuses"]["empty"] == 1 and summary["statuses"]["unreadable"] == 1
     assert [c["name"] for c in summary["components"]][0] == "LayerNorm"
     assert summary["most_failed"] and all(c["students"] >= 1 and c["typical"] for c in summary["most_failed"][:1])
     text = (out / "summary.txt").read_text()
     assert "class summary" in text and "Checks most students fail" in text and "class summary" in proc.stdout
     assert max(map(len, text.splitlines())) <= 80
+    # each check id whole on one line (the box once broke them mid-word)
+    assert all(re.search(rf"\b{c['id']}\b", text) for c in summary["most_failed"]), text
     # the partial student's LayerNorm is the table's unbiased variance: the summary counts it by name
     assert {(d["component"], d["bug"], d["students"]) for d in summary["diagnoses"]} >= {
         ("LayerNorm", "layer_norm_unbiased_variance", 1)}, summary["diagnoses"]
@@ -260,6 +231,7 @@ def test_a_batch_without_namespaces_needs_the_risk_named(tmp_path):
 
 @pytest.mark.parametrize("args, bad", [
     (["--jobs", "0"], "'0'"), (["--assignment", "assignment9"], "assignment9"), ([], "nowhere"),
+    (["--similarity", "0"], "'0'"), (["--similarity", "150"], "'150'"), (["--similarity", "most"], "'most'"),
 ])
 def test_bad_batch_arguments_get_one_line_and_status_2(tmp_path, args, bad):
     (tmp_path / "class" / "ada").mkdir(parents=True)

@@ -1,0 +1,158 @@
+"""Pairs of submissions that share much of their code: winnowing (MOSS's method) by copydetect.
+
+copydetect tokenises each file with pygments and replaces every name with one letter (so renamed
+variables match), hashes its k-grams, and keeps a winnowed subset of them as its fingerprint;
+shared fingerprints are shared code, wherever it sits in the file (so reordered functions match).
+The stubs handed out are boilerplate: their fingerprints are nobody's. Only the k-gram hash is
+this module's own: copydetect uses Python's hash(), salted per process, and a batch run twice must
+list the same pairs.
+
+A pair is listed when the code they share is at least `threshold` of either one's code (after the
+boilerplate) and at least MIN_MATCH tokens: a short stretch in common, a line or two that the
+contract's names dictate, is no evidence on its own.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+THRESHOLD = 0.6  # the default share of either's code that lists a pair
+K = 25  # tokens of the shortest match seen (copydetect's default noise threshold)
+GUARANTEE = 30  # tokens of the shortest match always seen (its default guarantee threshold)
+MIN_MATCH = 100  # tokens in common below which a pair is never listed (about four lines)
+MAX_FILE_BYTES = 256 << 10  # read of each file: a huge file costs no student an hour of hashing
+CONTEXT = 1  # lines shown around each matching stretch
+
+
+@dataclass
+class Fingerprint:
+    """What copydetect.compare_files reads of a copydetect.CodeFingerprint."""
+
+    raw_code: str
+    filtered_code: str
+    offsets: object  # numpy arrays, from copydetect
+    hashes: set[int]
+    hash_idx: dict[int, list[int]]
+    token_coverage: float
+    k: int = K
+
+
+def available() -> str:
+    """"" where copydetect can be imported, else why not (a sentence for the summary)."""
+    try:
+        import copydetect  # noqa: F401
+    except ImportError as e:
+        return f"copydetect is not installed ({e}); pip install \"transformer-course-kit[instructor]\""
+    return ""
+
+
+def of_class(course, assignment: str, sources: dict[str, dict[str, str]], *, threshold: float) -> dict:
+    """summary.json's "similarity": the pairs listed, or why none could be compared. `course`: a
+    grader.course.Course, whose stubs are the boilerplate."""
+    why = available()
+    if why:
+        return {"threshold": threshold, "unavailable": why, "pairs": []}
+    stubs = read(course.assignments_dir, assignment, course.assignment(assignment).files)
+    return {"threshold": threshold, "min_match_tokens": MIN_MATCH,
+            "pairs": compare(sources=sources, stubs=stubs, threshold=threshold)}
+
+
+def read(tree: Path, assignment: str, files: tuple[str, ...]) -> dict[str, str]:
+    """The assignment's files of a submission's tree, as text (at most MAX_FILE_BYTES of each)."""
+    found = {}
+    for name in files:
+        path = tree / assignment / name
+        if path.is_file() and not path.is_symlink():
+            with open(path, "rb") as f:
+                found[name] = f.read(MAX_FILE_BYTES).decode(errors="replace")
+    return found
+
+
+def fingerprint(name: str, text: str, boilerplate=None) -> Fingerprint:
+    import numpy as np
+    from copydetect.utils import filter_code, get_token_coverage, winnow
+
+    filtered, offsets = filter_code(text, name, "python")
+    kgrams = [filtered[i:i + K].encode() for i in range(len(filtered) - K + 1)]
+    hashes = np.array([int.from_bytes(hashlib.blake2b(g, digest_size=8).digest(), "little", signed=True)
+                       for g in kgrams], dtype=np.int64)
+    hashes, idx = winnow(hashes, GUARANTEE - K + 1, remove_duplicates=False)
+    if boilerplate is not None and len(boilerplate):
+        keep = ~np.isin(hashes, boilerplate)
+        hashes, idx = hashes[keep], idx[keep]
+    hash_idx: dict[int, list[int]] = {}
+    for h, i in zip(hashes.tolist(), idx.tolist(), strict=True):
+        hash_idx.setdefault(h, []).append(i)
+    return Fingerprint(text, filtered, offsets, set(hash_idx), hash_idx,
+                       float(get_token_coverage(hash_idx, K, len(filtered))))
+
+
+def compare(*, sources: dict[str, dict[str, str]], stubs: dict[str, str], threshold: float) -> list[dict]:
+    """The pairs listed, most similar first. `sources`: student -> {file name: text}; `stubs`:
+    file name -> the stub's text; `threshold`: a fraction in (0, 1]."""
+    import numpy as np
+
+    boiler = {name: np.array(sorted(fingerprint(name, text).hashes), dtype=np.int64) for name, text in stubs.items()}
+    prints = {student: {name: fingerprint(name, text, boiler.get(name)) for name, text in files.items()}
+              for student, files in sources.items()}
+    students = sorted(prints)
+    pairs = []
+    for i, a in enumerate(students):
+        for b in students[i + 1:]:
+            pair = score(prints[a], prints[b])
+            if pair["matched_tokens"] >= MIN_MATCH and max(pair["similarity"]) >= threshold:
+                pairs.append({"students": [a, b], **score(prints[a], prints[b], stubs)})
+    return sorted(pairs, key=lambda p: (-max(p["similarity"]), p["students"]))
+
+
+def score(a: dict[str, Fingerprint], b: dict[str, Fingerprint], stubs: dict[str, str] | None = None) -> dict:
+    """What two submissions share: per side the fraction of its code, the tokens in common, and
+    with `stubs` (file name -> text; its lines are not shown as matching) per file the line ranges
+    that match (1-based, inclusive) with their text; without, "files" is empty (a class has many
+    pairs, and few are listed)."""
+    from copydetect import compare_files
+
+    shared = [0.0, 0.0]
+    files = []
+    for name in sorted(set(a) & set(b)):
+        if not a[name].hashes & b[name].hashes:
+            continue
+        overlap, (sim_a, sim_b), (slices_a, slices_b) = compare_files(a[name], b[name])
+        shared[0] += float(overlap)
+        shared[1] += float(sim_b) * b[name].token_coverage
+        if stubs is not None:
+            files.append({"file": name, "a": _lines(a[name].raw_code, slices_a, stubs.get(name, "")),
+                          "b": _lines(b[name].raw_code, slices_b, stubs.get(name, ""))})
+    total = [sum(f.token_coverage for f in side.values()) for side in (a, b)]
+    return {"similarity": [round(s / t, 3) if t else 0.0 for s, t in zip(shared, total, strict=True)],
+            "matched_tokens": round(shared[0]), "files": files}
+
+
+def _lines(text: str, slices, stub: str) -> list[dict]:
+    """The matching stretches of `text` (copydetect's character slices) as merged line ranges,
+    each with CONTEXT lines around it: {"from", "to", "lines": [[number, text, matched], ...]}.
+    A stretch's blank lines and the lines it shares with the stub (a docstring between two
+    matching methods) are not counted as matching."""
+    handed_out = {"", *(line.strip() for line in stub.split("\n"))}
+    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+    lines = text.split("\n")
+    matched: set[int] = set()
+    for lo, hi in zip(*(s.tolist() for s in slices), strict=True):
+        first = bisect.bisect_right(starts, lo) - 1
+        last = bisect.bisect_right(starts, max(lo, hi - 1)) - 1
+        matched.update(n for n in range(first, last + 1) if lines[n].strip() not in handed_out)
+    ranges: list[list[int]] = []
+    for n in sorted(matched):
+        if ranges and n <= ranges[-1][1] + 1 + 2 * CONTEXT:
+            ranges[-1][1] = n
+        else:
+            ranges.append([n, n])
+    out = []
+    for first, last in ranges:
+        lo, hi = max(0, first - CONTEXT), min(len(lines) - 1, last + CONTEXT)
+        out.append({"from": first + 1, "to": last + 1,
+                    "lines": [[n + 1, lines[n], n in matched] for n in range(lo, hi + 1)]})
+    return out
