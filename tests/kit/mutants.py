@@ -108,6 +108,12 @@ DEVICE_BUGS: dict[str, DeviceBug] = {
         "scaled_dot_product_attention", "sdpa_stays_on_the_inputs_device", ATT,
         "weights = scores.softmax(dim=-1)  # (..., T_q, T_k)",
         "weights = scores.softmax(dim=-1).cpu()  # (..., T_q, T_k)", "weights = scores.softmax(dim=-1).cpu()"),
+    # the output buffer made on the CPU: on a GPU the decoded tokens come back on the CPU
+    "greedy_output_buffer_made_on_the_cpu": _device(
+        "greedy_decode", "greedy_decode_stays_on_the_inputs_device", "assignment4/decoding.py",
+        "ys = torch.full((src.size(0), 1), sos_idx, dtype=torch.long, device=src.device)",
+        "ys = torch.full((src.size(0), 1), sos_idx, dtype=torch.long)",
+        "ys = torch.full((src.size(0), 1), sos_idx, dtype=torch.long)"),
 }
 
 # Correct ways to place tensors: each must keep every point.

@@ -8,7 +8,9 @@ the contract's structure (`self.residuals[0].norm(x)`, `isinstance(m, nn.Linear)
 `self.self_attn.n_heads`) runs on it. torch.nn built-ins are real instances of their class;
 the kit's own modules are stand-ins which, when called, ask the grader to run the reference's
 module at their place with their subtree's weights. Gradients flow through them
-(grader.sandbox.child.gradients).
+(grader.sandbox.child.gradients). A plain class (a Vocab) stands in as a class with the
+reference's plain class attributes whose instances hold the built object's data attributes
+and call its methods in the grader.
 """
 
 import weakref
@@ -28,6 +30,11 @@ PLAIN = (type(None), bool, int, float, str)
 def plain(v) -> bool:
     """An attribute value that travels as data: None, bool, int, float, str, or a tuple or list of those."""
     return type(v) in PLAIN or type(v) in (tuple, list) and all(type(x) in PLAIN for x in v)
+
+
+def data(v) -> bool:
+    """A plain object's attribute that travels: plain, or a dict of plain keys and values (Vocab.stoi)."""
+    return plain(v) or type(v) is dict and all(type(k) in PLAIN and type(x) in PLAIN for k, x in v.items())
 
 
 class StandIn(nn.Module):
@@ -62,9 +69,13 @@ class Link:
     def __deepcopy__(self, memo):
         return self  # copy.deepcopy(layer) (the "clones" idiom) copies a stand-in, never the worker
 
-    def stand_in(self, part: str):
-        """A class or function to use in place of `part` ("assignment2.masks:make_pad_mask")."""
+    def stand_in(self, part: str, info: dict | None = None):
+        """A class or function to use in place of `part` ("assignment2.masks:make_pad_mask"); `info`:
+        the grader's description of a class part (grader.suite.parts.ReferenceParts.describe_class)."""
         name, link = part.rpartition(":")[2], self
+        attrs = {_name(k): v for k, v in (info or {}).get("attrs", {}).items() if plain(v)}
+        if info is not None and not info.get("module", True):
+            return self.plain_class(part, name, attrs, info.get("methods", []))
         if name[:1].islower():
             def function(*args, **kwargs):
                 return link.run(None, {"call": part}, args, kwargs)
@@ -81,7 +92,36 @@ class Link:
                 link.populate(self, answer.get("tree"), answer["id"], "")
 
         Part.__name__ = Part.__qualname__ = name
+        for key, value in attrs.items():
+            if not hasattr(Part, key):
+                setattr(Part, key, value)
         return Part
+
+    def plain_class(self, part: str, name: str, attrs: dict, methods: list):
+        """A stand-in for a plain class: built, and its methods run, in the grader."""
+        link = self
+
+        def __init__(obj, *args, **kwargs):
+            answer = link.send({"build": part, "args": list(args), "kwargs": kwargs})
+            if not isinstance(answer, dict) or type(answer.get("id")) is not int \
+                    or type(answer.get("object")) is not dict:
+                raise RuntimeError("malformed description of a reference part")
+            obj._kit_build = answer["id"]
+            for key, value in answer["object"].items():
+                if not data(value):
+                    raise RuntimeError(f"malformed attribute {str(key)[:40]!r} of a reference part")
+                setattr(obj, _name(key), value)
+
+        def forwarded(method: str):
+            def call(obj, *args, **kwargs):
+                return link.run(None, {"method": method, "object": obj._kit_build}, args, kwargs)
+
+            call.__name__ = method
+            return call
+
+        names = [m for m in methods if type(m) is str and (m.isidentifier() and not m.startswith("_")
+                                                            or m in ("__len__", "__getitem__", "__contains__"))]
+        return type(name, (), {**attrs, "__init__": __init__, **{m: forwarded(m) for m in names}})
 
     # building ------------------------------------------------------------------------------
 
