@@ -19,7 +19,8 @@ from torch import nn
 
 from grader.sandbox.child import protocol
 from grader.sandbox.child.gradients import fill, split
-from grader.sandbox.child.standins import TORCH, data, plain
+from grader.sandbox.child.standins import TORCH
+from grader.sandbox.child.values import data, plain
 from grader.suite.reference import PACKAGE, load, resolve
 
 # constructor arguments of the torch.nn built-ins that the stand-ins rebuild as themselves

@@ -19,22 +19,13 @@ import torch
 from torch import nn
 
 from grader.sandbox.child.gradients import Recorder, Through, fill, split
+from grader.sandbox.child.values import checked_name as _name
+from grader.sandbox.child.values import plain, plain_class
 
 # torch.nn classes rebuilt as themselves from the constructor arguments the grader sends;
 # any other torch module is a stand-in like the kit's own
 TORCH = {c.__name__: c for c in (nn.Linear, nn.Dropout, nn.Embedding, nn.LayerNorm, nn.ModuleList, nn.Sequential,
                                  nn.ReLU, nn.GELU, nn.Identity, nn.Tanh, nn.Sigmoid)}
-PLAIN = (type(None), bool, int, float, str)
-
-
-def plain(v) -> bool:
-    """An attribute value that travels as data: None, bool, int, float, str, or a tuple or list of those."""
-    return type(v) in PLAIN or type(v) in (tuple, list) and all(type(x) in PLAIN for x in v)
-
-
-def data(v) -> bool:
-    """A plain object's attribute that travels: plain, or a dict of plain keys and values (Vocab.stoi)."""
-    return plain(v) or type(v) is dict and all(type(k) in PLAIN and type(x) in PLAIN for k, x in v.items())
 
 
 class StandIn(nn.Module):
@@ -75,7 +66,7 @@ class Link:
         name, link = part.rpartition(":")[2], self
         attrs = {_name(k): v for k, v in (info or {}).get("attrs", {}).items() if plain(v)}
         if info is not None and not info.get("module", True):
-            return self.plain_class(part, name, attrs, info.get("methods", []))
+            return plain_class(self, part, name, attrs, info.get("methods", []))
         if name[:1].islower():
             def function(*args, **kwargs):
                 return link.run(None, {"call": part}, args, kwargs)
@@ -96,32 +87,6 @@ class Link:
             if not hasattr(Part, key):
                 setattr(Part, key, value)
         return Part
-
-    def plain_class(self, part: str, name: str, attrs: dict, methods: list):
-        """A stand-in for a plain class: built, and its methods run, in the grader."""
-        link = self
-
-        def __init__(obj, *args, **kwargs):
-            answer = link.send({"build": part, "args": list(args), "kwargs": kwargs})
-            if not isinstance(answer, dict) or type(answer.get("id")) is not int \
-                    or type(answer.get("object")) is not dict:
-                raise RuntimeError("malformed description of a reference part")
-            obj._kit_build = answer["id"]
-            for key, value in answer["object"].items():
-                if not data(value):
-                    raise RuntimeError(f"malformed attribute {str(key)[:40]!r} of a reference part")
-                setattr(obj, _name(key), value)
-
-        def forwarded(method: str):
-            def call(obj, *args, **kwargs):
-                return link.run(None, {"method": method, "object": obj._kit_build}, args, kwargs)
-
-            call.__name__ = method
-            return call
-
-        names = [m for m in methods if type(m) is str and (m.isidentifier() and not m.startswith("_")
-                                                            or m in ("__len__", "__getitem__", "__contains__"))]
-        return type(name, (), {**attrs, "__init__": __init__, **{m: forwarded(m) for m in names}})
 
     # building ------------------------------------------------------------------------------
 
@@ -292,12 +257,6 @@ def _node(node) -> dict:
     if not isinstance(node, dict) or any(not isinstance(node.get(k), t) for k, t in NODE.items()):
         raise RuntimeError("malformed description of a reference part")
     return node
-
-
-def _name(key, digits=False) -> str:
-    if type(key) is not str or not (key.isidentifier() or digits and key.isdigit()) or key.startswith("_"):
-        raise RuntimeError(f"malformed name {str(key)[:40]!r} in a reference part")
-    return key
 
 
 def _tensor(v) -> torch.Tensor:
