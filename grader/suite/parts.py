@@ -5,7 +5,9 @@ submission's own; the stand-ins (grader.sandbox.child.standins) ask for them her
 gets a description of the reference module's tree (data only: class names, constructor
 arguments, attributes, tensors; never code), "forward" and "call" run the reference at a
 place in that tree on the stand-in's own weights, and "backward" gives the vector-Jacobian
-product of a call made with gradients, whose graph is kept here until the check ends.
+product of a call made with gradients, whose graph is kept here until the check ends. A part
+that is a plain class (a Vocab) is kept here once built: its stand-in gets its data
+attributes, and "method" runs its methods here.
 """
 
 import itertools
@@ -17,7 +19,8 @@ from torch import nn
 
 from grader.sandbox.child import protocol
 from grader.sandbox.child.gradients import fill, split
-from grader.sandbox.child.standins import TORCH, plain
+from grader.sandbox.child.standins import TORCH
+from grader.sandbox.child.values import data, plain
 from grader.suite.reference import PACKAGE, load, resolve
 
 # constructor arguments of the torch.nn built-ins that the stand-ins rebuild as themselves
@@ -34,6 +37,14 @@ TORCH_ARGS: dict[type[nn.Module], Callable[[Any], dict]] = {
     **{c: lambda m: {} for c in (nn.ModuleList, nn.Sequential, nn.Identity, nn.Tanh, nn.Sigmoid)},
 }
 assert {c.__name__ for c in TORCH_ARGS} == set(TORCH), "the worker rebuilds the same classes"
+# what a plain class's stand-in forwards here besides its public methods
+DUNDERS = ("__len__", "__getitem__", "__contains__")
+
+
+def methods(cls: type) -> list[str]:
+    """The methods of a plain class (not a module) that its stand-in forwards to the grader."""
+    return sorted({name for c in cls.__mro__ if c is not object for name, v in vars(c).items()
+                   if callable(v) and (not name.startswith("_") or name in DUNDERS)})
 
 
 class ReferenceParts:
@@ -49,7 +60,7 @@ class ReferenceParts:
     def __init__(self, call_back):
         self.call_back = call_back  # (handle, *args) -> what the submission's callable returns
         self.allowed: set[str] = set()
-        self.built: dict[int, nn.Module] = {}
+        self.built: dict[int, Any] = {}  # modules, and instances of plain classes
         self.graphs: dict[int, tuple[list, list, list, list]] = {}  # call -> outputs, input/param leaves, anchors
         self.ids = itertools.count(1)  # never reused: a stale id from an earlier check names nothing
         self.package = PACKAGE
@@ -86,16 +97,41 @@ class ReferenceParts:
                              module, weights, message, args, kwargs)
         if "call" in message:
             return self._run(self._target(message["call"]), None, {}, message, args, kwargs)
+        if "method" in message:
+            return self._run(self._method(message.get("object"), message["method"]), None, {}, message, args, kwargs)
         raise ValueError("unknown request")
+
+    def describe_class(self, part: str) -> dict | None:
+        """What the stand-in of class `part` needs before it is built: whether it is a module, its
+        plain class attributes (Vocab.PAD, which the submission's code may read from the class),
+        and, for a plain class, the methods forwarded here. None for a function."""
+        cls = self._target(part)
+        if not isinstance(cls, type):
+            return None
+        module = issubclass(cls, nn.Module)
+        return {"module": module, "attrs": {k: v for k, v in vars(cls).items() if not k.startswith("_") and plain(v)},
+                "methods": [] if module else methods(cls)}
+
+    def _method(self, build, name):
+        obj = self.built.get(build) if type(build) is int else None
+        if obj is None or isinstance(obj, nn.Module) or type(name) is not str or name not in methods(type(obj)):
+            raise ValueError("no such method of a part in this check")
+        return getattr(obj, name)
 
     def _build(self, part, args, kwargs):
         if any(type(v) is int and abs(v) > self.MAX_INT for v in [*args, *kwargs.values()]):
             raise ValueError(f"sizes above {self.MAX_INT} are not served")
         args, kwargs = self._callables([args, kwargs], {}, None)
         torch.manual_seed(0)
-        module = self._target(part)(*args, **kwargs)
-        if not isinstance(module, nn.Module):
-            raise ValueError(f"{part!r} is not a module")
+        cls = self._target(part)
+        if not isinstance(cls, type):
+            raise ValueError(f"{part!r} is not a class")
+        module = cls(*args, **kwargs)
+        if not isinstance(module, nn.Module):  # a plain object: kept here, its data attributes described
+            build = next(self.ids)
+            self.built[build] = module
+            return {"id": build, "object": {k: v for k, v in vars(module).items()
+                                            if not k.startswith("_") and data(v)}}
         if sum(t.numel() for t in module.state_dict().values()) > self.MAX_NUMEL:
             raise ValueError("part too large")
         build = next(self.ids)
@@ -120,7 +156,8 @@ class ReferenceParts:
         }
 
     def _place(self, build, path) -> nn.Module:
-        if type(build) is not int or build not in self.built or type(path) is not str or len(path) > 500:
+        if (type(build) is not int or not isinstance(self.built.get(build), nn.Module) or type(path) is not str
+                or len(path) > 500):
             raise ValueError("no such part in this check")
         return self.built[build].get_submodule(path)
 

@@ -146,7 +146,8 @@ class Submission:
         self.parts.allow(self.reference, self.parts.allowed | set(parts))
         for part in parts:
             self._import(part.partition(":")[0])
-        self._request({"op": "swap", "parts": list(parts)})
+        self._request({"op": "swap", "parts": list(parts),
+                       "classes": {part: self.parts.describe_class(part) for part in parts}})
 
     def reset(self):
         self.parts.allow(None, ())

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from tests.grading.bugs import ATT, BUGS, DEC, EMB, ENC, FFN, LN, MASKS, MHA, PE, SUB, TRANSFORMER, Bug
 
-__all__ = ["ATT", "BUGS", "DEC", "EMB", "ENC", "FFN", "LN", "MASKS", "MHA", "PE", "SUB", "TRANSFORMER", "Bug"]
+__all__ = ["ASSIGNMENT4_BUGS", "ATT", "BUGS", "DEC", "EMB", "ENC", "FFN", "LN", "MASKS", "MHA", "PE", "SUB",
+           "TRANSFORMER", "Bug"]
 
 
 def _one(component: str, file: str, old: str, new: str) -> Bug:
@@ -20,10 +21,33 @@ def patches(*names: str) -> dict[str, list[tuple[str, str]]]:
     """The patches of several bugs together (bugs in one file are applied in order)."""
     merged: dict[str, list[tuple[str, str]]] = {}
     for name in names:
-        for file, edits in BUGS[name].patches.items():
+        for file, edits in {**BUGS, **ASSIGNMENT4_BUGS}[name].patches.items():
             merged.setdefault(file, []).extend(edits)
     return merged
 
+
+# assignment4's bugs, for the fairness properties over its composites (train_epoch, whose end-to-end
+# checks train with Vocab, collate, LabelSmoothingLoss, noam_lr and the Transformer; greedy_decode,
+# built on the masks): each part bug here stops the model learning or decoding the test dates.
+DATA, TRAINING, DECODING = "assignment4/data.py", "assignment4/training.py", "assignment4/decoding.py"
+ASSIGNMENT4_BUGS: dict[str, Bug] = {
+    "vocab_specials_after_the_words": _one("Vocab", DATA, "self.itos = list(self.specials) + words",
+                                           "self.itos = words + list(self.specials)"),
+    "collate_without_the_shift": _one("collate", DATA, "tgt_in = pad([[Vocab.SOS] + list(t) for _, t in pairs])",
+                                      "tgt_in = pad([list(t) + [Vocab.EOS] for _, t in pairs])"),
+    "label_smoothing_weights_swapped": Bug("LabelSmoothingLoss", {TRAINING: [
+        ("torch.full_like(log_probs, self.smoothing / self.vocab_size)",
+         "torch.full_like(log_probs, (1.0 - self.smoothing) / self.vocab_size)"),
+        ("torch.full_like(log_probs[:, :1], 1.0 - self.smoothing)",
+         "torch.full_like(log_probs[:, :1], self.smoothing)")]}),
+    "noam_lr_warmup_exponent_sign": _one("noam_lr", TRAINING, "step * warmup ** -1.5", "step * warmup ** 1.5"),
+    "train_epoch_steps_the_scheduler_once_per_epoch": _one(
+        "train_epoch", TRAINING,
+        "        if scheduler is not None:\n            scheduler.step()\n        losses.append(loss.item())",
+        "        losses.append(loss.item())\n    if scheduler is not None:\n        scheduler.step()"),
+    "greedy_decode_predicts_after_eos": _one("greedy_decode", DECODING, "nxt = nxt.masked_fill(done, model.pad_idx)",
+                                             "pass"),
+}
 
 # Correct solutions written differently: each must keep every point.
 EINSUM_NEG_INF = [(
@@ -108,6 +132,12 @@ DEVICE_BUGS: dict[str, DeviceBug] = {
         "scaled_dot_product_attention", "sdpa_stays_on_the_inputs_device", ATT,
         "weights = scores.softmax(dim=-1)  # (..., T_q, T_k)",
         "weights = scores.softmax(dim=-1).cpu()  # (..., T_q, T_k)", "weights = scores.softmax(dim=-1).cpu()"),
+    # the output buffer made on the CPU: on a GPU the decoded tokens come back on the CPU
+    "greedy_output_buffer_made_on_the_cpu": _device(
+        "greedy_decode", "greedy_decode_stays_on_the_inputs_device", "assignment4/decoding.py",
+        "ys = torch.full((src.size(0), 1), sos_idx, dtype=torch.long, device=src.device)",
+        "ys = torch.full((src.size(0), 1), sos_idx, dtype=torch.long)",
+        "ys = torch.full((src.size(0), 1), sos_idx, dtype=torch.long)"),
 }
 
 # Correct ways to place tensors: each must keep every point.

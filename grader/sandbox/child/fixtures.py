@@ -96,13 +96,16 @@ def train_date_task(seed: int = 0, steps: int = 1000, n_train: int = 4000, n_tes
     """Train a tree's whole assignment4 stack on the bundled date task; return the metrics.
 
     Runs inside the sandbox on the submission (`grader.training.library` uses the tree's own Transformer,
-    Vocab, collate, LabelSmoothingLoss, noam_lr, train_epoch and greedy_decode)."""
+    Vocab, collate, LabelSmoothingLoss, noam_lr and train_epoch: train_epoch's parts, swapped for the
+    reference's where they fail their own checks). The test sentences are decoded with the kit's greedy
+    decoding, so that greedy_decode, graded on its own, is not a part of this."""
     from grader.training import library, toytask
 
     task = toytask.make_task(seed=seed, n_train=n_train, n_valid=1, n_test=n_test)
     settings = library.TrainConfig(steps=steps, **config)
     model, history = library.fit(SUBMISSION, task, settings, seed=seed, threads=None)
-    metrics = library.evaluate(SUBMISSION, model, task.test, history.src_vocab, history.tgt_vocab)
+    metrics = library.evaluate(SUBMISSION, model, task.test, history.src_vocab, history.tgt_vocab,
+                               decode=library.greedy_by_forward)
     samples = [[" ".join(s), " ".join(t), " ".join(h)]
                for (s, t), h in zip(task.test[:3], metrics["hypotheses"][:3], strict=True)]
     return {"losses": [float(x) for x in history.losses], "exact_match": float(metrics["exact_match"]),

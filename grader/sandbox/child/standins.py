@@ -8,7 +8,9 @@ the contract's structure (`self.residuals[0].norm(x)`, `isinstance(m, nn.Linear)
 `self.self_attn.n_heads`) runs on it. torch.nn built-ins are real instances of their class;
 the kit's own modules are stand-ins which, when called, ask the grader to run the reference's
 module at their place with their subtree's weights. Gradients flow through them
-(grader.sandbox.child.gradients).
+(grader.sandbox.child.gradients). A plain class (a Vocab) stands in as a class with the
+reference's plain class attributes whose instances hold the built object's data attributes
+and call its methods in the grader.
 """
 
 import weakref
@@ -17,17 +19,13 @@ import torch
 from torch import nn
 
 from grader.sandbox.child.gradients import Recorder, Through, fill, split
+from grader.sandbox.child.values import checked_name as _name
+from grader.sandbox.child.values import plain, plain_class
 
 # torch.nn classes rebuilt as themselves from the constructor arguments the grader sends;
 # any other torch module is a stand-in like the kit's own
 TORCH = {c.__name__: c for c in (nn.Linear, nn.Dropout, nn.Embedding, nn.LayerNorm, nn.ModuleList, nn.Sequential,
                                  nn.ReLU, nn.GELU, nn.Identity, nn.Tanh, nn.Sigmoid)}
-PLAIN = (type(None), bool, int, float, str)
-
-
-def plain(v) -> bool:
-    """An attribute value that travels as data: None, bool, int, float, str, or a tuple or list of those."""
-    return type(v) in PLAIN or type(v) in (tuple, list) and all(type(x) in PLAIN for x in v)
 
 
 class StandIn(nn.Module):
@@ -62,9 +60,13 @@ class Link:
     def __deepcopy__(self, memo):
         return self  # copy.deepcopy(layer) (the "clones" idiom) copies a stand-in, never the worker
 
-    def stand_in(self, part: str):
-        """A class or function to use in place of `part` ("assignment2.masks:make_pad_mask")."""
+    def stand_in(self, part: str, info: dict | None = None):
+        """A class or function to use in place of `part` ("assignment2.masks:make_pad_mask"); `info`:
+        the grader's description of a class part (grader.suite.parts.ReferenceParts.describe_class)."""
         name, link = part.rpartition(":")[2], self
+        attrs = {_name(k): v for k, v in (info or {}).get("attrs", {}).items() if plain(v)}
+        if info is not None and not info.get("module", True):
+            return plain_class(self, part, name, attrs, info.get("methods", []))
         if name[:1].islower():
             def function(*args, **kwargs):
                 return link.run(None, {"call": part}, args, kwargs)
@@ -81,6 +83,9 @@ class Link:
                 link.populate(self, answer.get("tree"), answer["id"], "")
 
         Part.__name__ = Part.__qualname__ = name
+        for key, value in attrs.items():
+            if not hasattr(Part, key):
+                setattr(Part, key, value)
         return Part
 
     # building ------------------------------------------------------------------------------
@@ -252,12 +257,6 @@ def _node(node) -> dict:
     if not isinstance(node, dict) or any(not isinstance(node.get(k), t) for k, t in NODE.items()):
         raise RuntimeError("malformed description of a reference part")
     return node
-
-
-def _name(key, digits=False) -> str:
-    if type(key) is not str or not (key.isidentifier() or digits and key.isdigit()) or key.startswith("_"):
-        raise RuntimeError(f"malformed name {str(key)[:40]!r} in a reference part")
-    return key
 
 
 def _tensor(v) -> torch.Tensor:

@@ -175,8 +175,12 @@ class Worker:
         grads = None
         if grad_output is not None and isinstance(module, torch.nn.Module):
             grads = {n: p.grad for n, p in module.named_parameters()}
-        return {"output": out, "devices": [str(t.device) for t in placement.tensors_in(out)], "stray": None,
-                "param_grads": grads}
+        outputs = placement.tensors_in(out)
+        # where the submission made an output left on the CPU (an output buffer made without device=)
+        made: list[str] = next((placed.origins[t] for t in outputs
+                                if t.device.type == "cpu" and t in placed.origins), [])
+        return {"output": out, "devices": [str(t.device) for t in outputs], "stray": None, "param_grads": grads,
+                "made": made if kind != "cpu" else []}
 
     def op_profile(self, req):
         """Forward and backward of the submission's `target` and of torch's built-in of that `kind`,
@@ -201,7 +205,8 @@ class Worker:
         for part in req["parts"]:
             if part in self.swaps:
                 continue  # already swapped in: its name now resolves to the stand-in itself
-            self.swaps[part] = (resolve(PACKAGE, part), self.link.stand_in(part))
+            info = (req.get("classes") or {}).get(part)  # a class part's description, from the grader
+            self.swaps[part] = (resolve(PACKAGE, part), self.link.stand_in(part, info))
         self._patch()
 
     def ask(self, message: dict):

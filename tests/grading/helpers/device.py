@@ -117,9 +117,12 @@ def expect_on(answer: dict, device: str, *, component: str, example: str, hint: 
     devices = answer.get("devices") or []
     wrong = [d for d in devices if d.partition(":")[0] != device.partition(":")[0]]
     if wrong:
-        raise Mismatch(f"{component} returns a tensor on {wrong[0]} when its inputs are on {device}",
+        made = answer.get("made") or []  # the submission's line that made it there, when it did
+        origin = f" (made at {_frame(made[0])})" if made else ""
+        raise Mismatch(f"{component} returns a tensor on {wrong[0]}{origin} when its inputs are on {device}",
                        expected=f"outputs on {device}", got=f"devices {', '.join(devices)}", example=example,
-                       hint=f"{hint} {PLACEMENT_HINT}".strip())
+                       where="\n".join([f"made at {made[0]}", *(f"  called from {f}" for f in made[1:])]) if made
+                       else "", hint=f"{hint} {PLACEMENT_HINT}".strip())
 
 
 def check_device_placement(student, case: Case, *, component: str, hint: str = ""):

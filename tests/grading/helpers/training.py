@@ -5,6 +5,7 @@ import torch
 
 from grader.suite.checks import Mismatch, describe, expect_tensor, short
 from grader.suite.kit import TinyTranslator
+from grader.training.library import greedy_by_forward as greedy_expected  # the definition, through forward
 from tests.grading.helpers.names import EOS_ID, GREEDY, PAD_ID, SOS_ID, TRAIN_EPOCH
 
 
@@ -63,17 +64,6 @@ def run_train_epoch(student, batches, seed: int, lr: float, scheduler: str | Non
 
 
 # greedy_decode ------------------------------------------------------------
-
-def greedy_expected(model, src, max_len, sos, eos):
-    model.eval()
-    with torch.no_grad():
-        ys = torch.full((src.size(0), 1), sos, dtype=torch.long)
-        done = torch.zeros(src.size(0), dtype=torch.bool)
-        while ys.size(1) < max_len and not done.all():
-            nxt = model(src, ys)[:, -1].argmax(-1).masked_fill(done, model.pad_idx)
-            ys = torch.cat([ys, nxt[:, None]], dim=1)
-            done |= nxt == eos
-    return ys
 
 
 def check_greedy(student, src, max_len, seed=0, vocab=12, pad=PAD_ID, sos=SOS_ID, eos=EOS_ID, train_first=False):
@@ -136,10 +126,13 @@ SMALL = dict(batch_size=32, d_model=32, n_heads=4, n_layers=1, d_ff=64, dropout=
 
 
 def train_date_task(student, steps: int, n_train: int, n_test: int, timeout: float = 120.0) -> dict:
-    """Train the submission's own stack in its process (grader.worker's train_date_task)."""
+    """Train the submission's own stack in its process (grader.worker's train_date_task). With the
+    reference's parts swapped in (grader.attribution), each of their calls is a round trip to the grader:
+    twice the time is allowed."""
     got = student._request({"op": "call", "target": "kit:train_date_task", "args": [],
                             "kwargs": dict(seed=0, steps=steps, n_train=n_train, n_test=n_test, **SMALL),
-                            "seed": None, "grad": True, "device": None}, timeout=timeout)
+                            "seed": None, "grad": True, "device": None},
+                           timeout=timeout * (2 if student.parts.allowed else 1))
     if type(got) is not dict or not isinstance(got.get("losses"), list) or len(got["losses"]) != steps:
         raise Mismatch("training did not record one loss per step", expected=f"{steps} losses", got=short(got))
     return got

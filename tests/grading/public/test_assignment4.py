@@ -17,7 +17,7 @@ from grader.suite.checks import Mismatch, assert_close, describe, expect_error, 
 from grader.suite.kit import TinyTranslator
 from tests import strategies as s
 from tests.grading.helpers.device import Case, check_device_placement
-from tests.grading.helpers.names import COLLATE, EOS_ID, LOSS, NOAM, PAD_ID, SOS_ID, SPECIALS, UNK_ID, VOCAB
+from tests.grading.helpers.names import COLLATE, EOS_ID, GREEDY, LOSS, NOAM, PAD_ID, SOS_ID, SPECIALS, UNK_ID, VOCAB
 from tests.grading.helpers.training import (
     SMALL,
     check_greedy,
@@ -366,10 +366,22 @@ def test_end_to_end_training_lowers_the_loss(student):
                             "the loss and the learning-rate schedule.")
 
 
-# device placement: on PyTorch's meta device (tests/grading/helpers/device.py); greedy_decode and
-# train_epoch read values (`while not done.all()`, loss.item()), which the meta device does not have
+# device placement: on PyTorch's meta device (tests/grading/helpers/device.py); train_epoch reads values
+# (loss.item()), which the meta device does not have
 
 def test_label_smoothing_loss_stays_on_the_inputs_device(student):
     targets = torch.tensor([3, 0, 5, 1, 0, 2])
     check_device_placement(student, Case(LOSS, (s.tensor([6, 7], 2), targets), (7, PAD_ID), {"smoothing": 0.1}),
                            component="LabelSmoothingLoss")
+
+
+def test_greedy_decode_stays_on_the_inputs_device(student):
+    # The loop's `while not done.all()` reads a value, which the meta device does not have (that run is not
+    # judged past it); with max_len = 1 the loop never runs, and the output comes back as it was made.
+    src = torch.tensor([[4, 5, 6, 0], [7, 8, 9, 10]])
+    for max_len in (1, 4):
+        model = student.new("kit:tiny_translator", 12, 12, init=0)
+        check_device_placement(student, Case(GREEDY, (model, src, max_len, SOS_ID, EOS_ID), function=True),
+                               component="greedy_decode",
+                               hint="Make the output buffer on the source's device: torch.full((B, 1), sos_idx, "
+                                    "dtype=torch.long, device=src.device).")
