@@ -52,12 +52,12 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, devic
     started by start_sandbox for the same submission (closed here); `template`: as for start_sandbox."""
     sandbox = sandbox or start_sandbox(course=course, assignment=assignment, submission=submission, device=device,
                                        template=template)
-    with _one_intra_op_thread():
+    with one_intra_op_thread():
         return _grade(course, assignment, submission, device, sandbox)
 
 
 @contextmanager
-def _one_intra_op_thread():
+def one_intra_op_thread():
     """The checks' tensors are tiny: a second intra-op thread only spins, and on a busy machine
     (a class graded on every core, CI) it waits for a core, which doubled a grade's time."""
     import torch
