@@ -4,8 +4,9 @@ patch that puts it into the reference, what the code then computes and the fix.
 Course material for instructors, next to the suites: it does not ship to students (a bug is the
 reference with one change). `grade expected` grades each bug's tree and stores what its public
 checks report (outputs, never code) in public/expected/bugs.json, from which the grader names a
-student's bug (grader.diagnosis); the kit's fairness tests are stated over the same table
-(tests/kit/mutants.py, tests/kit/test_attribution.py).
+student's bug (grader.diagnosis); the kit's tests are stated over the same table (each entry alone
+costs its own component only and is diagnosed as itself there: tests/kit/test_assignmentN.py,
+test_dropout_placement.py; fairness: tests/kit/test_attribution.py).
 """
 
 from dataclasses import dataclass
@@ -15,79 +16,7 @@ LN, FFN, PE, EMB = ("assignment1/layer_norm.py", "assignment1/feed_forward.py", 
 ATT, MASKS, MHA = "assignment2/attention.py", "assignment2/masks.py", "assignment2/multi_head_attention.py"
 SUB, ENC, DEC = "assignment3/sublayer.py", "assignment3/encoder.py", "assignment3/decoder.py"
 TRANSFORMER = "assignment3/transformer.py"
-
-# what each bug's code computes, and the fix: the words of a diagnosis
-TEXT = {
-    "layer_norm_unbiased_variance": (
-        "LayerNorm with the unbiased variance (divided by d_model - 1)",
-        "divide by d_model: x.var(dim=-1, unbiased=False)"),
-    "layer_norm_eps_outside_sqrt": (
-        "LayerNorm with eps added outside the square root",
-        "normalise by torch.sqrt(var + eps)"),
-    "layer_norm_default_eps_1e_12": (
-        "LayerNorm whose eps defaults to 1e-12",
-        "make eps default to 1e-5, as the contract says"),
-    "feed_forward_no_relu": (
-        "the feed-forward network without its ReLU",
-        "apply F.relu between the two linear layers"),
-    "positional_encoding_sin_cos_swapped": (
-        "the positional table with cos in place of sin",
-        "use sin on the even columns and cos on the odd ones"),
-    "token_embedding_no_scale": (
-        "the token embedding not scaled by sqrt(d_model)",
-        "multiply the embedding by math.sqrt(d_model)"),
-    "transformer_embedding_no_position": (
-        "the embedding without the positional encoding",
-        "add the positional encoding to the scaled token embedding"),
-    "softmax_over_the_wrong_dim": (
-        "attention with the softmax over the queries (dim=-2)",
-        "take the softmax over the keys, dim=-1"),
-    "no_sqrt_d_k": (
-        "attention without the 1/sqrt(d_k) scale",
-        "divide the scores by math.sqrt(d_k)"),
-    "mask_applied_after_softmax": (
-        "attention that masks the weights after the softmax",
-        "fill the blocked scores before the softmax"),
-    "mask_polarity_inverted": (
-        "attention that blocks where the mask is True",
-        "fill where the mask is False: masked_fill(~mask, ...)"),
-    "pad_mask_polarity_inverted": (
-        "a pad mask that is True on the padding",
-        "keep the tokens: tokens != pad_idx"),
-    "causal_mask_off_by_one": (
-        "a causal mask without its diagonal (each position blind to itself)",
-        "use .tril() with no offset"),
-    "tgt_mask_or_instead_of_and": (
-        "a target mask that combines padding and causality with or",
-        "combine them with and: pad & causal"),
-    "heads_split_with_the_wrong_view": (
-        "heads split with view(B, h, T, d_k) without the transpose",
-        "view(B, T, h, d_k) then transpose(1, 2)"),
-    "heads_merged_without_transpose": (
-        "heads merged without transposing back",
-        "out.transpose(1, 2).contiguous().view(B, T, d_model)"),
-    "post_norm_wired_as_pre_norm": (
-        "a residual connection wired pre-norm where post-norm is asked, and the reverse",
-        "norm_first: x + sublayer(norm(x)); else norm(x + sublayer(x))"),
-    "encoder_layer_skips_the_mask": (
-        "an encoder layer whose self-attention ignores the source mask",
-        "pass src_mask to the self-attention"),
-    "encoder_missing_final_norm": (
-        "a pre-norm encoder without its final LayerNorm",
-        "return self.norm(x) when norm_first"),
-    "cross_attention_fed_the_decoder_input_as_keys": (
-        "cross-attention over the decoder's own input instead of the memory",
-        "cross_attn(x, memory, memory, src_mask)"),
-    "decoder_final_norm_always": (
-        "a decoder that applies its final LayerNorm in post-norm too",
-        "apply the final norm only when norm_first"),
-    "forward_without_padding_mask": (
-        "a Transformer that does not mask the source padding",
-        "src_mask = make_pad_mask(src, pad_idx), passed to encoder and decoder"),
-    "padding_rows_not_zeroed": (
-        "embeddings whose padding rows are not zeroed at initialisation",
-        "zero the pad_idx rows of the embedding weights"),
-}
+DATA, TRAINING, DECODING = "assignment4/data.py", "assignment4/training.py", "assignment4/decoding.py"
 
 
 @dataclass(frozen=True)
@@ -97,35 +26,67 @@ class Bug:
     message: str = ""  # what the code then computes: "attention without the 1/sqrt(d_k) scale"
     fix: str = ""  # the fix, in a few words: "divide the scores by math.sqrt(d_k)"
     undiagnosed: str = ""  # why the grader cannot name this bug from its public checks ("": it can)
+    # components that may lose points too, knowingly: train_epoch's end-to-end checks train the
+    # submission's own stack (course.toml), so a bug that hurts learning shows there as well
+    also: tuple[str, ...] = ()
 
     @property
     def assignment(self) -> str:
         return next(iter(self.patches)).partition("/")[0]
 
 
-def _one(component: str, file: str, old: str, new: str) -> Bug:
-    return Bug(component, {file: [(old, new)]})
+def _one(component: str, file: str, old: str, new: str, message: str = "", fix: str = "") -> Bug:
+    return Bug(component, {file: [(old, new)]}, message, fix)
 
 
-def _told(name: str, bug: Bug) -> Bug:
-    message, fix = TEXT[name]
-    return Bug(bug.component, bug.patches, message, fix)
-
-
-_BUGS: dict[str, Bug] = {
+# The first entry of each component is the one the fairness properties pair with others
+# (tests/kit/test_attribution.py): add new entries after it.
+BUGS: dict[str, Bug] = {
     # assignment1
-    "layer_norm_unbiased_variance": _one("LayerNorm", LN, "unbiased=False", "unbiased=True"),
-    "layer_norm_eps_outside_sqrt": _one("LayerNorm", LN, "torch.sqrt(var + self.eps)", "(torch.sqrt(var) + self.eps)"),
-    "layer_norm_default_eps_1e_12": _one("LayerNorm", LN, "eps: float = 1e-5", "eps: float = 1e-12"),
-    "feed_forward_no_relu": _one("PositionwiseFeedForward", FFN, "F.relu(self.linear1(x))", "self.linear1(x)"),
-    "positional_encoding_sin_cos_swapped": _one("PositionalEncoding", PE, "torch.sin(", "torch.cos("),
-    "token_embedding_no_scale": _one("TokenEmbedding", EMB, "* math.sqrt(self.d_model)", ""),
-    "transformer_embedding_no_position": _one("TransformerEmbedding", EMB, "return self.position(self.token(x))",
-                                              "return self.token(x)"),
+    "layer_norm_unbiased_variance": _one(
+        "LayerNorm", LN, "unbiased=False", "unbiased=True",
+        "LayerNorm with the unbiased variance (divided by d_model - 1)",
+        "divide by d_model: x.var(dim=-1, unbiased=False)"),
+    "layer_norm_eps_outside_sqrt": _one(
+        "LayerNorm", LN, "torch.sqrt(var + self.eps)", "(torch.sqrt(var) + self.eps)",
+        "LayerNorm with eps added outside the square root", "normalise by torch.sqrt(var + eps)"),
+    "layer_norm_default_eps_1e_12": _one(
+        "LayerNorm", LN, "eps: float = 1e-5", "eps: float = 1e-12",
+        "LayerNorm whose eps defaults to 1e-12", "make eps default to 1e-5, as the contract says"),
+    "feed_forward_no_relu": _one(
+        "PositionwiseFeedForward", FFN, "F.relu(self.linear1(x))", "self.linear1(x)",
+        "the feed-forward network without its ReLU", "apply F.relu between the two linear layers"),
+    "positional_encoding_sin_cos_swapped": _one(
+        "PositionalEncoding", PE, "torch.sin(", "torch.cos(",
+        "the positional table with cos in place of sin", "use sin on the even columns and cos on the odd ones"),
+    "positional_encoding_sin_cos_not_interleaved": Bug("PositionalEncoding", {PE: [
+        ("pe[:, 0::2] = torch.sin(", "pe[:, : (d_model + 1) // 2] = torch.sin("),
+        ("pe[:, 1::2] = torch.cos(", "pe[:, (d_model + 1) // 2 :] = torch.cos(")]},
+        "a positional table with all the sines first and all the cosines after (not interleaved)",
+        "sines in the even columns pe[:, 0::2], cosines in the odd ones pe[:, 1::2]"),
+    "positional_encoding_exponent_i_not_2i": _one(
+        "PositionalEncoding", PE, "torch.arange(0, d_model, 2, dtype=torch.float32)",
+        "torch.arange((d_model + 1) // 2, dtype=torch.float32)",
+        "a positional table with 10000^(i / d_model) where the formula has 10000^(2i / d_model)",
+        "the exponent of column pair i is 2i / d_model: torch.arange(0, d_model, 2) / d_model"),
+    "token_embedding_no_scale": _one(
+        "TokenEmbedding", EMB, "* math.sqrt(self.d_model)", "",
+        "the token embedding not scaled by sqrt(d_model)", "multiply the embedding by math.sqrt(d_model)"),
+    "token_embedding_scaled_by_d_model": _one(
+        "TokenEmbedding", EMB, "* math.sqrt(self.d_model)", "* self.d_model",
+        "the token embedding scaled by d_model instead of sqrt(d_model)",
+        "multiply the embedding by math.sqrt(d_model)"),
+    "transformer_embedding_no_position": _one(
+        "TransformerEmbedding", EMB, "return self.position(self.token(x))", "return self.token(x)",
+        "the embedding without the positional encoding",
+        "add the positional encoding to the scaled token embedding"),
     # assignment2
-    "softmax_over_the_wrong_dim": _one("scaled_dot_product_attention", ATT, "scores.softmax(dim=-1)",
-                                       "scores.softmax(dim=-2)"),
-    "no_sqrt_d_k": _one("scaled_dot_product_attention", ATT, " / math.sqrt(d_k)", ""),
+    "softmax_over_the_wrong_dim": _one(
+        "scaled_dot_product_attention", ATT, "scores.softmax(dim=-1)", "scores.softmax(dim=-2)",
+        "attention with the softmax over the queries (dim=-2)", "take the softmax over the keys, dim=-1"),
+    "no_sqrt_d_k": _one(
+        "scaled_dot_product_attention", ATT, " / math.sqrt(d_k)", "",
+        "attention without the 1/sqrt(d_k) scale", "divide the scores by math.sqrt(d_k)"),
     "mask_applied_after_softmax": _one(
         "scaled_dot_product_attention", ATT,
         "        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n"
@@ -133,34 +94,208 @@ _BUGS: dict[str, Bug] = {
         "        pass\n"
         "    weights = scores.softmax(dim=-1)  # (..., T_q, T_k)\n"
         "    if mask is not None:\n"
-        "        weights = weights.masked_fill(~mask, 0.0)\n"),
-    "mask_polarity_inverted": _one("scaled_dot_product_attention", ATT, "masked_fill(~mask,", "masked_fill(mask,"),
-    "pad_mask_polarity_inverted": _one("make_pad_mask", MASKS, "(tokens != pad_idx)", "(tokens == pad_idx)"),
-    "causal_mask_off_by_one": _one("make_causal_mask", MASKS, ".tril()[None, None]", ".tril(-1)[None, None]"),
-    "tgt_mask_or_instead_of_and": _one("make_tgt_mask", MASKS, "return pad & causal", "return pad | causal"),
+        "        weights = weights.masked_fill(~mask, 0.0)\n",
+        "attention that masks the weights after the softmax", "fill the blocked scores before the softmax"),
+    "mask_polarity_inverted": _one(
+        "scaled_dot_product_attention", ATT, "masked_fill(~mask,", "masked_fill(mask,",
+        "attention that blocks where the mask is True", "fill where the mask is False: masked_fill(~mask, ...)"),
+    "mask_filled_with_zero": _one(
+        "scaled_dot_product_attention", ATT, "masked_fill(~mask, torch.finfo(scores.dtype).min)",
+        "masked_fill(~mask, 0.0)",
+        "attention that sets the blocked scores to 0 (exp(0) = 1: they still get weight)",
+        "fill the blocked scores with a large negative number: torch.finfo(scores.dtype).min"),
+    "pad_mask_polarity_inverted": _one(
+        "make_pad_mask", MASKS, "(tokens != pad_idx)", "(tokens == pad_idx)",
+        "a pad mask that is True on the padding", "keep the tokens: tokens != pad_idx"),
+    "causal_mask_off_by_one": _one(
+        "make_causal_mask", MASKS, ".tril()[None, None]", ".tril(-1)[None, None]",
+        "a causal mask without its diagonal (each position blind to itself)", "use .tril() with no offset"),
+    "causal_mask_transposed": _one(
+        "make_causal_mask", MASKS, ".tril()[None, None]", ".triu()[None, None]",
+        "a causal mask transposed (upper triangle: each position sees the future, not the past)",
+        "keep the lower triangle, .tril(): position i attends to j <= i"),
+    "tgt_mask_or_instead_of_and": _one(
+        "make_tgt_mask", MASKS, "return pad & causal", "return pad | causal",
+        "a target mask that combines padding and causality with or", "combine them with and: pad & causal"),
     "heads_split_with_the_wrong_view": Bug("MultiHeadAttention", {MHA: [
         (f"self.w_{n}({n}).view(B, {t}, self.n_heads, self.d_k).transpose(1, 2)",
          f"self.w_{n}({n}).view(B, self.n_heads, {t}, self.d_k)") for n, t in (("q", "T_q"), ("k", "T_k"),
-                                                                               ("v", "T_k"))]}),
-    "heads_merged_without_transpose": _one("MultiHeadAttention", MHA,
-                                           "out.transpose(1, 2).contiguous().view(B, T_q, self.d_model)",
-                                           "out.reshape(B, T_q, self.d_model)"),
+                                                                               ("v", "T_k"))]},
+        "heads split with view(B, h, T, d_k) without the transpose", "view(B, T, h, d_k) then transpose(1, 2)"),
+    "heads_merged_without_transpose": _one(
+        "MultiHeadAttention", MHA, "out.transpose(1, 2).contiguous().view(B, T_q, self.d_model)",
+        "out.reshape(B, T_q, self.d_model)",
+        "heads merged without transposing back", "out.transpose(1, 2).contiguous().view(B, T, d_model)"),
+    "mha_without_output_projection": _one(
+        "MultiHeadAttention", MHA, "return self.w_o(out)", "return out",
+        "multi-head attention without its output projection", "return self.w_o(out) after merging the heads"),
     # assignment3
-    "post_norm_wired_as_pre_norm": _one("ResidualConnection", SUB, "        if self.norm_first:\n",
-                                        "        if not self.norm_first:\n"),
-    "encoder_layer_skips_the_mask": _one("EncoderLayer", ENC, "self.self_attn(x, x, x, src_mask)",
-                                         "self.self_attn(x, x, x)"),
-    "encoder_missing_final_norm": _one("Encoder", ENC, "return self.norm(x) if self.norm_first else x", "return x"),
+    "post_norm_wired_as_pre_norm": _one(
+        "ResidualConnection", SUB, "        if self.norm_first:\n", "        if not self.norm_first:\n",
+        "a residual connection wired pre-norm where post-norm is asked, and the reverse",
+        "norm_first: x + sublayer(norm(x)); else norm(x + sublayer(x))"),
+    "residual_adds_the_normalised_input": _one(
+        "ResidualConnection", SUB, "return x + self.dropout(sublayer(self.norm(x)))",
+        "return self.norm(x) + self.dropout(sublayer(self.norm(x)))",
+        "a pre-norm residual connection that adds norm(x), not x, around the sublayer",
+        "the skip path carries x untouched: x + dropout(sublayer(norm(x)))"),
+    "encoder_layer_skips_the_mask": _one(
+        "EncoderLayer", ENC, "self.self_attn(x, x, x, src_mask)", "self.self_attn(x, x, x)",
+        "an encoder layer whose self-attention ignores the source mask", "pass src_mask to the self-attention"),
+    "encoder_layer_one_residual_around_both_sublayers": _one(
+        "EncoderLayer", ENC,
+        "x = self.residuals[0](x, lambda x: self.self_attn(x, x, x, src_mask))  # (B, S, d_model)\n"
+        "        return self.residuals[1](x, self.feed_forward)",
+        "return self.residuals[0](x, lambda x: self.feed_forward(self.self_attn(x, x, x, src_mask)))",
+        "an encoder layer with one residual connection around attention and feed-forward together",
+        "one residual connection per sublayer: residuals[0] around the attention, residuals[1] around the FFN"),
+    "encoder_missing_final_norm": _one(
+        "Encoder", ENC, "return self.norm(x) if self.norm_first else x", "return x",
+        "a pre-norm encoder without its final LayerNorm", "return self.norm(x) when norm_first"),
     "cross_attention_fed_the_decoder_input_as_keys": _one(
-        "DecoderLayer", DEC, "self.cross_attn(x, memory, memory, src_mask)", "self.cross_attn(x, x, x, None)"),
-    "decoder_final_norm_always": _one("Decoder", DEC, "return self.norm(x) if self.norm_first else x",
-                                      "return self.norm(x)"),
-    "forward_without_padding_mask": _one("Transformer", TRANSFORMER,
-                                         "src_mask = make_pad_mask(src, self.pad_idx)  # (B, 1, 1, S)",
-                                         "src_mask = None"),
-    "padding_rows_not_zeroed": _one("Transformer", TRANSFORMER,
-                                    "self.src_embed.token.embedding.weight[pad_idx].zero_()", "pass"),
+        "DecoderLayer", DEC, "self.cross_attn(x, memory, memory, src_mask)", "self.cross_attn(x, x, x, None)",
+        "cross-attention over the decoder's own input instead of the memory",
+        "cross_attn(x, memory, memory, src_mask)"),
+    "decoder_layer_self_attention_without_the_target_mask": _one(
+        "DecoderLayer", DEC, "self.self_attn(x, x, x, tgt_mask)", "self.self_attn(x, x, x, None)",
+        "a decoder layer whose self-attention ignores the target mask (it sees the future)",
+        "pass tgt_mask to the self-attention"),
+    "decoder_final_norm_always": _one(
+        "Decoder", DEC, "return self.norm(x) if self.norm_first else x", "return self.norm(x)",
+        "a decoder that applies its final LayerNorm in post-norm too", "apply the final norm only when norm_first"),
+    "forward_without_padding_mask": _one(
+        "Transformer", TRANSFORMER, "src_mask = make_pad_mask(src, self.pad_idx)  # (B, 1, 1, S)", "src_mask = None",
+        "a Transformer that does not mask the source padding",
+        "src_mask = make_pad_mask(src, pad_idx), passed to encoder and decoder"),
+    "padding_rows_not_zeroed": _one(
+        "Transformer", TRANSFORMER, "self.src_embed.token.embedding.weight[pad_idx].zero_()", "pass",
+        "embeddings whose padding rows are not zeroed at initialisation",
+        "zero the pad_idx rows of the embedding weights"),
+    "transformer_target_mask_without_causality": _one(
+        "Transformer", TRANSFORMER, "tgt_mask = make_tgt_mask(tgt, self.pad_idx)  # (B, 1, T, T)",
+        "tgt_mask = make_pad_mask(tgt, self.pad_idx)  # (B, 1, 1, T)",
+        "a Transformer whose target mask hides the padding but not the future",
+        "tgt_mask = make_tgt_mask(tgt, pad_idx): padding and causality"),
+    # assignment4
+    "vocab_specials_after_the_words": Bug(
+        "Vocab", {DATA: [("self.itos = list(self.specials) + words", "self.itos = words + list(self.specials)")]},
+        "a vocabulary that puts the special tokens after the words (<pad> is not 0)",
+        "start itos with <pad>, <sos>, <eos>, <unk>, then the words", also=("train_epoch",)),
+    "vocab_min_freq_strict": _one(
+        "Vocab", DATA, "c >= min_freq", "c > min_freq",
+        "a vocabulary that keeps the tokens seen more than min_freq times (not at least)",
+        "keep count >= min_freq"),
+    "collate_pads_with_zero": _one(
+        "collate", DATA, "list(r) + [pad_idx] * (width - len(r))", "list(r) + [0] * (width - len(r))",
+        "collate padding with 0 whatever pad_idx is", "pad with pad_idx"),
+    "label_smoothing_counts_the_padding": _one(
+        "LabelSmoothingLoss", TRAINING, "return (per_token * keep).sum() / keep.sum().clamp(min=1)",
+        "return per_token.mean()",
+        "label smoothing averaged over every position, padded ones included",
+        "average over the non-pad targets: (per_token * keep).sum() / keep.sum()"),
+    "label_smoothing_keeps_the_pad_column_out": _one(
+        "LabelSmoothingLoss", TRAINING,
+        "q = torch.full_like(log_probs, self.smoothing / self.vocab_size)  # (N, V)\n"
+        "        safe = targets.masked_fill(~keep, 0)  # pad targets may be any id; point them somewhere valid\n"
+        "        q.scatter_add_(1, safe.unsqueeze(1), torch.full_like(log_probs[:, :1], 1.0 - self.smoothing))",
+        "q = torch.full_like(log_probs, self.smoothing / (self.vocab_size - 2))  # (N, V)\n"
+        "        safe = targets.masked_fill(~keep, 0)\n"
+        "        q.scatter_(1, safe.unsqueeze(1), 1.0 - self.smoothing)\n"
+        "        q[:, self.pad_idx] = 0.0",
+        "the Annotated Transformer's label smoothing (smoothing / (V - 2), none on the pad column)",
+        "q = (1 - smoothing) one-hot + smoothing / V on every class, pad included, as F.cross_entropy does"),
+    "noam_lr_warmup_off_by_one": _one(
+        "noam_lr", TRAINING, "return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)",
+        "return d_model ** -0.5 * min((step + 1) ** -0.5, (step + 1) * warmup ** -1.5)",
+        "the Noam schedule one step ahead (step + 1 where the formula has step)",
+        "steps count from 1: use step as given (LambdaLR's s + 1 belongs in the lambda)"),
+    "train_epoch_steps_the_scheduler_once_per_epoch": _one(
+        "train_epoch", TRAINING,
+        "        if scheduler is not None:\n            scheduler.step()\n        losses.append(loss.item())",
+        "        losses.append(loss.item())\n    if scheduler is not None:\n        scheduler.step()",
+        "an epoch that steps the scheduler once per epoch", "call scheduler.step() after every optimizer.step()"),
+    "greedy_decode_keeps_predicting_after_eos": _one(
+        "greedy_decode", DECODING, "nxt = nxt.masked_fill(done, model.pad_idx)", "pass",
+        "greedy decoding that keeps the model's predictions after a row's <eos>",
+        "fill the finished rows with pad: nxt.masked_fill(done, model.pad_idx)"),
 }
 
-
-BUGS: dict[str, Bug] = {name: _told(name, bug) for name, bug in _BUGS.items()}
+# Dropout in the wrong place: invisible in eval() mode, where dropout is the identity, but the
+# suites' placement checks run train() mode with nn.Dropout(1), which zeroes exactly what it is
+# applied to whatever the random numbers, so each misplacement gives its own fixed output.
+_DROPOUT: dict[str, Bug] = {
+    "feed_forward_dropout_after_linear2": _one(
+        "PositionwiseFeedForward", FFN, "return self.linear2(self.dropout(h))", "return self.dropout(self.linear2(h))",
+        "the feed-forward network with its dropout after the second linear layer",
+        "drop out the hidden activations: linear2(dropout(relu(linear1(x))))"),
+    "feed_forward_dropout_on_the_input": Bug("PositionwiseFeedForward", {FFN: [
+        ("h = F.relu(self.linear1(x))", "h = F.relu(self.linear1(self.dropout(x)))"),
+        ("return self.linear2(self.dropout(h))", "return self.linear2(h)")]},
+        "the feed-forward network with its dropout on its input",
+        "drop out the hidden activations: linear2(dropout(relu(linear1(x))))"),
+    "positional_encoding_without_dropout": _one(
+        "PositionalEncoding", PE, "return self.dropout(x + self.pe[:T])", "return x + self.pe[:T]",
+        "a positional encoding that never applies its dropout", "return self.dropout(x + pe[:T])"),
+    "positional_encoding_dropout_on_x_only": _one(
+        "PositionalEncoding", PE, "return self.dropout(x + self.pe[:T])", "return self.dropout(x) + self.pe[:T]",
+        "a positional encoding that drops out x before adding the table", "drop out the sum: dropout(x + pe[:T])"),
+    "transformer_embedding_drops_the_dropout_argument": _one(
+        "TransformerEmbedding", EMB, "self.position = PositionalEncoding(d_model, max_len, dropout)",
+        "self.position = PositionalEncoding(d_model, max_len)",
+        "an embedding that does not pass its dropout on to the positional encoding",
+        "PositionalEncoding(d_model, max_len, dropout)"),
+    "sdpa_dropout_on_the_output": _one(
+        "scaled_dot_product_attention", ATT,
+        "    if dropout is not None:\n        weights = dropout(weights)\n"
+        "    return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)\n",
+        "    out = weights @ v\n    return (dropout(out) if dropout is not None else out), weights\n",
+        "attention with dropout on its output instead of its weights",
+        "drop out the weights after the softmax, then weights @ v"),
+    "sdpa_dropout_on_the_scores": _one(
+        "scaled_dot_product_attention", ATT,
+        "    weights = scores.softmax(dim=-1)  # (..., T_q, T_k)\n    if dropout is not None:\n"
+        "        weights = dropout(weights)\n",
+        "    if dropout is not None:\n        scores = dropout(scores)\n"
+        "    weights = scores.softmax(dim=-1)  # (..., T_q, T_k)\n",
+        "attention with dropout on the scores, before the softmax", "drop out the weights after the softmax"),
+    "mha_dropout_on_the_output": Bug("MultiHeadAttention", {MHA: [
+        ("out = self.dropout(weights) @ v", "out = weights @ v"),
+        ("return self.w_o(out)", "return self.dropout(self.w_o(out))")]},
+        "multi-head attention with its dropout after the output projection",
+        "drop out the attention weights: self.dropout(weights) @ v"),
+    "residual_dropout_on_the_sum": Bug("ResidualConnection", {SUB: [
+        ("return x + self.dropout(sublayer(self.norm(x)))", "return self.dropout(x + sublayer(self.norm(x)))"),
+        ("return self.norm(x + self.dropout(sublayer(x)))", "return self.norm(self.dropout(x + sublayer(x)))")]},
+        "a residual connection that drops out the sum, not the sublayer's output",
+        "drop out the sublayer's output only: x + dropout(sublayer(...))"),
+    "residual_dropout_on_the_sublayer_input": Bug("ResidualConnection", {SUB: [
+        ("return x + self.dropout(sublayer(self.norm(x)))", "return x + sublayer(self.dropout(self.norm(x)))"),
+        ("return self.norm(x + self.dropout(sublayer(x)))", "return self.norm(x + sublayer(self.dropout(x)))")]},
+        "a residual connection that drops out the sublayer's input, not its output",
+        "drop out the sublayer's output: x + dropout(sublayer(...))"),
+    "encoder_layer_residuals_without_dropout": _one(
+        "EncoderLayer", ENC, "[ResidualConnection(d_model, dropout, norm_first) for _ in range(2)]",
+        "[ResidualConnection(d_model, norm_first=norm_first) for _ in range(2)]",
+        "an encoder layer whose residual connections get no dropout",
+        "ResidualConnection(d_model, dropout, norm_first)"),
+    "decoder_layer_residuals_without_dropout": _one(
+        "DecoderLayer", DEC, "[ResidualConnection(d_model, dropout, norm_first) for _ in range(3)]",
+        "[ResidualConnection(d_model, norm_first=norm_first) for _ in range(3)]",
+        "a decoder layer whose residual connections get no dropout",
+        "ResidualConnection(d_model, dropout, norm_first)"),
+    "encoder_layers_without_dropout": _one(
+        "Encoder", ENC, "[EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first) for _ in range(n_layers)]",
+        "[EncoderLayer(d_model, n_heads, d_ff, norm_first=norm_first) for _ in range(n_layers)]",
+        "an encoder whose layers get no dropout", "EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first)"),
+    "decoder_layers_without_dropout": _one(
+        "Decoder", DEC, "[DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first) for _ in range(n_layers)]",
+        "[DecoderLayer(d_model, n_heads, d_ff, norm_first=norm_first) for _ in range(n_layers)]",
+        "a decoder whose layers get no dropout", "DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first)"),
+    "transformer_embeddings_without_dropout": Bug("Transformer", {TRANSFORMER: [
+        (f"self.{s}_embed = TransformerEmbedding({s}_vocab_size, d_model, max_len, dropout, padding_idx=pad_idx)",
+         f"self.{s}_embed = TransformerEmbedding({s}_vocab_size, d_model, max_len, 0.0, padding_idx=pad_idx)")
+        for s in ("src", "tgt")]},
+        "a Transformer whose embeddings get no dropout", "TransformerEmbedding(..., dropout, padding_idx=pad_idx)"),
+}
+DROPOUT = tuple(_DROPOUT)  # their kit test also asks that a dropout check is what fails
+BUGS.update(_DROPOUT)

@@ -7,10 +7,10 @@ and each assignment's tests grade its own entries (tests/kit/test_assignmentN.py
 
 from dataclasses import dataclass
 
-from tests.grading.bugs import ATT, BUGS, DEC, EMB, ENC, FFN, LN, MASKS, MHA, PE, SUB, TRANSFORMER, Bug
+from tests.grading.bugs import ATT, BUGS, DEC, DROPOUT, EMB, ENC, FFN, LN, MASKS, MHA, PE, SUB, TRANSFORMER, Bug
 
-__all__ = ["ASSIGNMENT4_BUGS", "ATT", "BUGS", "DEC", "EMB", "ENC", "FFN", "LN", "MASKS", "MHA", "PE", "SUB",
-           "TRANSFORMER", "Bug"]
+__all__ = ["ASSIGNMENT4_BUGS", "ATT", "BUGS", "DEC", "DROPOUT", "EMB", "ENC", "FFN", "LN", "MASKS", "MHA", "PE",
+           "SUB", "TRANSFORMER", "Bug"]
 
 
 def _one(component: str, file: str, old: str, new: str) -> Bug:

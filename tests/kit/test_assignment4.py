@@ -7,22 +7,16 @@ import pytest
 
 from grader.training import library as train
 from grader.training import toytask
-from tests.kit.conftest import ROOT, SOLUTIONS, assert_loses_only_in, grade_json, mutant, run_grade
-
-MUTANTS = {
-    "LabelSmoothingLoss": {"assignment4/training.py": [
-        ("return (per_token * keep).sum() / keep.sum().clamp(min=1)", "return per_token.mean()")]},
-    "noam_lr": {"assignment4/training.py": [
-        ("return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)",
-         "return d_model ** -0.5 * min((step + 1) ** -0.5, (step + 1) * warmup ** -1.5)")]},
-    "collate": {"assignment4/data.py": [  # pads with 0 whatever pad_idx is
-        ("list(r) + [pad_idx] * (width - len(r))", "list(r) + [0] * (width - len(r))")]},
-    "greedy_decode": {"assignment4/decoding.py": [
-        ("nxt = nxt.masked_fill(done, model.pad_idx)", "pass")]},
-    "train_epoch": {"assignment4/training.py": [  # the scheduler stepped once per epoch
-        ("        if scheduler is not None:\n            scheduler.step()\n        losses.append(loss.item())",
-         "        losses.append(loss.item())\n    if scheduler is not None:\n        scheduler.step()")]},
-}
+from tests.kit.conftest import (
+    ROOT,
+    SOLUTIONS,
+    assert_loses_only_in,
+    grade_json,
+    grade_one_bug,
+    mutant,
+    run_grade,
+)
+from tests.kit.mutants import BUGS
 
 # greedy_decode without one of its masks: the kit's model uses the masks it is given, so each shows
 GREEDY_WITHOUT_A_MASK = {
@@ -40,9 +34,9 @@ GRADIENTS_ACCUMULATE = {"assignment4/training.py": [
      "        logits = model(src, tgt_in)  # (B, T, V)")]}
 
 
-@pytest.mark.parametrize("component", sorted(MUTANTS))
-def test_a_bug_costs_points_only_where_it_lives(tmp_path, component):
-    assert_loses_only_in(grade_json(mutant(tmp_path, MUTANTS[component]), "assignment4"), component)
+@pytest.mark.parametrize("bug", sorted(b for b in BUGS if BUGS[b].assignment == "assignment4"))
+def test_a_classic_bug_costs_its_own_component_only_and_is_named_there_in_one_screen(tmp_path, bug):
+    grade_one_bug(tmp_path, bug)
 
 
 @pytest.mark.parametrize("bug", sorted(GREEDY_WITHOUT_A_MASK))
