@@ -242,7 +242,7 @@ def _details(t: dict, *, hint: bool) -> list[str]:
     lines = [f"  {t.get('id')}, in full:"]
     for key, text in rows:
         for i, line in enumerate(_elided(text)):
-            lines.append(f"    {key if i == 0 else '':<13}{line}")
+            lines.append(f"    {key if i == 0 else '':<15}{line}")
     return lines
 
 

@@ -2,13 +2,14 @@
 fetch and submit, collect, autograde, export, feedback.
 
 Five students hand in assignment1: ada (correct) through nbgrader's exchange (fetch, `grade`
-on her own, submit, collect), bob (a LayerNorm bug) as an LMS archive through `nbgrader
-zip_collect`; cyd (a syntax error, and a notebook that is not JSON), dan (a forward that hangs
-when gradients are checked) and eve (hostile) straight into submitted/. Every score in
-nbgrader's gradebook and CSV must equal what `grade` itself reports for the same tree; the
-feedback must carry the public detail of the terminal report and no hidden check; nothing
-students get may name a path of the instructor's; nothing eve hands in may run outside the
-grader's sandbox. The course is the kit's with 3 s timeouts (conftest.quick_course), so dan is cheap.
+on her own, submit, collect), bob (a classic LayerNorm bug and a TokenEmbedding scaled by
+d_model) as an LMS archive through `nbgrader zip_collect`; cyd (a syntax error, and a notebook
+that is not JSON), dan (a forward that hangs when gradients are checked) and eve (hostile)
+straight into submitted/. Every score in nbgrader's gradebook and CSV must equal what `grade`
+itself reports for the same tree; the feedback must carry the public detail of the terminal
+report and no hidden check; nothing students get may name a path of the instructor's; nothing
+eve hands in may run outside the grader's sandbox. The course is the kit's with 3 s timeouts
+(conftest.quick_course), so dan is cheap.
 """
 
 import csv
@@ -55,8 +56,11 @@ def _trees(course, canaries: dict[str, Path]) -> dict[str, dict[str, str]]:
     correct = {f"{A1}/{name}": _solution(name) for name in files}
     stubs = {f"{A1}/{name}": (ROOT / "assignments" / A1 / name).read_text() for name in files}
     trees = {"ada": correct}
+    # bob: a classic bug (diagnosed) and one no table names (its hint is the help)
     trees["bob"] = {**correct, f"{A1}/layer_norm.py": _patch(correct[f"{A1}/layer_norm.py"], "unbiased=False",
-                                                             "unbiased=True")}
+                                                             "unbiased=True"),
+                    f"{A1}/embedding.py": _patch(correct[f"{A1}/embedding.py"], "* math.sqrt(self.d_model)",
+                                                 "* self.d_model")}
     trees["cyd"] = {**correct, f"{A1}/feed_forward.py": _patch(
         correct[f"{A1}/feed_forward.py"], "def forward(self, x: torch.Tensor) -> torch.Tensor:",
         "def forward(self, x: torch.Tensor) -> torch.Tensor"), f"{A1}.ipynb": "this is not a notebook"}
@@ -368,7 +372,7 @@ def test_feedback_carries_the_public_detail_of_the_terminal_report(pipeline):
             full = next(t for t in failed if in_full(t))
             shown["hint"] += not diagnosis and bool(full.get("hint"))
             shown["expected"] += bool(full.get("expected")) and bool(full.get("got"))
-    # bob's unbiased variance is a classic bug, named; cyd's and dan's failures carry hints
+    # bob's unbiased variance is a classic bug, named; his TokenEmbedding's scale is not: a hint
     assert shown["diagnosis"] and shown["hint"] and shown["expected"], shown
 
 
