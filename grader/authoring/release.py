@@ -130,12 +130,16 @@ def audit(out: Path, course: Course) -> list[str]:
 
 # generated files ----------------------------------------------------------------------------
 
-def course_text(course: Course) -> str:
-    """course.toml for students: public and GPU checks only, no hidden seed, no reference tree."""
+def course_text(course: Course, *, folders: dict[str, str] | None = None) -> str:
+    """course.toml for students: public and GPU checks only, no hidden seed, no reference tree.
+
+    `folders`: its [course] assignments and suites, where they are not where the course's own
+    lie relative to it (an nbgrader release: grader.gradebook.public)."""
     data = tomllib.loads(course.path.read_text())
     hidden = hidden_ids(course)
-    kept: dict = {"course": {"name": course.name, "assignments": _relative(course.assignments_dir, course).as_posix(),
-                             "suites": _relative(course.suites, course).as_posix()}}
+    folders = folders or {"assignments": _relative(course.assignments_dir, course).as_posix(),
+                          "suites": _relative(course.suites, course).as_posix()}
+    kept: dict = {"course": {"name": course.name, **folders}}
     if "limits" in data:
         kept["limits"] = data["limits"]
     kept["hypothesis"] = {k: v for k, v in data.get("hypothesis", {}).items() if k != "hidden_seed"}

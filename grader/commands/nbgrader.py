@@ -1,12 +1,6 @@
 """`grade nbgrader DIR`: write an nbgrader course directory; `grade nbgrader prepare DIR`: ready its submissions.
 
-The whole pipeline, from DIR (the kit's environment active, for `alembic` and the kernel):
-
-    grade nbgrader DIR --assignment assignment1
-    cd DIR && nbgrader generate_assignment assignment1
-    nbgrader collect assignment1  (or: nbgrader zip_collect assignment1, for LMS downloads)
-    grade nbgrader prepare DIR --assignment assignment1
-    nbgrader autograde assignment1 && nbgrader export && nbgrader generate_feedback assignment1
+The whole pipeline is in grader.gradebook's docstring and the README ("Grade in nbgrader").
 """
 
 import argparse
@@ -39,26 +33,42 @@ def main(argv: list[str]) -> int:
                    help="an assignment to write under source/ (repeatable; default: every one)")
     p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help="give up on one submission's grading after this long (default: %(default)g)")
+    p.add_argument("--course-id", metavar="ID", help="nbgrader's course id (default: the course's name, "
+                   "e.g. build-a-transformer)")
+    p.add_argument("--exchange", metavar="PATH", help="nbgrader's exchange folder, created if missing (default: "
+                   "DIR/exchange; on a shared server, one every student can write to)")
     p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     args = p.parse_args(argv)
     directory = Path(args.directory)
     if directory.exists() and not directory.is_dir():
         raise ConfigError(f"DIR: {args.directory!r} is not a directory")
+    exchange = Path(args.exchange) if args.exchange else None
+    if exchange is not None and exchange.exists() and not exchange.is_dir():
+        raise ConfigError(f"--exchange: {args.exchange!r} is not a directory")
     course = load_course(find_course(args.course))
-    written = write_course(course=course, directory=directory, assignments=args.assignment, timeout=args.timeout)
+    written = write_course(course=course, directory=directory, assignments=args.assignment, timeout=args.timeout,
+                           course_id=args.course_id, exchange=exchange)
     from rich.console import Console
+
+    from grader.gradebook.config import course_id, student_settings
 
     console = Console(highlight=False)
     for path in written:
         console.print(f"wrote: {path}", markup=False)
     names = args.assignment or list(course.assignments)
     name = names[0] if len(names) == 1 else "NAME"
+    settings = student_settings(course_id=course_id(course, args.course_id),
+                                exchange=(exchange or directory / "exchange").resolve())
     console.print(f"next, from {directory}, with this environment active (NAME: {', '.join(names)}):\n"
                   f"  nbgrader generate_assignment {name}\n"
+                  f"  nbgrader release_assignment {name}\n"
                   f"  nbgrader collect {name}    (LMS downloads: nbgrader zip_collect {name})\n"
                   f"  grade nbgrader prepare . --assignment {name}\n"
-                  f"  nbgrader autograde {name} && nbgrader export && nbgrader generate_feedback {name}",
-                  markup=False, soft_wrap=True)
+                  f"  nbgrader autograde {name} && nbgrader export && nbgrader generate_feedback {name}\n"
+                  f"students' nbgrader config (on a shared server: /etc/jupyter/nbgrader_config.py), for "
+                  f"nbgrader fetch_assignment and submit:\n"
+                  + "".join(f"  {line}\n" for line in settings.splitlines()),
+                  markup=False, soft_wrap=True, end="")
     return 0
 
 

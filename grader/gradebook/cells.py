@@ -1,11 +1,12 @@
 """What the cells of a generated nbgrader notebook call, inside the notebook's kernel.
 
 No student code runs in the kernel. `run_grader` runs the course's grader in a child process,
-`python -I -m grader` (the same command as `grade`, both tiers where the course has them), on
-the folder the notebook runs in, and keeps the JSON report it writes; each grade cell then
-calls `component`, which prints the public side of one component and ends the cell with its
-score. What a cell prints never names a hidden check (only how many failed), so feedback
-shows none.
+`python -I -m grader` (the same command as `grade`), on the folder the notebook runs in, and
+keeps the JSON report it writes; each grade cell then calls `component`, which prints the
+public side of one component as the terminal report shows it (the diagnosis, the most telling
+failed check with its expected and got values, where, the example and the hint) and ends the
+cell with its score. What a cell prints never names a hidden check (only how many failed), nor
+a path of the instructor's, so feedback shows neither.
 
 nbgrader scores a grade cell 0 for any error or any stderr output, reads a numeric result as
 partial credit (above the cell's points it fails the whole notebook), and gives full marks to
@@ -29,24 +30,31 @@ import warnings
 
 from grader.results import NOT_COUNTED
 
-_MESSAGE_CHARS = 240  # a failed check's message, cut: the full report is `grade assignmentN`
+# the instructor's course.toml, set by the course directory's nbgrader_config.py (grader.gradebook.config)
+COURSE_VARIABLE = "GRADE_NBGRADER_COURSE"
+_MESSAGE_CHARS = 240  # a check's message in the list of checks, cut: the details below show one in full
+_VALUE_CHARS = 2000
+_ELIDE_LINES = 6  # of a value (a tensor's rows), as in the terminal report
+_DETAILS = ("expected", "got", "max_abs_error", "where", "example", "hint")
 
 
-def run_grader(*, assignment: str, course: str, timeout: float) -> dict | None:
+def run_grader(*, assignment: str, timeout: float) -> dict | None:
     """Grade the folder this notebook runs in (nbgrader starts the kernel there); the JSON report, or None.
 
-    `course` is the instructor's course.toml, baked in when the notebook was written. Under
-    `nbgrader autograde` it must exist (else nothing is graded and every component scores 0);
-    in a student's own Jupyter, where it does not, the nearest course.toml upward from the
-    notebook's folder is used instead (the public tier, as `grade` would run it there).
+    Under `nbgrader autograde` the course is the instructor's (both tiers), named by
+    GRADE_NBGRADER_COURSE, which nbgrader_config.py sets: no notebook carries its path. Without
+    it nothing is graded and every component scores 0. Anywhere else (a student's Jupyter,
+    `nbgrader validate`) it is that course where the variable names one, else the nearest
+    course.toml upward from the notebook's folder: the public course released with the notebook.
     """
     submission = os.getcwd()
-    course_args = ["--course", course]
-    if not os.path.isfile(course):
-        if os.environ.get("NBGRADER_EXECUTION") == "autograde":
-            print(f"not graded: the course file {course} does not exist")
-            return None
-        course_args = []
+    course = os.environ.get(COURSE_VARIABLE, "")
+    if os.environ.get("NBGRADER_EXECUTION") == "autograde" and not os.path.isfile(course):
+        print("not graded: " + (f"{COURSE_VARIABLE} is not set (run nbgrader from the course directory that "
+                                "`grade nbgrader` wrote)" if not course else
+                                f"the instructor's {os.path.basename(course)} does not exist"))
+        return None
+    course_args = ["--course", course] if os.path.isfile(course) else []
     with tempfile.TemporaryDirectory(prefix="grade-nbgrader-") as scratch:
         out = os.path.join(scratch, "report.json")
         cmd = [sys.executable, "-I", "-m", "grader", assignment, "--submission", submission, "--json", out,
@@ -54,7 +62,7 @@ def run_grader(*, assignment: str, course: str, timeout: float) -> dict | None:
         # the grader looks for course.toml from its working folder only when none is given
         status = _run(cmd, cwd=scratch if course_args else submission, timeout=timeout)
         if status is not None:
-            print(f"not graded: {status}")
+            print(f"not graded: {_private(status, course, submission)}")
             return None
         try:
             with open(out) as f:
@@ -65,8 +73,32 @@ def run_grader(*, assignment: str, course: str, timeout: float) -> dict | None:
     if not isinstance(report, dict) or not isinstance(report.get("components"), list):
         print("not graded: the grader's report has no components")
         return None
+    report = _scrubbed(report, course, submission)
     _summary(report)
     return report
+
+
+def _private(text: str, course: str, submission: str) -> str:
+    """`text` without the instructor's folders: the course's, the submission's (under the course
+    directory), the home folder. Feedback goes to students."""
+    folders = {os.path.dirname(os.path.abspath(course)): "<course>"} if course else {}
+    folders[submission] = "."
+    home = os.path.expanduser("~")
+    if len(home) > 1:
+        folders[home] = "~"
+    for folder in sorted(folders, key=len, reverse=True):
+        text = text.replace(folder, folders[folder])
+    return text
+
+
+def _scrubbed(value, course: str, submission: str):
+    if isinstance(value, str):
+        return _private(value, course, submission)
+    if isinstance(value, list):
+        return [_scrubbed(v, course, submission) for v in value]
+    if isinstance(value, dict):
+        return {k: _scrubbed(v, course, submission) for k, v in value.items()}
+    return value
 
 
 def _run(cmd: list[str], *, cwd: str, timeout: float) -> str | None:
@@ -114,7 +146,7 @@ def component(report: dict | None, name: str, *, points: float) -> float:
         if entry is None:
             print(f"{name}: not graded (the first cell says why)")
             return 0.0
-        for line in describe(entry):
+        for line in describe(entry, assignment=str((report or {}).get("assignment") or "assignmentN")):
             print(line)
         return clamp(entry.get("score"), points)
 
@@ -145,13 +177,20 @@ def clamp(score: object, points: float) -> float:
     return max(0.0, min(round(float(score), 2), float(points)))
 
 
-def describe(entry: dict) -> list[str]:
-    """One component's public detail: its public checks by id and message, hidden ones only counted."""
+def describe(entry: dict, *, assignment: str = "assignmentN") -> list[str]:
+    """One component's public side: its diagnosis, its public checks by id, the most telling failed
+    one in full (as the terminal report shows it), hidden ones only counted."""
     lines = [f"{entry.get('name')} ({entry.get('file')}): {entry.get('score')} / {entry.get('max_score')} "
              f"points, {entry.get('status')}"]
     if entry.get("status") == "not attempted":
         return [*lines, f"  every check reached a TODO: start with {entry.get('file')}"]
+    diagnosis = entry.get("diagnosis")
+    said = diagnosis.get("message") if isinstance(diagnosis, dict) else None
+    diagnosed = bool(said)
+    if said:
+        lines.append(f"  Diagnosis: {_one_line(said, _VALUE_CHARS)}")
     tests = [t for t in entry.get("tests", []) if isinstance(t, dict)]
+    failed = []
     for t in tests:
         if t.get("hidden"):
             continue
@@ -165,11 +204,17 @@ def describe(entry: dict) -> list[str]:
         elif t.get("reason") in NOT_COUNTED:
             lines.append(f"  skipped  {t.get('id')}: {_one_line(t.get('message'))}")
         else:
+            failed.append(t)
             lines.append(f"  FAILED   {t.get('id')}: {_one_line(t.get('message')) or t.get('reason')}")
-    hidden = [t for t in tests if t.get("hidden") and t.get("reason") not in NOT_COUNTED]
-    failed = sum(1 for t in hidden if t.get("status") != "passed" and not t.get("excused_by"))
     if failed:
-        lines.append(f"  {failed} hidden check{'s' * (failed != 1)} failed")
+        # one in full, as `grade` shows it without --verbose; a diagnosis says the cause, so no hint
+        lines += _details(_telling(failed), hint=not diagnosed)
+        if len(failed) > 1:
+            lines.append(f"  (`grade {assignment} --verbose` in this folder shows every failed check in full)")
+    hidden = [t for t in tests if t.get("hidden") and t.get("reason") not in NOT_COUNTED]
+    hidden_failed = sum(1 for t in hidden if t.get("status") != "passed" and not t.get("excused_by"))
+    if hidden_failed:
+        lines.append(f"  {hidden_failed} hidden check{'s' * (hidden_failed != 1)} failed")
     elif hidden:
         lines.append(f"  hidden checks: all {len(hidden)} passed")
     for hit in entry.get("forbidden", []):
@@ -178,8 +223,40 @@ def describe(entry: dict) -> list[str]:
     return lines
 
 
-def _one_line(message: object) -> str:
+def _telling(failed: list[dict]) -> dict:
+    """The failed check that shows the bug best (grader.render.report): a wrong value over an
+    exception or a timeout, then the smallest example."""
+    return min(failed, key=lambda t: (t.get("reason") != "mismatch", len(str(t.get("example") or "")) or 1 << 20))
+
+
+def _details(t: dict, *, hint: bool) -> list[str]:
+    rows = [("message", str(t.get("message") or t.get("reason") or ""))]
+    if t.get("note"):
+        rows.append(("parts", str(t["note"])))
+    for key in _DETAILS:
+        if key in t and (hint or key != "hint"):
+            value = t[key]
+            rows.append((key.replace("_", " "), f"{value:.3g}" if isinstance(value, float) else str(value)))
+    if t.get("output"):
+        rows.append(("your output", str(t["output"])))
+    lines = [f"  {t.get('id')}, in full:"]
+    for key, text in rows:
+        for i, line in enumerate(_elided(text)):
+            lines.append(f"    {key if i == 0 else '':<15}{line}")
+    return lines
+
+
+def _elided(text: str) -> list[str]:
+    """Printable lines, at most _ELIDE_LINES of them (a tensor's rows), the whole cut at _VALUE_CHARS."""
+    text = text if len(text) <= _VALUE_CHARS else text[:_VALUE_CHARS] + " ..."
+    kept = ["".join(ch for ch in line if ch.isprintable()) for line in text.splitlines()] or [""]
+    if len(kept) > _ELIDE_LINES:
+        kept = [*kept[:_ELIDE_LINES], f"... ({len(kept) - _ELIDE_LINES} more lines: grade --verbose shows them)"]
+    return kept
+
+
+def _one_line(message: object, limit: int = _MESSAGE_CHARS) -> str:
     # plain text: control characters (ANSI escapes from a student's exception) are dropped
     text = " ".join(str(message or "").split())
     text = "".join(ch for ch in text if ch.isprintable())
-    return text if len(text) <= _MESSAGE_CHARS else text[:_MESSAGE_CHARS - 3] + "..."
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -1,33 +1,34 @@
 """Write an nbgrader course directory from course.toml: nbgrader_config.py and source/<assignment>/.
 
 Each source/<assignment>/ is a submission tree as `grade --submission` reads it, plus one
-notebook:
+notebook and the public course (grader.gradebook.public):
 
     source/assignment3/assignment3.ipynb     the notebook nbgrader grades
     source/assignment3/assignment1/*.py      the stubs of every assignment it builds on,
     source/assignment3/assignment2/*.py      so that the folder nbgrader autogrades
     source/assignment3/assignment3/*.py      (autograded/<student>/assignment3/) is the student's tree
+    source/assignment3/course.toml, tests/   the public checks: `grade assignment3` works in the
+                                             folder a student fetches
 
 The stubs come from the course's `assignments/`, never from `solutions/`: nbgrader releases
-.py files as they are. The notebook holds a locked introduction, a locked cell that runs the
-grader on the notebook's folder in a process of its own (grader.gradebook.cells), and one
-locked, autograded cell per component worth that component's points.
-
-nbgrader_config.py covers every assignment of course.toml, whichever were written: it keeps
-autograde from replacing the students' .py files with the stubs (`exclude_overwriting`),
-makes autograde run the released cells only (grader.gradebook.released), keeps the kernel
-from importing anything from the submission's folder, and collects LMS downloads.
+.py files as they are; what is written is audited as `grade release` audits a student kit. The
+notebook holds a locked introduction, a locked cell that runs the grader on the notebook's
+folder in a process of its own (grader.gradebook.cells), and one locked, autograded cell per
+component worth that component's points. It names no path: under autograde the kernel finds
+the instructor's course.toml in the environment nbgrader_config.py sets (grader.gradebook.config).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 from grader.authoring.stubs import BEGIN, END
 from grader.course import Assignment, ConfigError, Course
+from grader.gradebook import config, public
+from grader.gradebook.config import tree_files
 
 # grade ids of the cells that are not a component
 INTRO, RUN, PERFORMANCE = "grader_intro", "grader_run", "performance"
@@ -40,11 +41,6 @@ def notebook_name(assignment: str) -> str:
     return f"{assignment}.ipynb"
 
 
-def tree_files(course: Course, assignment: str) -> list[str]:
-    """The files of a submission tree for `assignment`, relative to it: every package it stages."""
-    return [f"{a.name}/{name}" for a in course.closure(assignment) for name in ("__init__.py", *a.files)]
-
-
 def performance_points(course: Course, assignment: str) -> float:
     """What the performance tier adds to `assignment`'s score (grader.performance): its grade cell's points."""
     config = course.performance
@@ -53,32 +49,49 @@ def performance_points(course: Course, assignment: str) -> float:
 
 
 def write_course(*, course: Course, directory: Path, assignments: list[str] | None = None,
-                 timeout: float = DEFAULT_TIMEOUT) -> list[Path]:
+                 timeout: float = DEFAULT_TIMEOUT, course_id: str | None = None,
+                 exchange: Path | None = None) -> list[Path]:
     """Write nbgrader_config.py and source/<assignment>/ for `assignments` (default: all); return the paths.
 
-    Existing files of the same names are replaced; nothing else in `directory` is touched."""
+    Creates the exchange where it is missing (`exchange` None: DIR/exchange/). Existing files of
+    the same names are replaced; nothing else in `directory` is touched."""
+    from grader.authoring.release import audit
+
     names = list(assignments or course.assignments)
     for name in names:
         course.assignment(name)
     if course.assignments_dir.resolve() == course.reference.resolve():
         raise ConfigError(f"{course.path.name}: [course] assignments and reference are the same folder "
                           f"({course.assignments_dir}): the stubs would be the solutions")
+    cid = config.course_id(course, course_id)
     # everything is read and checked before anything is written
-    stubs = {rel: _stub(course, rel) for name in names for rel in tree_files(course, name)}
-    notebooks = {name: notebook(course=course, assignment=name, timeout=timeout) for name in names}
+    sources: dict[str, dict[str, bytes]] = {}
+    for name in names:
+        files = {rel: _stub(course, rel).encode() for rel in tree_files(course, name)}
+        files.update(public.files(course, name))
+        files[notebook_name(name)] = _notebook_text(notebook(course=course, assignment=name, timeout=timeout))
+        # what students get: no hidden check, solution or marker (grade release's audit)
+        with tempfile.TemporaryDirectory(prefix="grade-nbgrader-") as scratch:
+            _write_files(Path(scratch), files)
+            problems = audit(Path(scratch), course)
+        if problems:
+            raise ConfigError(f"source/{name}: {problems[0]} ({len(problems)} problem(s); nothing was written)")
+        sources[name] = files
     directory.mkdir(parents=True, exist_ok=True)
     written = [directory / "nbgrader_config.py"]
-    written[0].write_text(config_text(course=course, timeout=timeout))
-    for name in names:
-        source = directory / "source" / name
-        for rel in tree_files(course, name):
-            path = source / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(stubs[rel])
-            written.append(path)
-        written.append(source / notebook_name(name))
-        _write_notebook(notebooks[name], written[-1])
+    written[0].write_text(config.config_text(course=course, timeout=timeout, course_id=cid,
+                                             exchange=exchange.resolve() if exchange else None))
+    (exchange or directory / "exchange").mkdir(parents=True, exist_ok=True)
+    for name, files in sources.items():
+        written += _write_files(directory / "source" / name, files)
     return written
+
+
+def _write_files(folder: Path, files: dict[str, bytes]) -> list[Path]:
+    for rel, data in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_bytes(data)
+    return [folder / rel for rel in files]
 
 
 def _stub(course: Course, rel: str) -> str:
@@ -112,8 +125,7 @@ def notebook(*, course: Course, assignment: str, timeout: float = DEFAULT_TIMEOU
     run = (f"# Grades the .py files next to this notebook with the course's grader, in a process of its own:\n"
            f"# no student code runs in this notebook. nbgrader restores these cells before grading.\n"
            f"from grader.gradebook import cells\n\n"
-           f"report = cells.run_grader(assignment={assignment!r}, course={str(course.path)!r}, "
-           f"timeout={timeout:g})")
+           f"report = cells.run_grader(assignment={assignment!r}, timeout={timeout:g})")
     nb.cells.append(nbformat.v4.new_code_cell(run, id=RUN, metadata=_meta(RUN)))
     for comp in spec.components:
         source = (f"# {comp.name} ({assignment}/{comp.file}): {comp.points:g} points\n"
@@ -142,71 +154,21 @@ def _intro(spec: Assignment) -> str:
     return (f"# {spec.name}: {spec.title}\n\n"
             f"Your work is in the `.py` files of `{spec.name}/` next to this notebook (and of the assignments "
             f"it builds on). This notebook only grades them: it runs `grade {spec.name}` on this folder in a "
-            f"process of its own and shows each component's score. Do not edit it: its cells are restored "
-            f"before grading, and cells you add are not run.\n\n"
-            f"| component | file | points |\n|---|---|---|\n{rows}\n")
+            f"process of its own and shows each component's score, and what its most telling failed check "
+            f"expected and got. Do not edit it: its cells are restored before grading, and cells you add are "
+            f"not run.\n\n"
+            f"| component | file | points |\n|---|---|---|\n{rows}\n\n"
+            f"Grade as often as you like before you submit: run this notebook, or run `grade {spec.name}` in a "
+            f"terminal in this folder (`grade {spec.name} --verbose` shows every failed check in full). Both "
+            f"grade with the public checks that came with this notebook (`course.toml`, `tests/`), with the "
+            f"`grade` command of the Python environment this notebook runs in. Your instructor also grades "
+            f"with hidden checks, on other inputs: a full score here is feedback, not your grade.\n")
 
 
-def _write_notebook(nb, path: Path) -> None:
+def _notebook_text(nb) -> bytes:
     import nbformat
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, str(path))
-
-
-def collect_regexp(course: Course) -> str:
-    """FileNameCollectorPlugin.named_regexp for LMS downloads: one archive per student, `<student_id>_<any>.zip`.
-
-    zip_collect extracts each archive to downloaded/<assignment>/extracted/<archive name>/ and
-    matches this against every extracted file's absolute path: `student_id` is the archive's
-    name up to its first underscore, `file_id` a whitelisted file of the course
-    (`assignment1/layer_norm.py`), found at any depth of the archive, so that it lands where
-    `grade` looks for it. Anything else in the archive is not collected. The first
-    `/downloaded/<x>/extracted/` of the path counts, so that an archive holding such folders
-    cannot claim another student's name; macOS's `__MACOSX/` copies are skipped."""
-    files = sorted({rel for name in course.assignments for rel in tree_files(course, name)})
-    alternatives = "|".join(re.escape(rel) for rel in files)
-    return (r"^(?!.*/__MACOSX/).*?/downloaded/[^/]+/extracted/(?P<student_id>[^/_]+)_[^/]*/(?:.*/)?"
-            rf"(?P<file_id>{alternatives})$")
-
-
-def config_text(*, course: Course, timeout: float = DEFAULT_TIMEOUT) -> str:
-    exclude = {name: tree_files(course, name) for name in course.assignments}
-    sanitize = ["grader.gradebook.released.ReleasedCellsOnly", *(
-        f"nbgrader.preprocessors.{name}" for name in
-        ("ClearOutput", "DeduplicateIds", "OverwriteKernelspec", "OverwriteCells", "CheckCellMetadata"))]
-    return f'''"""nbgrader's settings for {course.name}, written by `grade nbgrader` from {course.path}.
-
-Written again, whole, each time `grade nbgrader` writes this folder: keep settings of your own
-in another nbgrader config file (~/.jupyter/nbgrader_config.py). Run nbgrader from this folder
-with the kit's Python environment active: the gradebook needs `alembic` on PATH, and the
-notebooks' kernel (the Python that runs nbgrader) needs the kit installed.
-"""
-
-import os
-
-c = get_config()  # noqa: F821 (defined by nbgrader's config loader)
-
-# The kernel runs in each submission's folder: a student's `grader/` or `ipykernel_launcher.py`
-# there must not be what it imports (PYTHONSAFEPATH: Python >= 3.11, inherited by the kernel).
-os.environ["PYTHONSAFEPATH"] = "1"
-c.Execute.extra_arguments = ["--IPKernelApp.ignore_cwd=True"]
-c.Execute.kernel_name = "python3"
-# one cell runs a whole grading run, which gives up after {timeout:g} s
-c.Execute.timeout = {int(timeout) + 120}
-
-# The students' .py files are what is graded: autograde must not copy source/'s stubs over them.
-c.Autograde.exclude_overwriting = {json.dumps(exclude, indent=4)}
-
-# Autograde runs the released cells, never cells a student added or edited.
-c.Autograde.sanitize_preprocessors = {json.dumps(sanitize, indent=4)}
-c.ReleasedCellsOnly.release_directory = os.path.join(os.path.dirname(os.path.abspath(__file__)), "release")
-
-# nbgrader zip_collect: one archive per student, named <student_id>_<anything>.zip, holding the
-# submission's assignmentN/ folders; only the course's .py files are collected.
-c.FileNameCollectorPlugin.named_regexp = {collect_regexp(course)!r}
-c.FileNameCollectorPlugin.valid_ext = [".py"]
-'''
+    return nbformat.writes(nb).encode()
 
 
 def prepare(*, directory: Path, assignment: str) -> dict[str, str]:

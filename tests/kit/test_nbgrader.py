@@ -1,15 +1,21 @@
-"""`grade nbgrader` through nbgrader itself: generate, collect, autograde, export, feedback.
+"""`grade nbgrader` through nbgrader itself, as the README's commands run it: generate, release,
+fetch and submit, collect, autograde, export, feedback.
 
-Five students hand in assignment1: ada (correct) and bob (a LayerNorm bug) as LMS archives
-through `nbgrader zip_collect`; cyd (a syntax error, and a notebook that is not JSON), dan (a
-forward that hangs when gradients are checked) and eve (hostile) straight into submitted/. Every score in
-nbgrader's gradebook and CSV must equal what `grade` itself reports for the same tree; no
-feedback file may show a hidden check; nothing eve hands in may run outside the grader's
-sandbox. The course is the kit's with 3 s timeouts (conftest.quick_course), so dan is cheap.
+Five students hand in assignment1: ada (correct) through nbgrader's exchange (fetch, `grade`
+on her own, submit, collect), bob (a classic LayerNorm bug and a TokenEmbedding scaled by
+d_model) as an LMS archive through `nbgrader zip_collect`; cyd (a syntax error, and a notebook
+that is not JSON), dan (a forward that hangs when gradients are checked) and eve (hostile)
+straight into submitted/. Every score in nbgrader's gradebook and CSV must equal what `grade`
+itself reports for the same tree; the feedback must carry the public detail of the terminal
+report and no hidden check; nothing students get may name a path of the instructor's; nothing
+eve hands in may run outside the grader's sandbox. The course is the kit's with 3 s timeouts
+(conftest.quick_course), so dan is cheap.
 """
 
 import csv
+import html
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -21,6 +27,7 @@ import nbformat
 import pytest
 
 from grader import load_course
+from grader.authoring.release import audit
 from grader.authoring.stubs import BEGIN, END
 from grader.course import Performance
 from grader.gradebook import cells
@@ -49,8 +56,11 @@ def _trees(course, canaries: dict[str, Path]) -> dict[str, dict[str, str]]:
     correct = {f"{A1}/{name}": _solution(name) for name in files}
     stubs = {f"{A1}/{name}": (ROOT / "assignments" / A1 / name).read_text() for name in files}
     trees = {"ada": correct}
+    # bob: a classic bug (diagnosed) and one no table names (its hint is the help)
     trees["bob"] = {**correct, f"{A1}/layer_norm.py": _patch(correct[f"{A1}/layer_norm.py"], "unbiased=False",
-                                                             "unbiased=True")}
+                                                             "unbiased=True"),
+                    f"{A1}/embedding.py": _patch(correct[f"{A1}/embedding.py"], "* math.sqrt(self.d_model)",
+                                                 "* self.d_model")}
     trees["cyd"] = {**correct, f"{A1}/feed_forward.py": _patch(
         correct[f"{A1}/feed_forward.py"], "def forward(self, x: torch.Tensor) -> torch.Tensor:",
         "def forward(self, x: torch.Tensor) -> torch.Tensor"), f"{A1}.ipynb": "this is not a notebook"}
@@ -94,67 +104,117 @@ def _write(folder: Path, files: dict[str, str]) -> None:
         (folder / rel).write_text(text)
 
 
-def _nbgrader(course_dir: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course_dir, env=env, capture_output=True,
-                          text=True, timeout=900)
-    assert proc.returncode == 0, (args, proc.stdout[-3000:], proc.stderr[-5000:])
+def _readme_commands() -> tuple[list[str], list[str]]:
+    """The README's two command blocks for nbgrader, as written: the instructor's (run from DIR)
+    and the students' (each in a folder of their own); comments and blank lines dropped."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("**Grade in nbgrader**"):]
+    section = section[:section.index("\n- **")]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
+    assert len(blocks) == 2, "the README's nbgrader paragraph has an instructor's and a students' block"
+    instructor, students = ([line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
+                            for block in blocks)
+    return instructor, students
+
+
+def _shell(line: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    proc = subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (line, proc.stdout[-3000:], proc.stderr[-5000:])
     return proc
 
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory, quick_course):
-    """The whole pipeline, once: what each step left behind, and grade's own JSON per student."""
+    """The README's commands as written, once, on five students: ada through nbgrader's exchange,
+    bob as an LMS archive, cyd, dan and eve handed in straight into submitted/. What each
+    step left behind, and grade's own JSON per student (graded meanwhile, from copies)."""
     tmp = tmp_path_factory.mktemp("nbgrader")
-    course = load_course(quick_course)
+    # the course dir lies under the course's folder, so that `grade nbgrader .` finds course.toml
+    # from it as the README says; students work outside both
+    (tmp / "course.toml").write_text(quick_course.read_text())
+    course = load_course(tmp / "course.toml")
     course_dir = tmp / "course"
+    course_dir.mkdir()
+    students_dir = tmp_path_factory.mktemp("students")
     canaries = {"kernel": tmp / "kernel-canary", "sandbox": tmp / "sandbox-canary"}
-    # nbgrader's gradebook runs `alembic`: the environment's scripts first on PATH; and no
-    # personal Jupyter or IPython settings or kernels of whoever runs the tests (the kernel is
-    # the environment's own python3)
+    # nbgrader's gradebook runs `alembic` and the README runs `grade` and `nbgrader`: the
+    # environment's scripts first on PATH; and no personal Jupyter or IPython settings or kernels
+    # of whoever runs the tests (the kernel is the environment's own python3)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "JUPYTER_CONFIG_DIR": str(tmp / "jupyter-config"), "JUPYTER_DATA_DIR": str(tmp / "jupyter-data"),
-           "JUPYTER_RUNTIME_DIR": str(tmp / "jupyter-runtime"), "IPYTHONDIR": str(tmp / "ipython")}
-
-    proc = run_grade("nbgrader", str(course_dir), "--assignment", A1, "--course", str(quick_course),
-                     "--timeout", "600")
-    assert proc.returncode == 0, proc.stderr
-    _nbgrader(course_dir, env, "generate_assignment", A1)
+           "JUPYTER_RUNTIME_DIR": str(tmp / "jupyter-runtime"), "IPYTHONDIR": str(tmp / "ipython"),
+           "NO_COLOR": "1", "TERM": "dumb"}
+    student_env = {**env, "JUPYTER_CONFIG_DIR": str(students_dir / "config"),
+                   "JUPYTER_DATA_DIR": str(students_dir / "data")}
 
     trees = _trees(course, canaries)
+    for student in STUDENTS:
+        _write(tmp / "direct" / student / A1, trees[student])
     archive = course_dir / "downloaded" / A1 / "archive"
     archive.mkdir(parents=True)
-    for student in ("ada", "bob"):
-        with zipfile.ZipFile(archive / f"{student}_attempt_2026-05-01.zip", "w") as z:
-            for rel, text in trees[student].items():
-                z.writestr(f"my-submission/{rel}", text)
-            z.writestr("my-submission/notes.txt", "not collected")
-            z.writestr(f"__MACOSX/my-submission/{A1}/layer_norm.py", "not collected either")
-    _nbgrader(course_dir, env, "zip_collect", A1)
-    released = course_dir / "release" / A1 / f"{A1}.ipynb"
-    for student in ("cyd", "dan", "eve"):
-        _write(course_dir / "submitted" / student / A1, trees[student])
-    (course_dir / "submitted" / "eve" / A1 / f"{A1}.ipynb").write_text(_hostile_notebook(released, canaries["kernel"]))
+    with zipfile.ZipFile(archive / "bob_attempt_2026-05-01.zip", "w") as z:
+        for rel, text in trees["bob"].items():
+            z.writestr(f"my-submission/{rel}", text)
+        z.writestr("my-submission/notes.txt", "not collected")
+        z.writestr(f"__MACOSX/my-submission/{A1}/layer_norm.py", "not collected either")
 
-    proc = run_grade("nbgrader", "prepare", str(course_dir), "--assignment", A1)
-    assert proc.returncode == 0, proc.stderr
-    prepared = proc.stdout.split()
+    instructor, students = _readme_commands()
+    out: dict[str, str] = {}
     # grade's own reports of the same trees, graded meanwhile (it mostly waits on dan's hang)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        futures = {s: pool.submit(cli_json, course_dir / "submitted" / s / A1, A1, "--course", str(quick_course))
+        futures = {s: pool.submit(cli_json, tmp / "direct" / s / A1, A1, "--course", str(tmp / "course.toml"))
                    for s in STUDENTS}
-        _nbgrader(course_dir, env, "autograde", A1)
-        _nbgrader(course_dir, env, "export")
-        _nbgrader(course_dir, env, "generate_feedback", A1)
+        for line in instructor:
+            words = line.split()
+            if words[:2] == ["nbgrader", "collect"]:
+                out["students"] = _student_steps(students, students_dir, student_env, out["setup"], trees["ada"])
+            if words[:3] == ["grade", "nbgrader", "prepare"]:
+                released = course_dir / "release" / A1 / f"{A1}.ipynb"
+                for student in ("cyd", "dan", "eve"):
+                    _write(course_dir / "submitted" / student / A1, trees[student])
+                (course_dir / "submitted" / "eve" / A1 / f"{A1}.ipynb").write_text(
+                    _hostile_notebook(released, canaries["kernel"]))
+            proc = _shell(line, course_dir, env)
+            if words[:2] == ["grade", "nbgrader"]:
+                out["prepared" if words[2] == "prepare" else "setup"] = proc.stdout
         direct = {s: future.result() for s, future in futures.items()}
-    return {"course": course, "dir": course_dir, "trees": trees, "canaries": canaries, "prepared": prepared,
-            "direct": direct}
+    ran = [" ".join(line.split()[:2]) for line in instructor]
+    for step in ("nbgrader generate_assignment", "nbgrader release_assignment", "nbgrader collect",
+                 "nbgrader zip_collect", "nbgrader autograde", "nbgrader generate_feedback"):
+        assert step in ran, f"the README's nbgrader sequence lacks {step}"
+    return {"course": course, "course_file": tmp / "course.toml", "dir": course_dir, "trees": trees,
+            "canaries": canaries, "prepared": out["prepared"].split(), "direct": direct, "local": out["students"]}
 
 
-def test_release_holds_the_stubs_and_no_solution(pipeline):
+def _student_steps(lines: list[str], students_dir: Path, env: dict, setup: str, tree: dict[str, str]) -> str:
+    """ada's part of the README: her nbgrader config holds the settings `grade nbgrader` printed
+    (and her name: one user of this machine plays her); the stubs she fetches become her tree
+    before she grades and submits. What her own `grade` printed."""
+    settings = [line.strip() for line in setup.splitlines() if line.strip().startswith("c.")]
+    assert len(settings) == 2, setup
+    config = students_dir / "config" / "nbgrader_config.py"
+    config.parent.mkdir(parents=True)
+    config.write_text("\n".join(["c = get_config()  # noqa: F821", *settings,
+                                 "c.CourseDirectory.student_id = 'ada'", ""]))
+    home = students_dir / "ada"
+    home.mkdir()
+    local = ""
+    for line in lines:
+        proc = _shell(line, home, env)
+        if "fetch_assignment" in line:
+            _write(home / A1, tree)
+        if line.split()[-2:] == ["grade", A1]:
+            local = proc.stdout
+    assert local, "the README's students' block runs grade"
+    return local
+
+
+def test_release_holds_the_stubs_the_public_course_and_no_solution(pipeline):
     released = pipeline["dir"] / "release" / A1
     files = sorted(p.relative_to(released).as_posix() for p in released.rglob("*") if p.is_file())
     stubs = [f"{A1}/{name}" for name in ("__init__.py", *pipeline["course"].assignment(A1).files)]
-    assert files == sorted([f"{A1}.ipynb", *stubs])
+    assert {f"{A1}.ipynb", "course.toml", *stubs} <= set(files)
+    assert {f for f in files if not f.startswith("tests/")} == {f"{A1}.ipynb", "course.toml", *stubs}
     for rel in stubs:
         text = (released / rel).read_text()
         assert text == (ROOT / "assignments" / rel).read_text(), rel
@@ -162,17 +222,36 @@ def test_release_holds_the_stubs_and_no_solution(pipeline):
         assert rel.endswith("__init__.py") or "NotImplementedError" in text, rel
     # a line of every solution body, e.g. LayerNorm's variance, is nowhere in the release
     assert "unbiased=False" not in (released / A1 / "layer_norm.py").read_text()
+    # the public course is the public tier of this assignment only: no hidden check, no other assignment
+    assert audit(released, pipeline["course"]) == []
+    assert "tests/grading/public/test_assignment1.py" in files
+    assert not [f for f in files if "assignment2" in f or "hidden" in f]
+    public = load_course(released / "course.toml")
+    assert list(public.assignments) == [A1]
+    assert {chk.tier for comp in public.assignment(A1).components for chk in comp.checks} == {"public", "cuda"}
 
 
-def test_zip_collect_and_prepare_place_the_files_grade_reads(pipeline):
+def test_students_grade_on_their_own(pipeline):
+    """ada's `grade assignment1`, run as the README tells students, in the folder she fetched:
+    her own files, graded with the public checks that came with it."""
+    local = pipeline["local"]
+    assert "All checks passed: 40 / 40." in local, local
+    assert "Public checks only" in local, local
+    nb = nbformat.read(str(pipeline["dir"] / "release" / A1 / f"{A1}.ipynb"), as_version=4)
+    assert f"run `grade {A1}` in a terminal in this folder" in nb.cells[0].source
+
+
+def test_collect_zip_collect_and_prepare_place_the_files_grade_reads(pipeline):
     for student in ("ada", "bob"):
         folder = pipeline["dir"] / "submitted" / student / A1
-        files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-        expected = sorted([*pipeline["trees"][student], f"{A1}.ipynb", "timestamp.txt"])
-        assert [f for f in files if f != "timestamp.txt"] == [f for f in expected if f != "timestamp.txt"]
         for rel, text in pipeline["trees"][student].items():
             assert (folder / rel).read_text() == text
-    assert pipeline["prepared"] == ["supplied:", "ada", "supplied:", "bob", "replaced:", "cyd", "supplied:", "dan",
+    # bob's archive: the course's .py files only; ada submitted the whole folder she fetched
+    folder = pipeline["dir"] / "submitted" / "bob" / A1
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    assert files == sorted([*pipeline["trees"]["bob"], f"{A1}.ipynb"])
+    assert (pipeline["dir"] / "submitted" / "ada" / A1 / "course.toml").is_file()
+    assert pipeline["prepared"] == ["kept:", "ada", "supplied:", "bob", "replaced:", "cyd", "supplied:", "dan",
                                     "kept:", "eve"]
 
 
@@ -259,6 +338,58 @@ def test_feedback_shows_no_hidden_check(pipeline):
     assert "FAILED" in bob and "layer_norm_matches_torch" in bob
 
 
+def _text(path: Path) -> str:
+    """An HTML file's text as a reader sees it, whitespace runs as one space."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", path.read_text())).split())
+
+
+def _said(value: object) -> str:
+    first = str(value).splitlines()[0] if str(value).strip() else str(value)
+    return " ".join(first.split())
+
+
+def test_feedback_carries_the_public_detail_of_the_terminal_report(pipeline):
+    """Each failing component's cell shows its diagnosis and a failed public check in full:
+    message, expected, got, where, example, and the hint where no diagnosis names the bug."""
+    shown = {"diagnosis": 0, "hint": 0, "expected": 0}
+    for student in STUDENTS:
+        text = _text(pipeline["dir"] / "feedback" / student / A1 / f"{A1}.html")
+        for comp in pipeline["direct"][student]["components"]:
+            failed = [t for t in comp["tests"] if not t["hidden"] and t["status"] != "passed"
+                      and not t.get("excused_by") and t["reason"] not in ("unavailable", "no_cuda")]
+            if not failed or comp["status"] == "not attempted":
+                continue
+            diagnosis = comp.get("diagnosis")
+            if diagnosis:
+                assert _said(diagnosis["message"]) in text, (student, comp["name"])
+                shown["diagnosis"] += 1
+            keys = ("expected", "got", "where", "example", *(() if diagnosis else ("hint",)))
+
+            def in_full(t, keys=keys, text=text):
+                return (f"{t['id']}, in full:" in text and _said(t["message"]) in text
+                        and all(_said(t[k]) in text for k in keys if t.get(k)))
+            assert any(in_full(t) for t in failed), (student, comp["name"], [t["id"] for t in failed])
+            full = next(t for t in failed if in_full(t))
+            shown["hint"] += not diagnosis and bool(full.get("hint"))
+            shown["expected"] += bool(full.get("expected")) and bool(full.get("got"))
+    # bob's unbiased variance is a classic bug, named; his TokenEmbedding's scale is not: a hint
+    assert shown["diagnosis"] and shown["hint"] and shown["expected"], shown
+
+
+def test_nothing_students_get_names_a_path_of_the_instructors(pipeline):
+    """The released folder and the feedback name neither the course's folder (which holds the
+    nbgrader course directory) nor the kit's nor the home folder."""
+    private = {str(pipeline["course_file"].parent), str(ROOT)}
+    if len(str(Path.home())) > 1:
+        private.add(str(Path.home()))
+    released = [p for p in (pipeline["dir"] / "release" / A1).rglob("*") if p.is_file()]
+    feedback = list((pipeline["dir"] / "feedback").rglob("*.html"))
+    assert released and len(feedback) == len(STUDENTS)
+    for path in released + feedback:
+        text = path.read_text(errors="replace")
+        assert not [s for s in private if s in text], (path, [s for s in private if s in text])
+
+
 def test_a_score_is_always_a_number_nbgrader_accepts():
     assert [cells.clamp(s, 10) for s in (7.456, 12, -1, float("nan"), float("inf"), "10", True, None)] == [
         7.46, 10.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
@@ -268,7 +399,8 @@ def test_a_score_is_always_a_number_nbgrader_accepts():
 def test_bad_input_is_one_line(tmp_path):
     for args, named in [(("nbgrader", str(tmp_path / "c"), "--assignment", "assignment9"), "'assignment9'"),
                         (("nbgrader", "prepare", str(tmp_path), "--assignment", A1), "generate_assignment"),
-                        (("nbgrader", str(tmp_path / "c"), "--timeout", "0"), "'0'")]:
+                        (("nbgrader", str(tmp_path / "c"), "--timeout", "0"), "'0'"),
+                        (("nbgrader", str(tmp_path / "c"), "--course-id", "my course"), "'my course'")]:
         proc = run_grade(*args)
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode == 2 and len(lines) == 1 and named in lines[0], (args, proc.stderr)
