@@ -26,9 +26,6 @@ class Bug:
     message: str = ""  # what the code then computes: "attention without the 1/sqrt(d_k) scale"
     fix: str = ""  # the fix, in a few words: "divide the scores by math.sqrt(d_k)"
     undiagnosed: str = ""  # why the grader cannot name this bug from its public checks ("": it can)
-    # components that may lose points too, knowingly: train_epoch's end-to-end checks train the
-    # submission's own stack (course.toml), so a bug that hurts learning shows there as well
-    also: tuple[str, ...] = ()
 
     @property
     def assignment(self) -> str:
@@ -180,7 +177,7 @@ BUGS: dict[str, Bug] = {
     "vocab_specials_after_the_words": Bug(
         "Vocab", {DATA: [("self.itos = list(self.specials) + words", "self.itos = words + list(self.specials)")]},
         "a vocabulary that puts the special tokens after the words (<pad> is not 0)",
-        "start itos with <pad>, <sos>, <eos>, <unk>, then the words", also=("train_epoch",)),
+        "start itos with <pad>, <sos>, <eos>, <unk>, then the words"),
     "vocab_min_freq_strict": _one(
         "Vocab", DATA, "c >= min_freq", "c > min_freq",
         "a vocabulary that keeps the tokens seen more than min_freq times (not at least)",

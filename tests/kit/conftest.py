@@ -71,7 +71,7 @@ def grade_one_bug(tmp_path: Path, name: str) -> dict:
     bug = BUGS[name]
     result = grade_report(mutant(tmp_path, bug.patches), bug.assignment)
     report = as_json(result)
-    assert_loses_only_in(report, bug.component, also=bug.also)
+    assert_loses_only_in(report, bug.component)
     assert len(report_lines(result)) <= ONE_SCREEN, "\n".join(report_lines(result))
     named = {c["name"]: c["diagnosis"]["bug"] for c in report["components"] if c["diagnosis"]}
     wanted = {} if bug.undiagnosed else {bug.component: name}
@@ -117,11 +117,11 @@ def mutant(tmp_path: Path, patches: dict[str, list[tuple[str, str]]], base: Path
     return tree
 
 
-def assert_loses_only_in(report: dict, component: str, *, also: tuple[str, ...] = ()):
-    """The bug costs points in `component` and nowhere else (but in `also`, where it may)."""
+def assert_loses_only_in(report: dict, component: str):
+    """The bug costs points in `component` and nowhere else."""
     got, full = scores(report), full_marks(report)
     assert got[component] < full[component], f"{component} kept full marks: {got}"
-    others = {n: s for n, s in got.items() if n != component and n not in also and s != full[n]}
+    others = {n: s for n, s in got.items() if n != component and s != full[n]}
     assert not others, f"points lost outside {component}: {others} (full: {full})"
 
 
