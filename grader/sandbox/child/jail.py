@@ -7,6 +7,8 @@ Three processes, all of the grading user:
   a size-capped tmpfs as its folder, a fresh /proc), then starts the worker and reaps what it
   leaves; when init dies the kernel kills every process of the namespace, daemons included;
 - the worker, exec'd as a non-root user of the namespace, so it holds no capabilities.
+As root, a fourth, a helper outside the namespaces, maps the worker's user to an unprivileged
+uid outside (`_map_from_outside`): Linux holds no process of uid 0 to RLIMIT_NPROC.
 
 Standard library only, and trusted: nothing of the submission runs before the worker's exec.
 With SPEC's "probe" set, init exits 0 once the root is built: the grader's test of whether
