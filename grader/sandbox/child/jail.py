@@ -242,7 +242,12 @@ def drop_capabilities() -> None:
 
 def become(user: int) -> None:
     """Run as `user` (uid and gid), with no supplementary group: a worker started by root outside
-    namespaces, before any of the submission's code runs."""
+    namespaces, before any of the submission's code runs. The import path's folders (but the first,
+    the staged one) are reached through descriptors opened as root: a folder the user may read still
+    imports where its parents bar the way (pyenv under /root); what lies beside them stays barred."""
+    for i, folder in enumerate(sys.path[1:], 1):
+        if os.path.isdir(folder):
+            sys.path[i] = f"/proc/self/fd/{os.open(folder, os.O_RDONLY | os.O_DIRECTORY)}"
     os.setgroups([])
     os.setresgid(user, user, user)
     os.setresuid(user, user, user)
