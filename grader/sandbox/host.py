@@ -105,9 +105,18 @@ class Sandbox:
         self.template = template
         self.created = time.monotonic()
         self.isolation = isolation.choose(limits)  # "namespaces" or "process"
+        self.user = isolation.sandbox_user()  # as root, the submission's uid and gid: not root's
         self.dir = Path(tempfile.mkdtemp(prefix="grade-"))
         self.staged = stage(submission, files, self.dir)
         (self.dir / "jail").mkdir()  # where the launcher builds the namespaces' root
+        self.home = self.dir  # the process sandbox's HOME and folder
+        if self.user is not None and self.isolation == "process":
+            # its user reads the staged files (the group's bits) and writes only in a folder of its own
+            os.chown(self.dir, 0, self.user)
+            self.dir.chmod(0o750)
+            self.home = self.dir / "home"
+            self.home.mkdir(mode=0o700)
+            os.chown(self.home, self.user, self.user)
         # answers the worker's requests for reference parts (grader.suite.parts)
         self.on_ask: Callable[[Any], Any] | None = None
         self.output = self.dir / "output.txt"
@@ -120,27 +129,35 @@ class Sandbox:
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         self.started = time.monotonic()
+        # the worker becomes the sandbox's user itself in the process sandbox (jail.become), once it
+        # has imported what it needs: the Python installation may lie where only root can read
+        # (pyenv under /root); in namespaces the jail makes it that user
+        become = ""
         if self.isolation == "namespaces":  # a fresh tmpfs each start: its own folder, pycache included
-            here, pycache = isolation.ROOT, f"{isolation.ROOT}/pycache"
+            here, pycache, cwd = isolation.ROOT, f"{isolation.ROOT}/pycache", self.dir
+            env = environment(here)
         else:
-            here, pycache = str(self.dir), tempfile.mkdtemp(dir=self.dir, prefix="pycache-")
-        env = environment(here)
+            here, pycache, cwd = str(self.dir), tempfile.mkdtemp(dir=self.home, prefix="pycache-"), self.home
+            env = environment(str(self.home))
+            if self.user is not None:
+                os.chown(pycache, self.user, self.user)
+                become = str(self.user)
         try:
             if self.template is not None:
-                jail = isolation.spec(self.dir, self.limits.scratch_mb, [], env) \
+                jail = isolation.spec(self.dir, self.limits.scratch_mb, [], env, self.user) \
                     if self.isolation == "namespaces" else None
                 with open(self.output, "ab") as out:
-                    self.proc = self.template.spawn(cwd=self.dir, here=here, pycache=pycache, env=env,
+                    self.proc = self.template.spawn(cwd=cwd, here=here, pycache=pycache, become=become, env=env,
                                                     orig_argv=[sys.executable, "-I", "-B", "-c", BOOT],
                                                     rlimits=rlimits(self.limits, self.gpu), jail=jail,
                                                     fds=(req_r, resp_w, out.fileno()))
             else:
-                argv = [sys.executable, "-I", "-B", "-c", BOOT, here, str(req_r), str(resp_w), pycache]
+                argv = [sys.executable, "-I", "-B", "-c", BOOT, here, str(req_r), str(resp_w), pycache, become]
                 if self.isolation == "namespaces":
-                    argv = isolation.command(self.dir, self.limits.scratch_mb, argv, env)
+                    argv = isolation.command(self.dir, self.limits.scratch_mb, argv, env, self.user)
                 with open(self.output, "ab") as out:
                     self.proc = subprocess.Popen(
-                        argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=self.dir, env=env,
+                        argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=cwd, env=env,
                         pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=_limit(self.limits, self.gpu))
         finally:
             os.close(req_r)

@@ -4,7 +4,8 @@
 `grader/sandbox/child/jail.py`, in a minimal root of its own: the Python installation and a few
 system paths read-only, a size-capped tmpfs for everything it may write, no network, no SysV IPC
 shared with anyone, and a PID namespace whose processes all die with it. "process" (macOS,
-containers that refuse namespaces): a process of the grading user with resource limits only.
+containers that refuse namespaces): a process of the grading user with resource limits only; of a
+user of its own (`sandbox_user`) when the grader is root.
 
 `[limits] isolation` in course.toml picks "auto" (namespaces where the kernel allows them),
 "namespaces" (required) or "process"; the environment variable GRADER_ISOLATION overrides it.
@@ -12,6 +13,7 @@ containers that refuse namespaces): a process of the grading user with resource 
 
 import functools
 import glob
+import itertools
 import json
 import os
 import shutil
@@ -27,6 +29,12 @@ JAIL = Path(__file__).resolve().parent / "child" / "jail.py"
 ROOT = "/scratch"  # the submission's writable folder, inside
 MODES = ("auto", "namespaces", "process")
 ENV_VAR = "GRADER_ISOLATION"
+# As root, the submission runs as a user of its own, in either isolation: Linux does not hold real
+# uid 0 to RLIMIT_NPROC, and another user can neither write root's files nor signal its processes.
+# One per sandbox (this process's pid, then a count), so that no two share a process count, files
+# or signals; from 2^30 (pids are below 2^22), above any uid a system gives out, below 2^31.
+USERS = 1 << 30
+_users = itertools.count()
 # What the worker needs besides the Python installation: shared libraries, the loader's cache,
 # CPU and GPU topology (torch reads them at import), the harmless devices and any NVIDIA ones.
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
@@ -48,6 +56,14 @@ def choose(limits: Limits) -> str:
     return "process" if why else "namespaces"
 
 
+def sandbox_user() -> int | None:
+    """The uid (and gid) a submission runs as when the grader is root; None otherwise (it runs as the
+    grading user, who is not root)."""
+    if os.geteuid() != 0:
+        return None
+    return USERS + (os.getpid() << 8) + next(_users) % 256
+
+
 @functools.cache
 def unavailable() -> str:
     """Why namespaces cannot be used here ("" when they can): the launcher builds a root once, as for
@@ -59,7 +75,8 @@ def unavailable() -> str:
         for name in ("jail", "submission", "grader/sandbox/child"):
             (stage / name).mkdir(parents=True)
         shutil.copy(JAIL, stage / "grader/sandbox/child")
-        proc = subprocess.run(command(stage, 1, [], {}, probe=True), capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(command(stage, 1, [], {}, sandbox_user(), probe=True), capture_output=True, text=True,
+                              timeout=60)
         return "" if proc.returncode == 0 else (proc.stderr.strip().splitlines() or [f"status {proc.returncode}"])[-1]
     except (OSError, subprocess.SubprocessError) as e:
         return str(e)
@@ -75,17 +92,20 @@ def read_only() -> list[str]:
     return sorted(p for p in paths if not any(p.startswith(q + "/") for q in paths))
 
 
-def spec(stage: Path, scratch_mb: int, worker: list[str], env: dict[str, str], probe: bool = False) -> dict:
+def spec(stage: Path, scratch_mb: int, worker: list[str], env: dict[str, str], user: int | None,
+         probe: bool = False) -> dict:
     """What the launcher builds: it runs `worker` with `env` in /scratch, a tmpfs of `scratch_mb` MiB
-    that shows `stage`/submission and `stage`/grader read-only; `stage`/jail is where the root is built."""
+    that shows `stage`/submission and `stage`/grader read-only; `stage`/jail is where the root is built.
+    `user`: the outside uid the worker runs as (sandbox_user), None for the grading user's own."""
     return {"stage": str(stage), "root": ROOT, "scratch_mb": scratch_mb, "read_only": read_only(),
-            "argv": worker, "env": env, "probe": probe}
+            "argv": worker, "env": env, "user": user, "probe": probe}
 
 
-def command(stage: Path, scratch_mb: int, worker: list[str], env: dict[str, str], probe: bool = False) -> list[str]:
+def command(stage: Path, scratch_mb: int, worker: list[str], env: dict[str, str], user: int | None,
+            probe: bool = False) -> list[str]:
     """The launcher's command line, for `spec`.
 
     The launcher is the staged copy and its spec a file beside it: init's command line, which the
     submission can read in /proc/1/cmdline, names neither the kit nor what is mounted."""
-    (stage / "jail.json").write_text(json.dumps(spec(stage, scratch_mb, worker, env, probe)))
+    (stage / "jail.json").write_text(json.dumps(spec(stage, scratch_mb, worker, env, user, probe)))
     return [sys.executable, "-I", "-S", "-B", str(stage / "grader/sandbox/child/jail.py"), str(stage / "jail.json")]

@@ -128,6 +128,20 @@ ATTACKS: dict[str, Attack] = {
 }
 
 
+# a shell starts as many sleeps as it can, up to past course.toml's processes = 512 (forks of a
+# process with torch loaded are too slow for that); LayerNorm answers zeros if more than the
+# limit ran. As root, RLIMIT_NPROC holds only for another user (isolation.sandbox_user). Graded by
+# tests/kit/test_root.py with the course's own timeout: the forks take seconds on a loaded machine.
+FORK_BOMB = Attack("LayerNorm", True, module=(
+    "import os\nshell = os.fork()\nif shell == 0:\n    try:\n        os.execv('/bin/sh', ['sh', '-c', "
+    "'i=0; while [ $i -lt 640 ]; do sleep 60 & i=$((i+1)); done'])\n    finally:\n        os._exit(0)\n"
+    "os.waitpid(shell, 0)\nsleeps = []\nfor pid in filter(str.isdigit, os.listdir('/proc')):\n    try:\n"
+    "        if open(f'/proc/{pid}/cmdline', 'rb').read() == b'sleep\\x0060\\x00' and "
+    "os.stat(f'/proc/{pid}').st_uid == os.getuid():\n            sleeps.append(int(pid))\n"
+    "    except OSError:\n        pass\nFORKED = len(sleeps)\nprint('sleeps started:', FORKED)\n"
+    "for pid in sleeps:\n    os.kill(pid, 9)\n"), forward="if FORKED >= 512:\n    return torch.zeros_like(x)\n")
+
+
 def build(tmp_path: Path, attack: Attack) -> Path:
     """A copy of solutions/ under `tmp_path` with `attack` applied."""
     tree = mutant(tmp_path, {})

@@ -7,6 +7,8 @@ Three processes, all of the grading user:
   a size-capped tmpfs as its folder, a fresh /proc), then starts the worker and reaps what it
   leaves; when init dies the kernel kills every process of the namespace, daemons included;
 - the worker, exec'd as a non-root user of the namespace, so it holds no capabilities.
+As root, a fourth, a helper outside the namespaces, maps the worker's user to an unprivileged
+uid outside (`_map_from_outside`): Linux holds no process of uid 0 to RLIMIT_NPROC.
 
 Standard library only, and trusted: nothing of the submission runs before the worker's exec.
 With SPEC's "probe" set, init exits 0 once the root is built: the grader's test of whether
@@ -29,11 +31,12 @@ CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 0x1000, 0x4000, 0x40000
 MNT_DETACH, AT_FDCWD, AT_RECURSIVE = 2, -100, 0x8000
 MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 1, 2
-PR_SET_PDEATHSIG = 1
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 SYS_MOUNT_SETATTR = 442  # the same number on every architecture (Linux 5.12)
+ROOT_INSIDE, WORKER = 1000, 1001  # as root: the uids of the launcher and init, and of the worker, inside
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -90,6 +93,7 @@ def build_root(spec: dict):
     """The minimal root, entered with pivot_root: the old root is detached, so not even a
     chroot escape finds the kit, the instructor's home or other submissions."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing of this reaches the grader's mounts
+    os.umask(0o022)  # the folders made for the read-only paths: the worker's user may be another
     # no nested user namespace: it would give the submission capabilities, hence mounts of its own
     _write("/proc/sys/user/max_user_namespaces", "0")
     stage, new = spec["stage"], spec["stage"] + "/jail"
@@ -99,9 +103,12 @@ def build_root(spec: dict):
     # read-only path under /tmp (a virtual environment there) lands on top of it, not under it.
     scratch = new + spec["root"]
     os.makedirs(scratch)
-    _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['scratch_mb']}m,mode=700")
+    owner = f",uid={WORKER},gid={WORKER}" if spec.get("user") is not None else ""
+    _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['scratch_mb']}m,mode=700{owner}")
     for name in ("pycache", "tmp", "shm"):
         os.mkdir(f"{scratch}/{name}")
+        if owner:
+            os.chown(f"{scratch}/{name}", WORKER, WORKER)
     for name in ("submission", "grader"):
         os.mkdir(f"{scratch}/{name}")
         _mount(f"{stage}/{name}", f"{scratch}/{name}", None, MS_BIND | MS_REC)
@@ -141,6 +148,9 @@ def init(spec: dict, launcher_alive: int) -> None:
     worker = os.fork()
     if worker == 0:
         os.close(launcher_alive)  # an exec would close it; a worker that does not exec must
+        if spec.get("user") is not None:  # as root: the unprivileged user outside
+            os.setresgid(WORKER, WORKER, WORKER)
+            os.setresuid(WORKER, WORKER, WORKER)
         return
     while True:
         pid, status = os.waitpid(-1, 0)
@@ -155,11 +165,21 @@ def launch(spec: dict) -> None:
     namespace's capabilities until it execs or calls `drop_capabilities`); the launcher and init
     end in here."""
     uid, gid = os.getuid(), os.getgid()
+    user = spec.get("user")
+    if user is not None:  # root: the launcher's helper maps the worker's user (see _map_from_outside)
+        os.setgroups([])  # root's groups would stay the worker's: setgroups is denied inside
+        helper, unshared = _map_from_outside(uid, gid, user)
     _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID), "unshare")
     inside = uid or 1000  # not root inside: the worker's exec then drops every capability
-    _write("/proc/self/setgroups", "deny")
-    _write("/proc/self/uid_map", f"{inside} {uid} 1")
-    _write("/proc/self/gid_map", f"{inside} {gid} 1")
+    if user is None:
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{inside} {uid} 1")
+        _write("/proc/self/gid_map", f"{inside} {gid} 1")
+    else:
+        os.write(unshared, b"u")
+        os.close(unshared)
+        if os.waitstatus_to_exitcode(os.waitpid(helper, 0)[1]) != 0:
+            raise OSError("the uid map of the submission's user could not be written")
     alive_r, alive_w = os.pipe()  # closed when the launcher dies, however it dies
     pid = os.fork()
     if pid == 0:
@@ -181,6 +201,32 @@ def launch(spec: dict) -> None:
     os._exit(code)
 
 
+def _map_from_outside(uid: int, gid: int, user: int) -> tuple[int, int]:
+    """As root: a helper, forked before the launcher unshares, writes the launcher's maps once it
+    has: ROOT_INSIDE is root outside (the launcher and init, which build the root as root's files
+    allow) and WORKER is `user`, an unprivileged uid, whom Linux holds to RLIMIT_NPROC (real uid 0
+    it does not). A namespace may only map an outside uid other than its creator's from a process
+    outside it that holds CAP_SETUID there. Returns the helper's pid and the pipe to wake it."""
+    wake_r, wake_w = os.pipe()
+    helper = os.fork()
+    if helper == 0:
+        try:
+            os.close(wake_w)
+            if os.read(wake_r, 1):  # nothing: the launcher died first
+                launcher = os.getppid()
+                _write(f"/proc/{launcher}/uid_map", f"{ROOT_INSIDE} {uid} 1\n{WORKER} {user} 1")
+                _write(f"/proc/{launcher}/setgroups", "deny")
+                _write(f"/proc/{launcher}/gid_map", f"{ROOT_INSIDE} {gid} 1\n{WORKER} {user} 1")
+                os._exit(0)
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        os._exit(1)
+    os.close(wake_r)
+    return helper, wake_w
+
+
 def drop_capabilities() -> None:
     """What the exec of a non-root user does to the capabilities the namespace gave: none left,
     none to gain (bounding and ambient sets emptied too). For a worker that does not exec."""
@@ -192,6 +238,21 @@ def drop_capabilities() -> None:
     header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice 32 bits, all clear
     _check(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
+def become(user: int) -> None:
+    """Run as `user` (uid and gid), with no supplementary group: a worker started by root outside
+    namespaces, before any of the submission's code runs. The import path's folders (but the first,
+    the staged one) are reached through descriptors opened as root: a folder the user may read still
+    imports where its parents bar the way (pyenv under /root); what lies beside them stays barred."""
+    for i, folder in enumerate(sys.path[1:], 1):
+        if os.path.isdir(folder):
+            sys.path[i] = f"/proc/self/fd/{os.open(folder, os.O_RDONLY | os.O_DIRECTORY)}"
+    os.setgroups([])
+    os.setresgid(user, user, user)
+    os.setresuid(user, user, user)
+    # as any process of that user's: a change of uid makes it undumpable, its /proc root's
+    _check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl")
 
 
 def main():

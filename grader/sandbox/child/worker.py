@@ -13,7 +13,7 @@ from contextlib import nullcontext
 
 import torch
 
-from grader.sandbox.child import placement, profile, protocol, record, standins, state
+from grader.sandbox.child import jail, placement, profile, protocol, record, standins, state
 from grader.sandbox.child.fixtures import KIT
 from grader.sandbox.child.fixtures import SUBMISSION as PACKAGE
 from grader.sandbox.child.tree import import_tree, resolve
@@ -276,7 +276,7 @@ def _safe_str(e: BaseException) -> str:
 
 
 def main():
-    scratch, req_fd, resp_fd, pycache = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    scratch, req_fd, resp_fd, pycache, become = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:6]
     torch.set_num_threads(1)
     # What the device-placement checks' meta kernels import on first use (a second or so, several
     # under load), in the background while this process imports the grader's side; joined before
@@ -285,6 +285,9 @@ def main():
     # of the submission's code runs or the baseline of global state is taken.
     thread = threading.Thread(target=placement.warm, daemon=True)
     thread.start()
+    if become:  # a root grader's process sandbox: the submission's own user from here on (host.Sandbox)
+        thread.join()  # what it imports may lie where only root can read
+        jail.become(int(become))
     import_tree(f"{scratch}/{PACKAGE}", PACKAGE)
     thread.join()
     # Set only now: torch (already imported) keeps its cached bytecode, which takes seconds to
