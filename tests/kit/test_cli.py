@@ -107,6 +107,7 @@ def test_a_timeout_names_the_limit_that_expired(tmp_path):
     """A hang is cut at timeout_seconds; a worker that cannot start within startup_seconds (it
     imports torch; 0.01 s) is cut at that. Each timeout names the limit that expired and where it is set."""
     from grader import load_course
+    from grader.sandbox.child import protocol  # noqa: F401  imports torch: not inside the 0.01 s race below
     from grader.sandbox.host import Sandbox, WorkerFault
 
     course = course_copy(tmp_path, kit_folders=True, timeout_seconds=1)
