@@ -2,8 +2,9 @@
 fetch and submit, collect, autograde, export, feedback.
 
 Five students hand in assignment1: ada (correct) through nbgrader's exchange (fetch, `grade`
-on her own, submit, collect), bob (a classic LayerNorm bug and a TokenEmbedding scaled by
-d_model) as an LMS archive through `nbgrader zip_collect`; cyd (a syntax error, and a notebook
+on her own, submit, collect), bob (a classic LayerNorm bug and a TokenEmbedding divided by
+sqrt(d_model), a bug the table does not name) as an LMS archive through `nbgrader zip_collect`;
+cyd (a syntax error, and a notebook
 that is not JSON), dan (a forward that hangs when gradients are checked) and eve (hostile)
 straight into submitted/. Every score in nbgrader's gradebook and CSV must equal what `grade`
 itself reports for the same tree; the feedback must carry the public detail of the terminal
@@ -60,7 +61,7 @@ def _trees(course, canaries: dict[str, Path]) -> dict[str, dict[str, str]]:
     trees["bob"] = {**correct, f"{A1}/layer_norm.py": _patch(correct[f"{A1}/layer_norm.py"], "unbiased=False",
                                                              "unbiased=True"),
                     f"{A1}/embedding.py": _patch(correct[f"{A1}/embedding.py"], "* math.sqrt(self.d_model)",
-                                                 "* self.d_model")}
+                                                 "/ math.sqrt(self.d_model)")}
     trees["cyd"] = {**correct, f"{A1}/feed_forward.py": _patch(
         correct[f"{A1}/feed_forward.py"], "def forward(self, x: torch.Tensor) -> torch.Tensor:",
         "def forward(self, x: torch.Tensor) -> torch.Tensor"), f"{A1}.ipynb": "this is not a notebook"}
