@@ -15,10 +15,12 @@ import re
 import shutil
 import tarfile
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from grader import imports
-from grader.course import Course
+from grader.batch import collect
+from grader.course import ConfigError, Course
 
 _UNPACKED: dict[str, Path] = {}
 
@@ -87,3 +89,31 @@ def grade_files(course_blob: bytes, assignment: str, student: str, files: dict[s
                                  require_namespaces=require_namespaces)
     finally:
         shutil.rmtree(tree, ignore_errors=True)
+
+
+def grade_on_cluster(address: str, course: Course, assignment: str, entries: list[collect.Entry],
+                     require_namespaces: bool) -> Iterator[tuple[collect.Entry, dict]]:
+    from distributed import Client, as_completed
+
+    try:
+        client = Client(address, timeout="20s")
+    except (OSError, TimeoutError, ValueError) as e:
+        raise ConfigError(f"--scheduler: cannot reach a Dask scheduler at {address!r} ({e})") from None
+    with client:
+        blob = client.scatter(pack_course(course), broadcast=True)
+        futures = {}
+        for entry in entries:
+            assert entry.tree is not None
+            files = submission_files(entry.tree, course, assignment)
+            futures[client.submit(grade_files, blob, assignment, entry.student, files, require_namespaces,
+                                  pure=False, retries=1)] = entry
+        try:
+            for future in as_completed(futures):
+                entry = futures[future]
+                try:
+                    result = future.result()
+                except Exception as e:  # the worker died or the task could not run: a row all the same
+                    result = {"error": f"the Dask task failed: {type(e).__name__}: {e}"[:500]}
+                yield entry, result
+        finally:
+            client.cancel(list(futures))

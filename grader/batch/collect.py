@@ -70,7 +70,7 @@ def _is_zip(path: Path) -> bool:
     return path.suffix.lower() == ".zip" and not path.is_dir()
 
 
-class _Link(Exception):
+class LinkFound(Exception):
     """A symbolic link met on the way to what grading reads."""
 
     def __init__(self, path: Path):
@@ -86,7 +86,7 @@ def prepare(source: Path, *, course: Course, assignment: str, work: Path) -> Ent
     folder = source
     if source.is_file():
         try:
-            folder = _unzip(source, work / "unzipped")
+            folder = unzip(source, work / "unzipped")
         except (zipfile.BadZipFile, OSError, ValueError, RuntimeError, NotImplementedError) as e:
             entry.problem, entry.message = "unreadable", f"{source.name}: not a readable zip ({e})"
             entry.fingerprint = _digest_file(source)
@@ -94,7 +94,7 @@ def prepare(source: Path, *, course: Course, assignment: str, work: Path) -> Ent
     spec = course.assignment(assignment)
     try:
         tree = _locate(folder, course, spec, work / "flat")
-    except _Link as link:
+    except LinkFound as link:
         return _refuse(entry, link.path, folder)
     if tree is None:
         entry.problem = "empty"
@@ -114,7 +114,8 @@ def _refuse(entry: Entry, link: Path, top: Path) -> Entry:
     return entry
 
 
-def _unzip(path: Path, into: Path) -> Path:
+def unzip(path: Path, into: Path) -> Path:
+    """Extract the zip at `path` into `into`, within the size and count limits; raises ValueError past them."""
     with zipfile.ZipFile(path) as z:
         members = [m for m in z.infolist() if not m.is_dir()]
         if len(members) > MAX_ZIP_FILES:
@@ -129,21 +130,22 @@ def _unzip(path: Path, into: Path) -> Path:
     return into
 
 
-def _skip_wrappers(folder: Path, known: set[str]) -> Path:
+def skip_wrappers(folder: Path, known: set[str]) -> Path:
+    """The first folder below `folder` that is not a lone wrapper folder (as LMS downloads add)."""
     while True:
         inside = [p for p in folder.iterdir() if p.name not in IGNORED and not p.name.startswith(".")]
         if len(inside) != 1 or not inside[0].is_dir() or inside[0].name in known:
             return folder
         if inside[0].is_symlink():
-            raise _Link(inside[0])
+            raise LinkFound(inside[0])
         folder = inside[0]
 
 
 def _locate(folder: Path, course: Course, spec: Assignment, flat: Path) -> Path | None:
-    """The tree to grade; raises _Link where a link is on the way to a file it holds."""
+    """The tree to grade; raises LinkFound where a link is on the way to a file it holds."""
     top = folder
     known = set(course.assignments)
-    folder = _skip_wrappers(folder, known)
+    folder = skip_wrappers(folder, known)
     nbgrader = folder / spec.name
     if (nbgrader / spec.name).is_dir():  # nbgrader: submitted/NAME/assignmentN/assignmentN/...
         folder = nbgrader
@@ -163,13 +165,13 @@ def _locate(folder: Path, course: Course, spec: Assignment, flat: Path) -> Path 
 
 
 def _no_links(top: Path, paths: list[Path]) -> None:
-    """Raise _Link for the first link on the way from `top` (a folder of the student's own) to `paths`."""
+    """Raise LinkFound for the first link on the way from `top` (a folder of the student's own) to `paths`."""
     for path in paths:
         at = top
         for part in path.relative_to(top).parts:
             at = at / part
             if at.is_symlink():
-                raise _Link(at)
+                raise LinkFound(at)
             if not at.exists():
                 break
 

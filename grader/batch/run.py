@@ -10,29 +10,20 @@ retried by the next run.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 import shutil
-import signal
 import tempfile
 import threading
-from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from grader.batch import collect, outputs, similarity, summary
+from grader.batch import cluster, collect, outputs, pool, similarity, summary
 from grader.course import ConfigError, Course
 
 GRADER_DIR = Path(__file__).resolve().parent.parent
-# in a local pool's worker process: a grade is under way; the batch has ended it (see _end_worker)
-_grading = False
-_ending = False
 
 
 @dataclass
@@ -127,8 +118,9 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
                                 transient=False)
             with progress:
                 task = progress.add_task(f"grading {assignment}", total=len(pending), now="")
-                results = (_on_cluster(scheduler, course, assignment, pending, not unsafe_process_isolation)
-                           if scheduler else _locally(course, assignment, pending, jobs))
+                results = (cluster.grade_on_cluster(scheduler, course, assignment, pending,
+                                                    not unsafe_process_isolation)
+                           if scheduler else pool.grade_locally(course, assignment, pending, jobs))
                 for entry, result in results:
                     finish(entry, result)
                     progress.update(task, advance=1, now=entry.student)
@@ -144,159 +136,3 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
     if similar is not None and batch.rows:
         batch.summary["similarity"] = similarity.of_class(course, assignment, code, threshold=similar)
     return batch
-
-
-
-def _locally(course: Course, assignment: str, entries: list[collect.Entry],
-             jobs: int) -> Iterator[tuple[collect.Entry, dict]]:
-    """Grade on `jobs` worker processes; a worker that dies costs its submission one retry."""
-    tries = {id(e): 0 for e in entries}
-    queue = list(entries)
-    while queue:
-        executor = ProcessPoolExecutor(max_workers=min(jobs, len(queue)), initializer=_start_worker,
-                                       mp_context=multiprocessing.get_context("spawn"))
-        running: dict[Future, collect.Entry] = {}
-        try:
-            with _workers_starting():  # submit starts them
-                for entry in queue:
-                    assert entry.tree is not None
-                    tries[id(entry)] += 1
-                    running[executor.submit(_grade, course_path=course.path, assignment=assignment,
-                                            tree=entry.tree, student=entry.student, require_namespaces=False)] = entry
-            queue = []
-            while running:
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in done:
-                    entry = running.pop(future)
-                    failure = future.exception()
-                    if isinstance(failure, BrokenProcessPool) and tries[id(entry)] < 2:
-                        queue.append(entry)
-                        continue
-                    yield entry, _result(future, failure)
-        except BaseException:  # interrupted: end the submissions in progress (their sandboxes close)
-            _terminate(executor)
-            raise
-        executor.shutdown(wait=True)
-
-
-def _result(future: Future, failure: BaseException | None) -> dict:
-    if isinstance(failure, BrokenProcessPool):
-        return {"error": "the grader's worker process died twice grading this submission"}
-    return future.result()
-
-
-@contextmanager
-def _workers_starting() -> Iterator[None]:
-    """Ctrl-C held back while the pool starts its workers (in submit). SIGINT is blocked in this
-    thread, and the workers inherit the mask: it cannot interrupt one before it ignores SIGINT
-    (_start_worker), where it would print a traceback. This process's own handler runs after the
-    block (a KeyboardInterrupt in the midst of a start would leave a worker that _terminate does not
-    know of, to fail with a traceback once the batch is gone)."""
-    held: list[tuple] = []
-    handler = signal.getsignal(signal.SIGINT)
-    handler = handler if callable(handler) and threading.current_thread() is threading.main_thread() else None
-    if handler is not None:
-        signal.signal(signal.SIGINT, lambda *args: held.append(args))
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        if handler is not None:
-            signal.signal(signal.SIGINT, handler)
-            if held:
-                handler(*held[0])
-
-
-def _start_worker() -> None:
-    """Initializer of a local pool's worker: grader.batch.worker's, then the batch's rule for SIGTERM."""
-    # until the worker has started there is nothing to close: SIGTERM (the batch interrupted) ends it at
-    # once, where a KeyboardInterrupt in the midst of an import (torch's, numpy's) can turn into another
-    # error, and any exception out of an initializer is logged with a traceback
-    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(0))
-    # what start_pool_worker imports, imported here under that rule (it ends SIGTERM as KeyboardInterrupt)
-    import hypothesis  # noqa: F401
-    import pytest  # noqa: F401
-
-    import grader.suite.plugin  # noqa: F401
-    from grader.batch import worker
-
-    try:
-        worker.start_pool_worker()
-        signal.signal(signal.SIGTERM, _end_worker)
-        # blocked by the batch while it started this process (_workers_starting); ignored since start_pool_worker
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    except (KeyboardInterrupt, SystemExit):
-        os._exit(0)
-
-
-def _end_worker(signum, frame) -> None:
-    """SIGTERM in a pool's worker, sent by _terminate. A grade under way ends as an interrupt (its
-    sandbox closes on the way out; a later SIGTERM, the pool's own once it sees a worker gone, must
-    not cut that short); an idle worker, waiting for work, exits quietly (a KeyboardInterrupt there
-    would print a traceback)."""
-    global _ending
-    if not _grading:
-        raise SystemExit(0)
-    if not _ending:
-        _ending = True
-        raise KeyboardInterrupt
-
-
-def _grade(**kwargs) -> dict:
-    """A pool worker's task: grader.batch.worker.grade_tree, none once the batch has ended the worker
-    (submissions already queued to it would be graded in full, and waited for)."""
-    global _grading
-    from grader.batch import worker
-
-    if _ending:
-        return {"error": "the batch was interrupted"}
-    _grading = True
-    try:
-        return worker.grade_tree(**kwargs)
-    finally:
-        _grading = False
-
-
-def _terminate(executor: ProcessPoolExecutor) -> None:
-    processes = list((getattr(executor, "_processes", None) or {}).values())
-    executor.shutdown(wait=False, cancel_futures=True)
-    for p in processes:
-        try:
-            os.kill(p.pid, signal.SIGTERM)  # see _end_worker
-        except (ProcessLookupError, TypeError):
-            pass
-    for p in processes:
-        p.join(timeout=30)
-        if p.is_alive():
-            p.kill()
-
-
-def _on_cluster(address: str, course: Course, assignment: str, entries: list[collect.Entry],
-                require_namespaces: bool) -> Iterator[tuple[collect.Entry, dict]]:
-    from distributed import Client, as_completed
-
-    from grader.batch import cluster
-
-    try:
-        client = Client(address, timeout="20s")
-    except (OSError, TimeoutError, ValueError) as e:
-        raise ConfigError(f"--scheduler: cannot reach a Dask scheduler at {address!r} ({e})") from None
-    with client:
-        blob = client.scatter(cluster.pack_course(course), broadcast=True)
-        futures = {}
-        for entry in entries:
-            assert entry.tree is not None
-            files = cluster.submission_files(entry.tree, course, assignment)
-            futures[client.submit(cluster.grade_files, blob, assignment, entry.student, files, require_namespaces,
-                                  pure=False, retries=1)] = entry
-        try:
-            for future in as_completed(futures):
-                entry = futures[future]
-                try:
-                    result = future.result()
-                except Exception as e:  # the worker died or the task could not run: a row all the same
-                    result = {"error": f"the Dask task failed: {type(e).__name__}: {e}"[:500]}
-                yield entry, result
-        finally:
-            client.cancel(list(futures))

@@ -82,12 +82,12 @@ def _source(submission: Path, course: Course, work: Path) -> Path:
     if len(inside) == 1 and inside[0].suffix.lower() == ".zip" and inside[0].is_file() \
             and not inside[0].is_symlink():
         try:
-            folder = collect._unzip(inside[0], work / "unzipped")
+            folder = collect.unzip(inside[0], work / "unzipped")
         except (zipfile.BadZipFile, OSError, ValueError, RuntimeError, NotImplementedError):
             return inside[0]
     try:
-        top = collect._skip_wrappers(folder, set(course.assignments))
-    except collect._Link:
+        top = collect.skip_wrappers(folder, set(course.assignments))
+    except collect.LinkFound:
         return folder
     kit = top / KIT_FOLDER
     if not kit.is_symlink() and kit.is_dir() and not any(p.name in course.assignments for p in _visible(top)) \

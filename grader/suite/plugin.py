@@ -120,8 +120,8 @@ class GradingPlugin:
     @pytest.fixture(autouse=True)
     def _one_check(self, request):
         check = request.node.name.removeprefix("test_")
-        self.submission.begin_check(self.component_of.get(check, ""))
         parts = self.checks.get(check, ())
+        self.submission.begin_check(self.component_of.get(check, ""), parts)
         if parts:
             self.submission.swap(*parts)
         yield

@@ -1,5 +1,6 @@
 """What a grading test holds: proxies for the submission's objects, living in the sandbox."""
 
+import statistics
 import time
 
 import torch
@@ -9,19 +10,20 @@ from grader.sandbox.host import Sandbox, WorkerFault
 from grader.suite.checks import Mismatch, short
 from grader.suite.parts import ReferenceParts
 
-SHORT_TIMEOUT = 0.1  # of the usual deadline, for a component that has hung already
-RELATIVE_SLACK = 3.0  # ... but never less than this many times its slowest answer in time
-MIN_SHORT_SECONDS = 1.0
+# The deadline of a request of a component that has hung already: this many times its slowest
+# answer so far, or the median answer of this grading (which grows with the machine's load) where
+# that is longer, never under MIN_SHORT_SECONDS, never over the usual deadline.
+RELATIVE_SLACK = 3.0
+MIN_SHORT_SECONDS = 0.5
 
 
 class Submission:
     """The `student` fixture: builds and calls the submission's code through the sandbox.
 
     A fault (crash, timeout, tampering) fails the rest of its check at once. Once a component
-    has hung, each later request of its checks gets a short deadline (SHORT_TIMEOUT of the
-    usual one, and never less than RELATIVE_SLACK times its slowest answer so far): a hang
-    costs about one timeout per component rather than one per check, and checks whose inputs
-    do not make it hang still pass.
+    has hung, each later request of its checks gets a short deadline (RELATIVE_SLACK times the
+    slowest answer so far, at least MIN_SHORT_SECONDS): a hang costs about one timeout per
+    component rather than one per check, and checks whose inputs do not make it hang still pass.
 
     Every check runs on the CPU; `gpu` is the device the GPU tier moves modules and inputs to
     ("cuda"), chosen by the grader (None where that tier does not run).
@@ -42,17 +44,22 @@ class Submission:
         self.forbidden: list[str] = []  # course.toml's forbidden APIs, watched in the worker (grader.forbidden)
         self.executed: list = []  # what the worker saw the submission run of them, as it says
         self.component = ""  # of the check running
-        self.hung: set[str] = set()  # components with a request that timed out
+        self.config: tuple[str, tuple[str, ...]] = ("", ())  # (component, reference parts swapped in)
+        self.hung: set[tuple[str, tuple[str, ...]]] = set()  # configs with a request that timed out
         self.slowest: dict[str, float] = {}  # component -> its slowest answer in time, in seconds
+        self.answers: list[float] = []  # every answer's time, in seconds: how loaded the machine is
 
     def new_output(self, limit: int) -> str:
         """What the submission printed since the last call (at most `limit` bytes)."""
         text, self.output_seen = self.sandbox.read_output(self.output_seen, limit)
         return text
 
-    def begin_check(self, component: str = ""):
+    def begin_check(self, component: str = "", parts: tuple[str, ...] = ()):
+        """`parts`: the reference parts swapped in for this check (grader.attribution): a component
+        that hung on its own parts may not hang on the reference's, so its hangs count apart."""
         self.check_fault = None
         self.component = component
+        self.config = (component, parts)
 
     def _request(self, message: dict, timeout: float | None = None):
         # A fault fails the rest of its own check at once (Hypothesis replays failing
@@ -64,10 +71,11 @@ class Submission:
         if isinstance(target, str) and target.startswith("assignment"):
             self._import(target.partition(":")[0])
         component, where = self.component, None
-        if component in self.hung:
+        if self.config in self.hung:
             limits = self.sandbox.limits
             usual = timeout or limits.timeout_seconds
-            short = max(usual * SHORT_TIMEOUT, MIN_SHORT_SECONDS, RELATIVE_SLACK * self.slowest.get(component, 0.0))
+            typical = statistics.median(self.answers) if self.answers else 0.0
+            short = max(MIN_SHORT_SECONDS, RELATIVE_SLACK * max(self.slowest.get(component, 0.0), typical))
             if short < usual:
                 set_at = "this check's own timeout" if timeout else limits.where("timeout_seconds")
                 timeout, where = short, f"shortened from {usual:g} s ({set_at}): {component} hung in an earlier check"
@@ -77,10 +85,12 @@ class Submission:
         except WorkerFault as fault:
             self.check_fault = fault
             if fault.kind == "timeout" and component:
-                self.hung.add(component)
+                self.hung.add(self.config)
             raise
+        seconds = time.monotonic() - started
+        self.answers.append(seconds)
         if component:
-            self.slowest[component] = max(self.slowest.get(component, 0.0), time.monotonic() - started)
+            self.slowest[component] = max(self.slowest.get(component, 0.0), seconds)
         return self._wrap(value)
 
     def _import(self, module: str):

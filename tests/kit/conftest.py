@@ -15,11 +15,16 @@ ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
 
 
-def run_grade(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
-    """`python -m grader ARGS` as a user runs it: a fresh process, no colour, plain terminal."""
+def run_grade(*args: str, cwd: Path = ROOT, timeout: float = 600,
+              refuse_namespaces: bool = False) -> subprocess.CompletedProcess:
+    """`python -m grader ARGS` as a user runs it: a fresh process, no colour, plain terminal;
+    `refuse_namespaces`: in a process that the kernel refuses namespaces, as Docker's default
+    seccomp profile does (tests/kit/seccomp.py)."""
+    from tests.kit import seccomp
+
     env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb", "COLUMNS": "100"}
-    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, preexec_fn=seccomp.refuse_namespaces if refuse_namespaces else None)
 
 
 def cli_json(tree: Path, assignment: str, *extra: str) -> dict:
@@ -33,13 +38,58 @@ def cli_json(tree: Path, assignment: str, *extra: str) -> dict:
 
 _GRADERS: dict = {}
 ONE_SCREEN = 45  # lines of `grade`'s report at 100 columns, for a submission with one bug
+# Reports already graded in this test run, by what decides them (tests/kit/test_reproducible.py: the
+# same files, course and device always get the same JSON): many tests grade the same tree (a bug of
+# the table alone, in test_assignmentN and test_attribution; the solutions), each xdist worker of
+# the run shares them through this folder (set by the `report_cache` fixture; None: this process only)
+REPORT_CACHE: Path | None = None
+_REPORTS: dict = {}
 
 
-def grade_report(tree: Path, assignment: str, *, course: Path = ROOT / "course.toml", device: str = "cpu"):
+def grade_report(tree: Path, assignment: str, *, course: Path = ROOT / "course.toml", device: str = "cpu",
+                 cached: bool = True):
     """Grade `tree` in this process through the warm grader that `grade`, `grade --watch` and `grade
     batch` use (grader.warm.Grader: a worker forked per grade from a template, in the same isolation);
     one grader per course and test process. tests/kit/test_reproducible.py holds its JSON to the
-    command line's."""
+    command line's. `cached`: a tree with the same files, graded earlier in this test run for the same
+    assignment, course and device, gives that grading's report (timings included) without a new one."""
+    if not cached:
+        return _grade_now(tree, assignment, course, device)
+    key = _report_key(tree, assignment, course, device)
+    if key in _REPORTS:
+        return _REPORTS[key]
+    if REPORT_CACHE is None:
+        _REPORTS[key] = _grade_now(tree, assignment, course, device)
+        return _REPORTS[key]
+    import fcntl
+    import pickle
+
+    path = REPORT_CACHE / f"{key}.pickle"
+    with open(REPORT_CACHE / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker grading the same tree: wait for its report
+        if path.exists():
+            report = pickle.loads(path.read_bytes())
+        else:
+            report = _grade_now(tree, assignment, course, device)
+            part = path.with_suffix(".part")
+            part.write_bytes(pickle.dumps(report))
+            part.rename(path)
+    _REPORTS[key] = report
+    return report
+
+
+def _report_key(tree: Path, assignment: str, course: Path, device: str) -> str:
+    import hashlib
+
+    h = hashlib.sha256(f"{assignment}\0{device}\0{Path(course).resolve()}\0".encode())
+    h.update(Path(course).read_bytes())
+    for path in sorted(p for p in Path(tree).rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(f"\0{path.relative_to(tree).as_posix()}\0".encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _grade_now(tree: Path, assignment: str, course: Path, device: str):
     from grader import load_course
     from grader.warm import Grader
 
@@ -50,6 +100,17 @@ def grade_report(tree: Path, assignment: str, *, course: Path = ROOT / "course.t
     return _GRADERS[key].grade(assignment=assignment, submission=tree, device=device)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def report_cache(tmp_path_factory, worker_id):
+    """The folder REPORT_CACHE, shared by this run's xdist workers (the parent of their base temp)."""
+    global REPORT_CACHE
+    base = tmp_path_factory.getbasetemp()
+    REPORT_CACHE = (base if worker_id == "master" else base.parent) / "reports"
+    REPORT_CACHE.mkdir(exist_ok=True)
+    yield REPORT_CACHE
+    REPORT_CACHE = None
+
+
 def as_json(report) -> dict:
     """The JSON report as `grade --json` writes it."""
     from grader.results import to_json
@@ -57,9 +118,10 @@ def as_json(report) -> dict:
     return json.loads(json.dumps(to_json(report)))
 
 
-def grade_json(tree: Path, assignment: str, *, course: Path = ROOT / "course.toml", device: str = "cpu") -> dict:
+def grade_json(tree: Path, assignment: str, *, course: Path = ROOT / "course.toml", device: str = "cpu",
+               cached: bool = True) -> dict:
     """grade_report's JSON."""
-    return as_json(grade_report(tree, assignment, course=course, device=device))
+    return as_json(grade_report(tree, assignment, course=course, device=device, cached=cached))
 
 
 def grade_one_bug(tmp_path: Path, name: str) -> dict:

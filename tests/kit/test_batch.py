@@ -266,9 +266,9 @@ def test_a_batch_that_could_grade_nothing_for_its_own_errors_exits_1(tmp_path, q
 
 def test_grader_errors_are_counted_in_the_last_line(tmp_path, monkeypatch, capsys):
     """Some graded, some grader_error: the batch exits 0, and its last line says how many failed.
-    The grader's failure is faked (grader.batch.run._locally returns an error for one student): a
+    The grader's failure is faked (grader.batch.pool.grade_locally returns an error for one student): a
     real grader error that strikes one submission of a class and not the others has no trigger."""
-    from grader.batch import outputs, run
+    from grader.batch import outputs, pool
     from grader.commands import batch as command
     from grader.course import load
 
@@ -281,7 +281,7 @@ def test_grader_errors_are_counted_in_the_last_line(tmp_path, monkeypatch, capsy
             else:
                 yield e, {"report": outputs.empty_report(spec, str(e.tree), "passed", ""), "feedback": "fine"}
 
-    monkeypatch.setattr(run, "_locally", fake)
+    monkeypatch.setattr(pool, "grade_locally", fake)
     for name in ("ada", "bob", "cy"):
         copy_tree(SOLUTIONS, tmp_path / "class" / name)
     args = [str(tmp_path / "class"), "--assignment", "assignment1", "--out", str(tmp_path / "out"),
@@ -291,7 +291,7 @@ def test_grader_errors_are_counted_in_the_last_line(tmp_path, monkeypatch, capsy
     assert "2 graded, 1 failed with a grader error" in out, out[-1000:]
     assert read_csv(tmp_path / "out" / "grades.csv")["bob"]["status"] == "grader_error"
 
-    monkeypatch.setattr(run, "_locally", lambda course, assignment, entries, jobs: (
+    monkeypatch.setattr(pool, "grade_locally", lambda course, assignment, entries, jobs: (
         (e, {"error": "the grader failed on this submission: RuntimeError: boom"}) for e in entries))
     assert command.main(args) == 1  # bob alone is graded again (grader_error is retried), and fails again
     out, err = capsys.readouterr()

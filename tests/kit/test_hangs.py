@@ -5,6 +5,7 @@ from tests.kit.conftest import assert_loses_only_in, grade_json, mutant
 
 PE = "assignment1/positional_encoding.py"
 MHA = "assignment2/multi_head_attention.py"
+EMB = "assignment1/embedding.py"
 FULL = "no answer within 3 s while"  # the course's timeout_seconds (3 in the quick course)
 
 
@@ -34,3 +35,19 @@ def test_a_component_that_hangs_on_some_inputs_keeps_the_checks_it_passes(tmp_pa
     assert set(statuses) == {"passed", "timeout"}, statuses
     first = statuses.index("timeout")
     assert "passed" in statuses[first:], statuses  # a pass after the first hang
+
+
+def test_a_composite_that_hung_through_its_part_gets_the_full_deadline_on_the_reference_part(tmp_path,
+                                                                                               quick_course):
+    """PositionalEncoding hangs in train mode; TransformerEmbedding, correct but slow in train mode
+    (1.5 s a call, within the 3 s timeout), hangs through it. Run again on the reference's
+    PositionalEncoding (attribution), its checks must pass: the hang was its part's, so that run
+    does not inherit the short deadline of the hung component."""
+    forward = "        T = x.size(1)\n"
+    slow = "        return self.position(self.token(x))  # (B, T, d_model)\n"
+    tree = mutant(tmp_path, {PE: [(forward, "        while self.training:\n            pass\n" + forward)],
+                             EMB: [(slow, "        if self.training:\n            __import__('time').sleep(1.5)\n" + slow)]})
+    report = grade_json(tree, "assignment1", course=quick_course)
+    assert_loses_only_in(report, "PositionalEncoding")
+    failing = [t for t in checks_of(report, "TransformerEmbedding") if t["status"] != "passed"]
+    assert failing and all(t.get("excused_by") == ["PositionalEncoding"] for t in failing), failing
