@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from grader.sandbox.child import protocol
+from grader.sandbox.child import protocol, state
 from grader.sandbox.child.gradients import fill, split
 from grader.sandbox.child.standins import TORCH
 from grader.sandbox.child.values import data, plain
@@ -122,7 +122,7 @@ class ReferenceParts:
         if any(type(v) is int and abs(v) > self.MAX_INT for v in [*args, *kwargs.values()]):
             raise ValueError(f"sizes above {self.MAX_INT} are not served")
         args, kwargs = self._callables([args, kwargs], {}, None)
-        torch.manual_seed(0)
+        state.seed(0)
         cls = self._target(part)
         if not isinstance(cls, type):
             raise ValueError(f"{part!r} is not a class")

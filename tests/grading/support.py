@@ -5,6 +5,7 @@ from pathlib import Path
 
 import torch
 
+from grader.sandbox.child import state
 from grader.suite.checks import assert_close, describe
 from grader.suite.reference import resolve
 
@@ -41,7 +42,7 @@ def check_stored(student, assignment: str, case: str, atol: float = 1e-5, hint: 
 
 def reference_module(reference: str, target: str, *args, seed: int = 0, **kwargs) -> torch.nn.Module:
     """The reference's module with random weights (so a missed scale or bias shows)."""
-    torch.manual_seed(seed)
+    state.seed(seed)
     module = resolve(reference, target)(*args, **kwargs).eval()
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():

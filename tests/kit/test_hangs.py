@@ -45,8 +45,9 @@ def test_a_composite_that_hung_through_its_part_gets_the_full_deadline_on_the_re
     does not inherit the short deadline of the hung component."""
     forward = "        T = x.size(1)\n"
     slow = "        return self.position(self.token(x))  # (B, T, d_model)\n"
+    sleep = "        if self.training:\n            __import__('time').sleep(1.5)\n"
     tree = mutant(tmp_path, {PE: [(forward, "        while self.training:\n            pass\n" + forward)],
-                             EMB: [(slow, "        if self.training:\n            __import__('time').sleep(1.5)\n" + slow)]})
+                             EMB: [(slow, sleep + slow)]})
     report = grade_json(tree, "assignment1", course=quick_course)
     assert_loses_only_in(report, "PositionalEncoding")
     failing = [t for t in checks_of(report, "TransformerEmbedding") if t["status"] != "passed"]

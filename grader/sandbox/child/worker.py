@@ -72,7 +72,7 @@ class Worker:
         args = self.unwrap(req.get("args", []), device)
         kwargs = self.unwrap(req.get("kwargs", {}), device)
         if req.get("seed") is not None:
-            torch.manual_seed(req["seed"])
+            state.seed(req["seed"])
         # the kit's own targets (the end-to-end training run) are not watched: they are long, and
         # whatever of the submission's they run is watched in its own component's checks
         t = req["target"]
@@ -158,7 +158,7 @@ class Worker:
         cast = torch.autocast(kind, dtype=protocol.DTYPES[req["autocast"]]) if req.get("autocast") else nullcontext()
         placed = placement.Placement(kind, module if isinstance(module, torch.nn.Module) else None)
         if req.get("seed") is not None:
-            torch.manual_seed(req["seed"])
+            state.seed(req["seed"])
         try:
             # on the CPU nothing can be stray: there the run is only run (the GPU tier with the CPU standing in)
             with torch.set_grad_enabled(grad_output is not None), self.watch, \
@@ -242,7 +242,7 @@ class Worker:
         self.swaps.clear()
         self.link.reset()
         self.objects.clear()
-        torch.manual_seed(0)
+        state.seed(0)
         return {"forbidden": self.watch.take()}
 
     def handle(self, req):
