@@ -217,8 +217,7 @@ class Sandbox:
             except protocol.ProtocolError as e:
                 self._fault("tamper", f"the submission's process sent a malformed answer ({e}); it was killed")
             if isinstance(reply, dict) and set(reply) == {"ask"} and self.on_ask is not None:
-                # the grader's time on the answer (a reference part run here; the first on the meta
-                # device imports torch._dynamo, seconds under load) is not the submission's
+                # the grader's time (a reference part: the first on meta imports torch._dynamo) is not theirs
                 asked = time.monotonic()
                 self._answer(reply["ask"])
                 deadline += time.monotonic() - asked

@@ -21,6 +21,7 @@ from grader.sandbox.child import protocol, state
 from grader.sandbox.child.gradients import fill, split
 from grader.sandbox.child.standins import TORCH
 from grader.sandbox.child.values import data, plain
+from grader.suite.callback import Callback
 from grader.suite.reference import PACKAGE, load, resolve
 
 # constructor arguments of the torch.nn built-ins that the stand-ins rebuild as themselves
@@ -258,31 +259,6 @@ class ReferenceParts:
             raise ValueError("malformed list of calls to free")
         for c in calls:
             self.graphs.pop(c, None)
-
-
-class Callback(torch.autograd.Function):
-    """A call back into the submission's process (a sublayer) as one node of the reference's graph:
-    backward asks that process to backpropagate through the graph it kept for the call."""
-
-    @staticmethod
-    def forward(ctx, call_back, handle, backprop, index, anchor, *args):
-        ctx.call_back, ctx.backprop, ctx.index = call_back, backprop, index
-        ctx.like = [(a.shape, a.dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else None
-                    for a in args]
-        out = call_back(handle, *[a.detach() if isinstance(a, torch.Tensor) else a for a in args])
-        if type(out) is not torch.Tensor or not out.is_floating_point():
-            raise ValueError("the sublayer should return a floating-point tensor")
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        grads = ctx.call_back(ctx.backprop, ctx.index, grad)
-        if type(grads) is not list or len(grads) != len(ctx.like) or any(
-                g is not None and (like is None or type(g) is not torch.Tensor or g.shape != like[0])
-                for g, like in zip(grads, ctx.like, strict=True)):
-            raise ValueError("the sublayer's process sent malformed gradients")
-        return (None,) * 5 + tuple(None if g is None else g.to(like[1])
-                                   for g, like in zip(grads, ctx.like, strict=True))
 
 
 def _tensor_attrs(module) -> dict:

@@ -21,9 +21,10 @@ class Submission:
     """The `student` fixture: builds and calls the submission's code through the sandbox.
 
     A fault (crash, timeout, tampering) fails the rest of its check at once. Once a component
-    has hung, each later request of its checks gets a short deadline (RELATIVE_SLACK times the
-    slowest answer so far, at least MIN_SHORT_SECONDS): a hang costs about one timeout per
-    component rather than one per check, and checks whose inputs do not make it hang still pass.
+    has hung, each later request of its checks gets a short deadline (see RELATIVE_SLACK): a hang
+    costs about one timeout per component rather than one per check, and checks whose inputs do
+    not make it hang still pass. A check run on the reference's parts (attribution) counts its
+    hangs apart from the same component's on its own parts.
 
     Every check runs on the CPU; `gpu` is the device the GPU tier moves modules and inputs to
     ("cuda"), chosen by the grader (None where that tier does not run).

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import struct
+import traceback
 
 import torch
 
@@ -185,3 +186,23 @@ def write_all(fd: int, data: bytes) -> None:
     while view:
         n = os.write(fd, view)
         view = view[n:]
+
+
+def describe_error(e: BaseException, package: str) -> dict:
+    """An exception of the submission's as the worker's {"error": ...} answer: its type, its classes,
+    its message and the lines of `package` (the submission) it came through."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f"/{package}/" in f.filename]
+    where = [f"{f.filename.split(f'/{package}/', 1)[1]}:{f.lineno} in {f.name}: {f.line}" for f in frames]
+    return {
+        "type": type(e).__name__,
+        "mro": [c.__name__ for c in type(e).__mro__],
+        "message": _safe_str(e)[:4000],
+        "where": where[-6:],
+    }
+
+
+def _safe_str(e: BaseException) -> str:
+    try:
+        return str(e)
+    except BaseException:
+        return f"<{type(e).__name__} whose message cannot be printed>"

@@ -8,7 +8,6 @@ submissions and to fail loudly (a malformed frame, a dead process) for the rest.
 import importlib
 import sys
 import threading
-import traceback
 from contextlib import nullcontext
 
 import torch
@@ -250,29 +249,11 @@ class Worker:
             value = getattr(self, "op_" + req["op"])(req)
             return protocol.encode({"ok": value}, keep=self.keep)
         except BaseException as e:  # the submission's exceptions, SystemExit and pytest's Skipped included
-            return protocol.encode({"error": describe(e)})
+            return protocol.encode({"error": protocol.describe_error(e, PACKAGE)})
         finally:
             # what a module changed at import, or a check left behind, reaches no other component
             if req.get("op") in ("import", "reset"):
                 self.baseline.restore_all()
-
-
-def describe(e: BaseException) -> dict:
-    frames = [f for f in traceback.extract_tb(e.__traceback__) if f"/{PACKAGE}/" in f.filename]
-    where = [f"{f.filename.split(f'/{PACKAGE}/', 1)[1]}:{f.lineno} in {f.name}: {f.line}" for f in frames]
-    return {
-        "type": type(e).__name__,
-        "mro": [c.__name__ for c in type(e).__mro__],
-        "message": _safe_str(e)[:4000],
-        "where": where[-6:],
-    }
-
-
-def _safe_str(e: BaseException) -> str:
-    try:
-        return str(e)
-    except BaseException:
-        return f"<{type(e).__name__} whose message cannot be printed>"
 
 
 def main():
