@@ -19,7 +19,8 @@ from grader.results import NOT_COUNTED, Outcome
 
 MISSING = Outcome("error", "missing", "this check did not run again on the reference's parts")
 
-Run = Callable[[dict[str, tuple[str, ...]]], dict[str, Outcome]]
+# (check id -> parts to swap in, quick=, one_failure=) -> outcomes (grader.grading.run_checks)
+Run = Callable[..., dict[str, Outcome]]
 
 
 def target(component: Component) -> str:
@@ -51,9 +52,10 @@ def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome
     here = {c.name for c in assignment.components}
     if any(failed(results[i]) for ids in graded.values() for i in ids):
         # parts graded elsewhere: run their own checks, only to learn whether they fail (not the GPU
-        # tier: it says nothing about the part's arithmetic)
+        # tier: it says nothing about the part's arithmetic), so a part's first failure decides
         outside = sorted({d for c in composites for d in c.depends if d not in here})
-        status.update(run({chk.id: () for d in outside for chk in components[d].checks if chk.tier != "cuda"}))
+        ids = [chk.id for d in outside for chk in components[d].checks if chk.tier != "cuda"]
+        status.update(run(dict.fromkeys(ids, ()), quick=frozenset(ids), one_failure=True))
 
     def fails(part: str) -> bool:
         return any(failed(status.get(chk.id)) for chk in components[part].checks)
@@ -66,5 +68,8 @@ def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome
                 blamed[check] = parts
     if not swap:
         return {check: Blame(parts, None) for check, parts in blamed.items()}
-    again = run({check: tuple(target(components[p]) for p in parts) for check, parts in blamed.items()})
+    # a check that failed on the student's parts shows that failure whatever this run finds: only
+    # whether it passes here is wanted
+    again = run({check: tuple(target(components[p]) for p in parts) for check, parts in blamed.items()},
+                quick=frozenset(check for check in blamed if failed(results[check])))
     return {check: Blame(parts, again.get(check, MISSING)) for check, parts in blamed.items()}

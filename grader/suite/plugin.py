@@ -9,7 +9,7 @@ import hypothesis
 import pytest
 
 from grader.course import Course
-from grader.results import Outcome
+from grader.results import NOT_COUNTED, Outcome
 from grader.sandbox.host import StudentError, WorkerFault
 from grader.suite.checks import Mismatch
 from grader.suite.remote import Submission
@@ -48,6 +48,10 @@ def falsifying_example(exc: BaseException, limit: int = 1500) -> str:
     return ""
 
 
+PHASES = [hypothesis.Phase.explicit, hypothesis.Phase.generate, hypothesis.Phase.shrink]
+UNSHRUNK = PHASES[:2]
+
+
 def _no_local_constants():
     """Hypothesis mixes constants read from the source of "local" modules loaded in this
     process into its examples (and caches them under .hypothesis/): which examples a check
@@ -71,10 +75,18 @@ def _bound_shrinking(successful_shrinks: int = 16):
 
 
 class GradingPlugin:
-    """Runs the checks in `checks` (id -> parts whose reference versions are swapped in first)."""
+    """Runs the checks in `checks` (id -> parts whose reference versions are swapped in first).
 
-    def __init__(self, course: Course, submission: Submission, checks: dict[str, tuple[str, ...]]):
+    `quick`: checks whose outcome is wanted as passed or failed only, never shown: a failure is
+    not shrunk. `one_failure`: only whether each component fails is wanted: a component's
+    remaining checks are not run once one has failed."""
+
+    def __init__(self, course: Course, submission: Submission, checks: dict[str, tuple[str, ...]], *,
+                 quick: frozenset[str] = frozenset(), one_failure: bool = False):
         self.course, self.submission, self.checks = course, submission, checks
+        self.quick, self.one_failure = quick, one_failure
+        self.failing: set[str] = set()  # components with a failed check
+        self.not_run: set[str] = set()
         self.results: dict[str, Outcome] = {}
         self.interrupted = False  # by Ctrl-C (pytest returns INTERRUPTED for a collection error too)
         self.component_of = {chk.id: comp.name for a in course.assignments.values() for comp in a.components
@@ -84,7 +96,7 @@ class GradingPlugin:
         hypothesis.settings.register_profile(
             "grading", max_examples=self.course.max_examples, derandomize=True, database=None, deadline=None,
             suppress_health_check=list(hypothesis.HealthCheck), report_multiple_bugs=False, print_blob=False,
-            phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate, hypothesis.Phase.shrink])
+            phases=PHASES)
         hypothesis.settings.load_profile("grading")
         # Hypothesis keeps nothing here: no example database, and its home inside the scratch folder
         from hypothesis.configuration import set_hypothesis_home_dir
@@ -117,6 +129,13 @@ class GradingPlugin:
 
         return reference.load(self.course.reference)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        check = item.name.removeprefix("test_")
+        if self.one_failure and self.component_of.get(check) in self.failing:
+            self.not_run.add(check)  # its component is known to fail: the check has no result
+            pytest.skip("not run")
+
     @pytest.fixture(autouse=True)
     def _one_check(self, request):
         check = request.node.name.removeprefix("test_")
@@ -124,8 +143,17 @@ class GradingPlugin:
         self.submission.begin_check(self.component_of.get(check, ""), parts)
         if parts:
             self.submission.swap(*parts)
-        yield
-        self.submission.reset()
+        # Hypothesis keeps a test's settings on the test function, for every later run of this process
+        function = request.function
+        kept = getattr(function, "_hypothesis_internal_use_settings", None)
+        if check in self.quick and kept is not None:
+            function._hypothesis_internal_use_settings = hypothesis.settings(kept, phases=UNSHRUNK)
+        try:
+            yield
+        finally:
+            if check in self.quick and kept is not None:
+                function._hypothesis_internal_use_settings = kept
+            self.submission.reset()
 
     def pytest_keyboard_interrupt(self, excinfo):
         # also called for pytest's own Session.Interrupted (a KeyboardInterrupt) after a collection error
@@ -135,6 +163,8 @@ class GradingPlugin:
     def pytest_runtest_makereport(self, item, call):
         report = yield
         check = item.name.removeprefix("test_")
+        if check in self.not_run:
+            return report
         if report.when == "call" or (report.when == "setup" and not report.passed):
             if report.passed:
                 outcome = Outcome("passed")
@@ -144,5 +174,10 @@ class GradingPlugin:
                 outcome = classify(call.excinfo.value) if call.excinfo else Outcome("error", "grader", "no result")
             outcome.output = self.submission.new_output(self.course.limits.output_kb * 1024)
             outcome.duration = report.duration
+            # what Hypothesis would have shrunk: a mismatch or an exception of the submission's
+            outcome.unshrunk = check in self.quick and hasattr(item.obj, "hypothesis") and outcome.reason in (
+                "mismatch", "exception")
             self.results[check] = outcome
+            if outcome.status != "passed" and outcome.reason not in NOT_COUNTED:
+                self.failing.add(self.component_of.get(check, ""))
         return report

@@ -47,7 +47,7 @@ class Watch(TorchFunctionMode):
         self.classes: dict[type, str] = {}
         self.hits: list[list] = []
         self.depth = 0
-        self.active = False  # whether the outermost entry pushed the mode (nothing to watch: nothing pushed)
+        self.active = False  # whether the outermost entry pushed the mode (no function watched: not pushed)
         self.hook = None
 
     def watch(self, names: list[str]) -> None:
@@ -65,21 +65,25 @@ class Watch(TorchFunctionMode):
     def __enter__(self):
         # re-entered when the grader calls back into the worker in the middle of a request
         self.depth += 1
-        if self.depth == 1 and (self.functions or self.classes):
+        if self.depth == 1:
             if self.classes:
                 self.hook = torch.nn.modules.module.register_module_forward_pre_hook(self._module_runs)
-            super().__enter__()
-            self.active = True
+            # every torch call goes through the mode (1.4x on small tensors): pushed only when a
+            # function is watched, not for classes alone (assignment3's), which the hook sees
+            if self.functions:
+                super().__enter__()
+                self.active = True
         return self
 
     def __exit__(self, *exc):
         self.depth -= 1
-        if self.depth == 0 and self.active:
-            self.active = False
+        if self.depth == 0:
             if self.hook is not None:
                 self.hook.remove()
                 self.hook = None
-            super().__exit__(*exc)
+            if self.active:
+                self.active = False
+                super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
