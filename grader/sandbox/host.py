@@ -6,7 +6,8 @@ a clean environment, resource limits and a process group of its own; on Linux, a
 namespaces of its own (`grader.sandbox.isolation`). A request that outlives its deadline kills
 the whole group (in namespaces, every process the child started); the next request starts a
 fresh child. With a `grader.sandbox.template.Template`, the child is a fork of a process that has
-imported torch already, made into the same worker with the same isolation.
+imported torch already, made into the same worker with the same isolation; a sandbox given none
+starts one of its own at its first restart, for the restarts that follow.
 """
 
 import os
@@ -103,6 +104,7 @@ class Sandbox:
         self.limits = limits
         self.gpu = gpu  # it may use a CUDA device (see rlimits)
         self.template = template
+        self.own_template: Template | None = None  # started at the first restart, where none was given
         self.created = time.monotonic()
         self.isolation = isolation.choose(limits)  # "namespaces" or "process"
         self.user = isolation.sandbox_user()  # as root, the submission's uid and gid: not root's
@@ -126,6 +128,10 @@ class Sandbox:
         self.restarts = 0
 
     def start(self):
+        if self.restarts == 1 and self.template is None:
+            # a fault seldom comes alone (a hang or a crash recurs in each check of its component): later
+            # restarts fork from a template rather than each import torch again
+            self.template = self.own_template = _template_for_restarts(self.limits)
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         self.started = time.monotonic()
@@ -297,4 +303,15 @@ class Sandbox:
     def close(self):
         if self.proc is not None:
             self._kill()
+        if self.own_template is not None:
+            self.own_template.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _template_for_restarts(limits: Limits) -> "Template | None":
+    from grader.sandbox.template import Template, TemplateError, unavailable
+
+    try:
+        return None if unavailable() else Template(limits).start()
+    except TemplateError:
+        return None

@@ -213,6 +213,27 @@ def test_faults_say_the_same_and_restart_from_the_template(tmp_path, shared_temp
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_a_sandbox_given_no_template_restarts_from_one_of_its_own_that_ends_with_it(tmp_path, monkeypatch, mode):
+    """A cold `grade` starts its first worker as a fresh Python; a fault seldom comes alone, so the
+    restarts fork from a template the sandbox starts at the first, and closes with itself."""
+    box = sandbox(tmp_path, mode, None, monkeypatch)
+    try:
+        assert isinstance(box.proc, subprocess.Popen) and box.own_template is None
+        for _ in range(2):
+            with pytest.raises(WorkerFault):
+                call(box, "exits")
+            box.request({"op": "import", "module": "assignment1.probe"})
+            assert isinstance(box.proc, template.Forked)
+            assert call(box, "facts")["matmul"]
+        assert box.own_template is not None and box.own_template.launches == 1
+        pid = box.own_template.pid
+        assert b"_grader_zygote" in cmdline(str(pid))
+    finally:
+        box.close()
+    assert not cmdline(str(pid))  # the template is gone with its sandbox
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_a_restarted_worker_charges_its_first_request_for_that_request_only(tmp_path, shared_template,
                                                                             monkeypatch, mode):
     # What a worker imports at start (torch, and torch._dynamo for the meta kernels: a second
