@@ -11,7 +11,6 @@ starts one of its own at its first restart, for the restarts that follow.
 """
 
 import os
-import resource
 import select
 import shutil
 import signal
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader.course import Limits
 from grader.sandbox import isolation
+from grader.sandbox.limits import environment, preexec, rlimits
 from grader.sandbox.stage import stage
 
 if TYPE_CHECKING:
@@ -54,35 +54,6 @@ class WorkerFault(BaseException):
     def __init__(self, kind: str, detail: str):
         super().__init__(detail)
         self.kind, self.detail = kind, detail
-
-
-def rlimits(limits: Limits, gpu: bool = False) -> list[tuple[int, int, int]]:
-    """(resource, soft, hard) for each limit of the submission's process, in the order they are set.
-
-    `gpu`: the process may use a CUDA device, whose driver reserves far more address space than
-    it uses: the address space is then unlimited, and memory_mb bounds the data segment and private
-    writable mappings (RLIMIT_DATA, which the driver's reserved, inaccessible mappings do not count
-    against), so host memory stays bounded all the same."""
-    mb = 1 << 20
-    space = resource.RLIM_INFINITY if gpu else limits.memory_mb * mb
-    return [(resource.RLIMIT_AS, space, space),
-            (resource.RLIMIT_DATA, limits.memory_mb * mb, limits.memory_mb * mb),
-            (resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 1),
-            (resource.RLIMIT_FSIZE, limits.file_size_mb * mb, limits.file_size_mb * mb),
-            (resource.RLIMIT_NPROC, limits.processes, limits.processes),
-            (resource.RLIMIT_CORE, 0, 0)]
-
-
-def _limit(limits: Limits, gpu: bool):
-    def apply():
-        for which, soft, hard in rlimits(limits, gpu):
-            resource.setrlimit(which, (soft, hard))
-    return apply
-
-
-def environment(home: str) -> dict[str, str]:
-    """The whole environment of the submission's process."""
-    return {"PATH": os.defpath, "HOME": home, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def _doing(message: dict) -> str:
@@ -164,7 +135,7 @@ class Sandbox:
                 with open(self.output, "ab") as out:
                     self.proc = subprocess.Popen(
                         argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=cwd, env=env,
-                        pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=_limit(self.limits, self.gpu))
+                        pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=preexec(self.limits, self.gpu))
         finally:
             os.close(req_r)
             os.close(resp_w)

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from grader.course import Limits
-from grader.sandbox.host import environment
+from grader.sandbox.limits import environment
 
 CHILD = Path(__file__).resolve().parent / "child"
 # the template's copy of the zygote, loaded by path: nothing named grader is imported in it

@@ -13,7 +13,7 @@ REPORT_LIMITS = ("import resource\n"
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="with a GPU, --device cuda trades the address-space limit "
-                                                     "for a data limit (grader.sandbox.host.rlimits)")
+                                                     "for a data limit (grader.sandbox.limits.rlimits)")
 def test_device_cuda_without_a_gpu_keeps_the_memory_limit(tmp_path, quick_course):
     tree = mutant(tmp_path, {LN: [("import torch\n", "import torch\n" + REPORT_LIMITS)]})
     report = grade_json(tree, "assignment1", course=quick_course, device="cuda")
