@@ -156,7 +156,7 @@ def run_checks(course: Course, student, checks: dict[str, tuple[str, ...]], *, q
     args = [*files, *(x for name in _NO_PLUGINS for x in ("-p", f"no:{name}"))]
     # the suites report through grader.suite.checks, not bare asserts: no rewriting to pay for
     args += ["-q", "--assert=plain", "--rootdir", str(course.root), "-c", str(course.path),
-             "-o", "python_files=test_*.py", "-W", "ignore"]
+             "-o", "python_files=test_*.py", "-W", "ignore", "--tb=no"]
     with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err:
         code = pytest.main(args, plugins=[plugin])
     if plugin.interrupted:  # pytest catches Ctrl-C and returns (INTERRUPTED, also its code for a suite
