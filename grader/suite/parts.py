@@ -62,6 +62,9 @@ class ReferenceParts:
         self.call_back = call_back  # (handle, *args) -> what the submission's callable returns
         self.allowed: set[str] = set()
         self.built: dict[int, Any] = {}  # modules, and instances of plain classes
+        # (part, arguments) -> the module built from them, its description and the CPU generator's state
+        # after it: a check's examples build the same parts again and again
+        self.modules: dict[str, tuple[nn.Module, dict, torch.Tensor]] = {}
         self.graphs: dict[int, tuple[list, list, list, list]] = {}  # call -> outputs, input/param leaves, anchors
         self.ids = itertools.count(1)  # never reused: a stale id from an earlier check names nothing
         self.package = PACKAGE
@@ -122,11 +125,19 @@ class ReferenceParts:
     def _build(self, part, args, kwargs):
         if any(type(v) is int and abs(v) > self.MAX_INT for v in [*args, *kwargs.values()]):
             raise ValueError(f"sizes above {self.MAX_INT} are not served")
-        args, kwargs = self._callables([args, kwargs], {}, None)
-        state.seed(0)
         cls = self._target(part)
         if not isinstance(cls, type):
             raise ValueError(f"{part!r} is not a class")
+        key = repr((part, args, kwargs)) if all(map(plain, [*args, *kwargs.values()])) else None
+        if key in self.modules:  # the same module, description and random state as building it again
+            module, tree, after = self.modules[key]
+            state.seed(0)
+            torch.default_generator.set_state(after)
+            build = next(self.ids)
+            self.built[build] = module
+            return {"id": build, "tree": tree}
+        args, kwargs = self._callables([args, kwargs], {}, None)
+        state.seed(0)
         module = cls(*args, **kwargs)
         if not isinstance(module, nn.Module):  # a plain object: kept here, its data attributes described
             build = next(self.ids)
@@ -137,7 +148,10 @@ class ReferenceParts:
             raise ValueError("part too large")
         build = next(self.ids)
         self.built[build] = module
-        return {"id": build, "tree": self._describe(module)}
+        tree = self._describe(module)
+        if key is not None:
+            self.modules[key] = (module, tree, torch.default_generator.get_state())
+        return {"id": build, "tree": tree}
 
     def _describe(self, m: nn.Module) -> dict:
         kind, prefix = type(m), self.package + "."
