@@ -22,6 +22,7 @@ from grader.sandbox.child.gradients import fill, split
 from grader.sandbox.child.standins import TORCH
 from grader.sandbox.child.values import data, plain
 from grader.suite.callback import Callback
+from grader.suite.layout import Layout, changed, on_weights, tensor_attrs
 from grader.suite.reference import PACKAGE, load, resolve
 
 # constructor arguments of the torch.nn built-ins that the stand-ins rebuild as themselves
@@ -65,6 +66,7 @@ class ReferenceParts:
         # (part, arguments) -> the module built from them, its description and the CPU generator's state
         # after it: a check's examples build the same parts again and again
         self.modules: dict[str, tuple[nn.Module, dict, torch.Tensor]] = {}
+        self.layouts: dict[int, Layout] = {}  # id of a module served -> its layout (which holds it)
         self.graphs: dict[int, tuple[list, list, list, list]] = {}  # call -> outputs, input/param leaves, anchors
         self.ids = itertools.count(1)  # never reused: a stale id from an earlier check names nothing
         self.package = PACKAGE
@@ -96,9 +98,10 @@ class ReferenceParts:
             return self._build(message["build"], args, kwargs)
         if "forward" in message:
             module = self._place(message["forward"], message.get("path"))
-            weights = self._weights(module, message.get("state"), message.get("training"))
-            return self._run(lambda *a, **k: torch.func.functional_call(module, weights, a, k, strict=True),
-                             module, weights, message, args, kwargs)
+            layout = self.layouts.get(id(module)) or self.layouts.setdefault(id(module), Layout.of(module))
+            weights = self._weights(layout, message.get("state"), message.get("training"))
+            return self._run(lambda *a, **k: _on(module, layout, weights, a, k), layout, weights, message, args,
+                             kwargs)
         if "call" in message:
             return self._run(self._target(message["call"]), None, {}, message, args, kwargs)
         if "method" in message:
@@ -177,22 +180,21 @@ class ReferenceParts:
         return self.built[build].get_submodule(path)
 
     @staticmethod
-    def _weights(module: nn.Module, state, training) -> dict:
+    def _weights(own: Layout, state, training) -> dict:
         """The stand-in's weights, which must be the reference module's names and shapes, and its
         submodules' train/eval flags, set on the reference's."""
-        own = {**dict(module.named_parameters()), **dict(module.named_buffers())}
-        if (not isinstance(state, dict) or set(state) != set(own)
-                or any(type(v) is not torch.Tensor or v.shape != own[k].shape
-                       or v.is_floating_point() != own[k].is_floating_point() for k, v in state.items())):
+        if (not isinstance(state, dict) or state.keys() != own.weights.keys()
+                or any(type(v) is not torch.Tensor or v.shape != own.weights[k][0]
+                       or v.is_floating_point() != own.weights[k][1] for k, v in state.items())):
             raise ValueError("the weights do not match the reference part's")
-        modules = dict(module.named_modules())
+        modules = own.modules
         if not isinstance(training, dict) or any(k not in modules or type(v) is not bool for k, v in training.items()):
             raise ValueError("malformed train/eval flags")
         for k, flag in training.items():
             modules[k].training = flag
         return dict(state)
 
-    def _run(self, fn, module, weights: dict, message: dict, args: list, kwargs: dict):
+    def _run(self, fn, layout: Layout | None, weights: dict, message: dict, args: list, kwargs: dict):
         grad = message.get("grad") is True
         skeleton, inputs = split([args, kwargs])
         if sum(t.numel() for t in [*inputs, *weights.values()]) > self.MAX_NUMEL:
@@ -204,11 +206,11 @@ class ReferenceParts:
         anchors = [torch.zeros((), requires_grad=True)] if grad else []
         callbacks = self._callback_pairs(message.get("callbacks", [])) if grad else {}
         args, kwargs = fill(self._callables(skeleton, callbacks, anchors[0] if grad else None), inputs)
-        before = _tensor_attrs(module)
+        before = tensor_attrs(layout)
         with torch.set_grad_enabled(grad):
             output = fn(*args, **kwargs)
         out_skeleton, outputs = split(output)
-        answer = {"output": fill(out_skeleton, [t.detach() for t in outputs]), "attrs": _changed(module, before)}
+        answer = {"output": fill(out_skeleton, [t.detach() for t in outputs]), "attrs": changed(layout, before)}
         if grad:
             if len(self.graphs) >= self.MAX_GRAPHS:
                 raise ValueError(f"more than {self.MAX_GRAPHS} calls with gradients kept at once")
@@ -275,17 +277,6 @@ class ReferenceParts:
             self.graphs.pop(c, None)
 
 
-def _tensor_attrs(module) -> dict:
-    if module is None:
-        return {}
-    return {(path, k): v for path, m in module.named_modules() for k, v in vars(m).items()
-            if isinstance(v, torch.Tensor) and not k.startswith("_")}
-
-
-def _changed(module, before: dict) -> dict:
-    """Tensor attributes the reference set during the call, by module path."""
-    changed: dict[str, dict] = {}
-    for (path, k), v in _tensor_attrs(module).items():
-        if before.get((path, k)) is not v:
-            changed.setdefault(path, {})[k] = v.detach()
-    return changed
+def _on(module: nn.Module, layout: Layout, weights: dict, args, kwargs):
+    with on_weights(layout, weights):
+        return module(*args, **kwargs)
