@@ -3,8 +3,6 @@
 import gc
 import io
 import itertools
-import sys
-import threading
 import time
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -96,18 +94,12 @@ def one_intra_op_thread():
 
 def _grade(course: Course, assignment: str, submission: Path, device: str, sandbox: Sandbox) -> Report:
     from grader import attribution, diagnosis, forbidden, performance, scoring
-    from grader.sandbox.child import placement
     from grader.suite.remote import Submission
 
     spec = course.assignment(assignment)
     submission = Path(submission).resolve()
     tiers = suite_files(course, assignment)
     has_reference = "hidden" in tiers  # the instructors' tier: the reference tree is there too
-    if has_reference and "torch._dynamo" not in sys.modules:
-        # the reference's parts run on meta in the device-placement checks: what meta kernels import
-        # on first use (grader.sandbox.child.placement.warm, a second or more), in the background
-        # while this process waits on the worker
-        threading.Thread(target=placement.warm, daemon=True).start()
     gpu = _gpu(device)
     try:
         student = Submission(sandbox, gpu, course.reference if has_reference else None)
