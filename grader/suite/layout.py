@@ -25,7 +25,6 @@ class Layout:
     # (path, a submodule's __dict__, its public names, how many entries it had when they were listed)
     attrs: list[tuple[str, dict, list[str], int]]
 
-
     @classmethod
     def of(cls, module: nn.Module) -> "Layout":
         own = {**dict(module.named_parameters()), **dict(module.named_buffers())}

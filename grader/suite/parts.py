@@ -98,7 +98,9 @@ class ReferenceParts:
             return self._build(message["build"], args, kwargs)
         if "forward" in message:
             module = self._place(message["forward"], message.get("path"))
-            layout = self.layouts.get(id(module)) or self.layouts.setdefault(id(module), Layout.of(module))
+            layout = self.layouts.get(id(module))
+            if layout is None:
+                layout = self.layouts[id(module)] = Layout.of(module)
             weights = self._weights(layout, message.get("state"), message.get("training"))
             return self._run(lambda *a, **k: _on(module, layout, weights, a, k), layout, weights, message, args,
                              kwargs)

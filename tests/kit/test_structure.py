@@ -204,3 +204,65 @@ def test_the_grader_refuses_malformed_requests_from_the_stand_ins():
     assert grads["inputs"][0].shape == (2, 4) and grads["params"][0].shape == (4,)
     parts.allow(None, ())
     assert not parts.graphs and not parts.built
+
+
+class _Tied(torch.nn.Module):
+    """Two places holding one weight (tied input and output embeddings), and a buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(6, 4)
+        self.out = torch.nn.Linear(4, 6, bias=False)
+        self.out.weight = self.embed.weight
+        self.register_buffer("scale", torch.tensor(2.0))
+
+    def forward(self, ids):
+        return self.out(self.embed(ids) * self.scale)  # (B, T, 6)
+
+
+def test_a_reference_module_runs_on_given_weights_as_under_functional_call():
+    from grader.suite.layout import Layout, on_weights
+
+    module = _Tied()
+    own = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    layout = Layout.of(module)
+    assert set(layout.weights) == {"embed.weight", "scale"}  # a tied weight is one name, held at two places
+    g = torch.Generator().manual_seed(0)
+    given = {"embed.weight": torch.randn(6, 4, generator=g).requires_grad_(), "scale": torch.tensor(3.0)}
+    ids = torch.tensor([[0, 5, 2]])
+    with on_weights(layout, given):
+        out = module(ids)
+    expected = torch.func.functional_call(module, given, (ids,))
+    torch.testing.assert_close(out, expected)
+    (grad,) = torch.autograd.grad(out.sum(), [given["embed.weight"]])
+    (want,) = torch.autograd.grad(expected.sum(), [given["embed.weight"]])
+    torch.testing.assert_close(grad, want)
+    assert not torch.equal(out, module(ids))  # the given weights were used, not the module's own
+    for k, v in module.state_dict().items():  # and the module's own are back
+        assert torch.equal(v, own[k]), k
+
+
+def test_a_part_built_again_from_the_same_arguments_is_described_and_seeded_as_a_fresh_build():
+    ln, mha = "assignment1.layer_norm:LayerNorm", "assignment2.multi_head_attention:MultiHeadAttention"
+    fresh = ReferenceParts(call_back=None)
+    fresh.allow(SOLUTIONS, [ln, mha])
+    first = fresh.answer({"build": mha, "args": [8, 2], "kwargs": {}})
+    after_fresh = torch.default_generator.get_state()
+    torch.manual_seed(123)  # somewhere else entirely
+    again = fresh.answer({"build": mha, "args": [8, 2], "kwargs": {}})
+    assert again["id"] != first["id"]
+    assert torch.equal(torch.default_generator.get_state(), after_fresh)
+    other = ReferenceParts(call_back=None)  # what a grader that never built it before describes
+    other.allow(SOLUTIONS, [ln, mha])
+    alone = other.answer({"build": mha, "args": [8, 2], "kwargs": {}})["tree"]
+
+    def tensors(tree):
+        yield from [*tree["parameters"].values(), *tree["buffers"].values()]
+        for _, sub in tree["modules"]:
+            yield from tensors(sub)
+
+    assert all(torch.equal(a, b) for a, b in zip(tensors(again["tree"]), tensors(alone), strict=True))
+    assert fresh.answer({"build": mha, "args": [8, 4], "kwargs": {}})["tree"] is not again["tree"]
+    fresh.allow(SOLUTIONS, [ln])  # a later check without it: a cached build is not served
+    with pytest.raises(ValueError):
+        fresh.answer({"build": mha, "args": [8, 2], "kwargs": {}})
