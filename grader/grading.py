@@ -14,7 +14,7 @@ from grader.sandbox.template import Template
 
 # plugins a grading run has no use for; unraisableexception alone costs ~0.6 s of gc at exit
 _NO_PLUGINS = ("cacheprovider", "randomly", "unraisableexception", "threadexception", "faulthandler", "doctest",
-               "pastebin", "junitxml", "nose")
+               "pastebin", "junitxml", "nose", "logging")
 
 
 def suite_files(course: Course, assignment: str, tiers=("public", "hidden")) -> dict[str, Path]:

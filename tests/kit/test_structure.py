@@ -266,3 +266,22 @@ def test_a_part_built_again_from_the_same_arguments_is_described_and_seeded_as_a
     fresh.allow(SOLUTIONS, [ln])  # a later check without it: a cached build is not served
     with pytest.raises(ValueError):
         fresh.answer({"build": mha, "args": [8, 2], "kwargs": {}})
+
+
+def test_drawn_tensors_and_reference_modules_drawn_again_are_fresh_copies_of_a_first_draw():
+    from tests import strategies as s
+    from tests.grading.support import reference_module
+
+    first = s.tensor([3, 4], 7, 0.5, 1.0)
+    first += 100  # the caller's to change
+    again = s.tensor([3, 4], 7, 0.5, 1.0)
+    g = torch.Generator().manual_seed(7)
+    assert torch.equal(again, (torch.randn(3, 4, generator=g, dtype=torch.float64) * 0.5 + 1.0).float())
+    assert again is not s.tensor([3, 4], 7, 0.5, 1.0)
+    ln = "assignment1.layer_norm:LayerNorm"
+    module = reference_module("solutions", ln, 6, seed=5)
+    after = torch.default_generator.get_state()
+    torch.manual_seed(123)  # somewhere else entirely
+    assert reference_module("solutions", ln, 6, seed=5) is module
+    assert torch.equal(torch.default_generator.get_state(), after)
+    assert reference_module("solutions", ln, 6, seed=6) is not module
