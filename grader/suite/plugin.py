@@ -74,6 +74,28 @@ def _bound_shrinking(successful_shrinks: int = 16):
         engine.MAX_SHRINKS = successful_shrinks
 
 
+def _digest_once():
+    """Hypothesis digests a test's source (inspect and tokenize) on every run of it, to seed its
+    derandomized draws and to key its database: the same bytes for the same function, every
+    grading of a warm grader. Kept per function and the key it is given (an internal, wrapped when
+    present)."""
+    from hypothesis import core
+
+    digest = getattr(core, "function_digest", None)
+    if digest is None or hasattr(digest, "kept"):
+        return
+    kept: dict = {}
+
+    def function_digest(function):
+        key = (function, getattr(function, "_hypothesis_internal_add_digest", None))
+        if key not in kept:
+            kept[key] = digest(function)
+        return kept[key]
+
+    function_digest.kept = kept  # type: ignore[attr-defined]
+    core.function_digest = function_digest
+
+
 class GradingPlugin:
     """Runs the checks in `checks` (id -> parts whose reference versions are swapped in first).
 
@@ -104,6 +126,7 @@ class GradingPlugin:
         set_hypothesis_home_dir(str(self.submission.sandbox.dir / "hypothesis"))
         _no_local_constants()
         _bound_shrinking()
+        _digest_once()
 
     def pytest_collection_modifyitems(self, session, config, items):
         keep, drop = [], []
