@@ -53,3 +53,24 @@ def test_a_grade_does_not_depend_on_how_or_where_it_is_run(tmp_path):
     for name, report in runs.items():
         assert report == first, f"{name}: the JSON differs from a plain run"
 
+
+
+def test_the_digest_kept_for_a_check_is_hypothesis_own():
+    """Derandomized draws are seeded from the digest of the check's source: the one kept per function
+    (grader.suite.plugin._digest_once) is the one Hypothesis computes, parametrized or not."""
+    from hypothesis import core
+    from hypothesis.internal import reflection
+
+    from grader.suite import plugin
+
+    def check(student, x):
+        return x + 1
+
+    plugin._digest_once()
+    kept = core.function_digest
+    plugin._digest_once()  # every grading sets it up: wrapped once
+    assert core.function_digest is kept
+    first = core.function_digest(check)
+    assert first == reflection.function_digest(check) and core.function_digest(check) == first
+    check._hypothesis_internal_add_digest = b"[case 2]"  # type: ignore[attr-defined]
+    assert core.function_digest(check) == reflection.function_digest(check) != first
