@@ -21,21 +21,27 @@ vocab_size = st.integers(5, 40)
 
 
 def tensor(shape, seed: int, scale: float = 1.0, offset: float = 0.0, dtype=torch.float32) -> torch.Tensor:
+    global _kept_bytes
     key = (tuple(shape), seed, scale, offset, dtype)
     drawn = _DRAWN.get(key)
     if drawn is None:
         g = torch.Generator().manual_seed(seed)
         drawn = (torch.randn(key[0], generator=g, dtype=torch.float64) * scale + offset).to(dtype)
         if drawn.numel() <= 4096:
-            if len(_DRAWN) >= 16384:
+            if _kept_bytes + drawn.nbytes > _KEPT_BYTES:
                 _DRAWN.clear()
+                _kept_bytes = 0
             _DRAWN[key] = drawn
+            _kept_bytes += drawn.nbytes
     return drawn.clone()
 
 
 # Derandomized examples draw the same small tensors again and again, in one grading and in every
-# grading of a warm grader: a copy of the first draw costs a tenth of drawing it again
+# grading of a warm grader: a copy of the first draw costs a tenth of drawing it again. A
+# grading keeps about 6,000 of them, under 1 MB
 _DRAWN: dict[tuple, torch.Tensor] = {}
+_KEPT_BYTES = 2**25
+_kept_bytes = 0  # in _DRAWN
 
 
 def tokens(shape, vocab: int, seed: int, low: int = 0) -> torch.Tensor:

@@ -268,7 +268,7 @@ def test_a_part_built_again_from_the_same_arguments_is_described_and_seeded_as_a
         fresh.answer({"build": mha, "args": [8, 2], "kwargs": {}})
 
 
-def test_drawn_tensors_and_reference_modules_drawn_again_are_fresh_copies_of_a_first_draw():
+def test_drawn_tensors_and_reference_modules_drawn_again_are_fresh_copies_of_a_first_draw(monkeypatch):
     from tests import strategies as s
     from tests.grading.support import reference_module
 
@@ -278,6 +278,10 @@ def test_drawn_tensors_and_reference_modules_drawn_again_are_fresh_copies_of_a_f
     g = torch.Generator().manual_seed(7)
     assert torch.equal(again, (torch.randn(3, 4, generator=g, dtype=torch.float64) * 0.5 + 1.0).float())
     assert again is not s.tensor([3, 4], 7, 0.5, 1.0)
+    monkeypatch.setattr(s, "_KEPT_BYTES", 64)  # room for one 3x4 float32 draw: the next one empties it first
+    s.tensor([3, 4], 8)
+    assert len(s._DRAWN) == 1 and s._kept_bytes == 48
+    assert torch.equal(s.tensor([3, 4], 7, 0.5, 1.0), again)
     ln = "assignment1.layer_norm:LayerNorm"
     module = reference_module("solutions", ln, 6, seed=5)
     after = torch.default_generator.get_state()
