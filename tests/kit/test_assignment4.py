@@ -4,9 +4,12 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
+from grader.sandbox.child import fixtures
 from grader.training import library as train
 from grader.training import toytask
+from tests.grading.helpers.training import SMALL
 from tests.kit.conftest import (
     ROOT,
     SOLUTIONS,
@@ -49,6 +52,21 @@ def test_a_train_epoch_bug_that_stops_learning_costs_train_epoch_only(tmp_path):
     assert_loses_only_in(report, "train_epoch")
     end_to_end = [t for c in report["components"] for t in c["tests"] if t["id"].startswith("end_to_end")]
     assert any(t["status"] != "passed" and not t.get("excused_by") for t in end_to_end), end_to_end
+
+
+def test_training_stopped_at_the_bar_took_the_steps_of_a_full_run_and_stopped_at_the_first_checkpoint(monkeypatch,
+                                                                                                   request):
+    monkeypatch.setattr(fixtures, "SUBMISSION", "solutions")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small ops: one thread is about as fast, and pytest-xdist runs another test beside it
+    request.addfinalizer(lambda: torch.set_num_threads(threads))
+    task = dict(seed=0, n_train=4000, n_test=200, **SMALL)
+    # a low bar, checked often, to keep this short: the reference has 0% at step 50 and 20% at step 100
+    stopped = fixtures.train_date_task(steps=1000, target=0.1, every=50, **task)
+    taken = len(stopped["losses"])
+    assert taken % 50 == 0 and taken < 1000 and stopped["exact_match"] >= 0.1, (taken, stopped["exact_match"])
+    assert stopped == fixtures.train_date_task(steps=taken, **task)  # evaluating changed nothing
+    assert fixtures.train_date_task(steps=taken - 50, **task)["exact_match"] < 0.1
 
 
 def test_the_task_is_fixed_by_its_seed_and_its_splits_are_disjoint():

@@ -92,20 +92,40 @@ class TinyTranslator(torch.nn.Module):
         return self.projection(self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask))
 
 
-def train_date_task(seed: int = 0, steps: int = 1000, n_train: int = 4000, n_test: int = 200, **config):
+def train_date_task(seed: int = 0, steps: int = 1000, n_train: int = 4000, n_test: int = 200,
+                    target: float | None = None, every: int = 100, **config):
     """Train a tree's whole assignment4 stack on the bundled date task; return the metrics.
 
     Runs inside the sandbox on the submission (`grader.training.library` uses the tree's own Transformer,
     Vocab, collate, LabelSmoothingLoss, noam_lr and train_epoch: train_epoch's parts, swapped for the
     reference's where they fail their own checks). The test sentences are decoded with the kit's greedy
-    decoding, so that greedy_decode, graded on its own, is not a part of this."""
+    decoding, so that greedy_decode, graded on its own, is not a part of this.
+
+    `target`: evaluate every `every` steps and stop once the exact match reaches it. Decoding leaves the
+    weights, the mode and the random stream as they were, so the steps taken are those of a full run.
+    """
     from grader.training import library, toytask
 
     task = toytask.make_task(seed=seed, n_train=n_train, n_valid=1, n_test=n_test)
     settings = library.TrainConfig(steps=steps, **config)
-    model, history = library.fit(SUBMISSION, task, settings, seed=seed, threads=None)
-    metrics = library.evaluate(SUBMISSION, model, task.test, history.src_vocab, history.tgt_vocab,
-                               decode=library.greedy_by_forward)
+    scored: dict[int, dict] = {}
+
+    def score(model, history) -> dict:
+        was_training = model.training
+        with torch.random.fork_rng(devices=[]):  # a model that draws in eval mode leaves training's draws alone
+            metrics = library.evaluate(SUBMISSION, model, task.test, history.src_vocab, history.tgt_vocab,
+                                       decode=library.greedy_by_forward)
+        model.train(was_training)
+        return metrics
+
+    def reached(step, model, history) -> bool:
+        if target is None or step % every:
+            return False
+        scored[step] = score(model, history)
+        return scored[step]["exact_match"] >= target
+
+    model, history = library.fit(SUBMISSION, task, settings, seed=seed, threads=None, until=reached)
+    metrics = scored.get(len(history.losses)) or score(model, history)
     samples = [[" ".join(s), " ".join(t), " ".join(h)]
                for (s, t), h in zip(task.test[:3], metrics["hypotheses"][:3], strict=True)]
     return {"losses": [float(x) for x in history.losses], "exact_match": float(metrics["exact_match"]),

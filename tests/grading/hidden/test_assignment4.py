@@ -76,15 +76,19 @@ def test_greedy_decode_uses_the_given_special_ids(student):
     check_greedy(student, src, 9, seed=11, pad=5, sos=3, eos=4)
 
 
+ACCURACY = 0.75  # exact match on held-out dates; the reference is past it at step 200 (99.5%)
+
+
 def test_end_to_end_training_reaches_accuracy(student):
-    check_accuracy(train_date_task(student, steps=1000, n_train=4000, n_test=200))
+    # trained until the bar is reached, checked every 100 steps, at most 1000
+    check_accuracy(train_date_task(student, steps=1000, n_train=4000, n_test=200, target=ACCURACY))
 
 
-def check_accuracy(got: dict, threshold: float = 0.75, hint: str = ""):
+def check_accuracy(got: dict, threshold: float = ACCURACY, hint: str = ""):
     em = got.get("exact_match")
     if type(em) is not float or not em >= threshold:
-        raise Mismatch("after 1000 training steps the model should translate most held-out dates exactly",
-                       expected=f"exact match >= {threshold:.0%} on 200 held-out dates",
-                       got=f"{em:.1%}" if type(em) is float else short(em),
+        raise Mismatch("within 1000 training steps the model should translate most held-out dates exactly",
+                       expected=f"exact match >= {threshold:.0%} on 200 held-out dates, checked every 100 steps",
+                       got=f"{em:.1%} after 1000 steps" if type(em) is float else short(em),
                        example="\n".join(f"{a}  ->  {c}   (reference: {b})" for a, b, c in got.get("samples", [])),
                        hint=hint or "Run `grade train assignment4` to see your model train and translate.")
