@@ -7,9 +7,11 @@ import pytest
 import torch
 
 from grader.sandbox.child import fixtures
+from grader.suite.kit import TinyTranslator
 from grader.training import library as train
 from grader.training import toytask
-from tests.grading.helpers.training import SMALL
+from tests.grading.helpers.names import PAD_ID
+from tests.grading.helpers.training import SMALL, tiny_batches, train_epoch_expected
 from tests.kit.conftest import (
     ROOT,
     SOLUTIONS,
@@ -67,6 +69,29 @@ def test_training_stopped_at_the_bar_took_the_steps_of_a_full_run_and_stopped_at
     assert taken % 50 == 0 and taken < 1000 and stopped["exact_match"] >= 0.1, (taken, stopped["exact_match"])
     assert stopped == fixtures.train_date_task(steps=taken, **task)  # evaluating changed nothing
     assert fixtures.train_date_task(steps=taken - 50, **task)["exact_match"] < 0.1
+
+
+@pytest.mark.parametrize(("seed", "lr", "gamma"), [(1, 0.3, None), (7, 0.4, 0.5), (3, 0.7, 0.9)])
+def test_the_written_out_definition_of_train_epoch_is_torch_optims_bit_for_bit(seed, lr, gamma):
+    batches = tiny_batches(seed, n_batches=5)
+    model = TinyTranslator(9, 9, init=seed).train()
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.5)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 1, gamma) if gamma else None
+    loss_fn = torch.nn.CrossEntropyLoss(ignore_index=PAD_ID)
+    losses = []
+    for src, tgt_in, tgt_out in batches:
+        opt.zero_grad()
+        logits = model(src, tgt_in)
+        loss = loss_fn(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1))
+        loss.backward()
+        opt.step()
+        if sched:
+            sched.step()
+        losses.append(loss.item())
+    mean, state = train_epoch_expected(batches, seed, lr, gamma=gamma)
+    assert mean == sum(losses) / len(losses)
+    assert state.keys() == model.state_dict().keys()
+    assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
 
 
 def test_the_task_is_fixed_by_its_seed_and_its_splits_are_disjoint():
