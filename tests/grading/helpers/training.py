@@ -151,5 +151,6 @@ def train_date_task(student, steps: int, n_train: int, n_test: int, target: floa
                            timeout=timeout * (2 if student.parts.allowed else 1))
     taken = len(got["losses"]) if type(got) is dict and isinstance(got.get("losses"), list) else None
     if taken is None or not (1 <= taken <= steps if target is not None else taken == steps):
-        raise Mismatch("training did not record one loss per step", expected=f"{steps} losses", got=short(got))
+        raise Mismatch("training did not record one loss per step", got=short(got),
+                       expected=f"between 1 and {steps} losses" if target is not None else f"{steps} losses")
     return got

@@ -90,6 +90,6 @@ def check_accuracy(got: dict, threshold: float = ACCURACY, hint: str = ""):
     if type(em) is not float or not em >= threshold:
         raise Mismatch("within 1000 training steps the model should translate most held-out dates exactly",
                        expected=f"exact match >= {threshold:.0%} on 200 held-out dates, checked every {EVERY} steps",
-                       got=f"{em:.1%} after 1000 steps" if type(em) is float else short(em),
+                       got=f"{em:.1%} after {len(got['losses'])} steps" if type(em) is float else short(em),
                        example="\n".join(f"{a}  ->  {c}   (reference: {b})" for a, b, c in got.get("samples", [])),
                        hint=hint or "Run `grade train assignment4` to see your model train and translate.")
