@@ -11,6 +11,7 @@ from grader import load_course
 from grader.grading import start_sandbox
 from grader.suite.parts import ReferenceParts
 from grader.suite.remote import Submission
+from tests.grading.helpers.names import random_state, transformer_shapes
 from tests.kit.conftest import ROOT, SOLUTIONS, full_marks, grade_json, mutant, scores
 
 ENC, DEC, TRANSFORMER = "assignment3/encoder.py", "assignment3/decoder.py", "assignment3/transformer.py"
@@ -289,3 +290,24 @@ def test_drawn_tensors_and_reference_modules_drawn_again_are_fresh_copies_of_a_f
     assert reference_module("solutions", ln, 6, seed=5) is module
     assert torch.equal(torch.default_generator.get_state(), after)
     assert reference_module("solutions", ln, 6, seed=6) is not module
+
+
+def test_a_module_first_imported_while_its_parts_are_swapped_runs_its_own_parts_after_reset():
+    """The composite's module may first be imported while the reference's parts stand in for its own (a
+    check run on the reference's parts right after a restart, or in a grader that ran the composite's
+    own checks elsewhere): once the check ends, the submission's own parts run again."""
+    course = load_course(ROOT / "course.toml")
+    sandbox = start_sandbox(course=course, assignment="assignment3", submission=SOLUTIONS)
+    try:
+        student = Submission(sandbox, "cpu", course.reference)
+        src, tgt = torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0]]), torch.tensor([[1, 6, 2], [3, 0, 0]])
+        kwargs = {"d_model": 8, "n_heads": 2, "n_layers": 2, "d_ff": 16, "max_len": 16, "pad_idx": 0, "dropout": 0.0}
+        state = random_state(transformer_shapes(8, 9, 8, 16, 2), 5)
+        student.swap(*TR_PARTS)  # before anything imported assignment3.transformer
+        swapped = student.new(TR, 8, 9, **kwargs).load(state).eval()(src, tgt)
+        student.reset()
+        # raised "the grader could not run the reference part": the stand-ins stayed in the module
+        own = student.new(TR, 8, 9, **kwargs).load(state).eval()(src, tgt)
+        torch.testing.assert_close(own, swapped)  # the submission is the reference: the same logits
+    finally:
+        sandbox.close()

@@ -194,6 +194,10 @@ class Worker:
 
     def op_import(self, req):
         self.watch.watch(req.get("forbidden", []))
+        # imported with no part swapped in, so that what it takes from the submission's modules is
+        # the submission's own, which _patch then records and the next reset puts back (a module first
+        # imported during a swap kept the stand-ins for good)
+        self._unpatch()
         with self.watch:
             importlib.import_module(f"{PACKAGE}.{req['module']}")
         self._patch()
@@ -234,10 +238,13 @@ class Worker:
                     self.patched.append((module, attr, value))
                     setattr(module, attr, replace[id(value)])
 
-    def op_reset(self, req):
+    def _unpatch(self):
         for module, attr, original in reversed(self.patched):
             setattr(module, attr, original)
         self.patched.clear()
+
+    def op_reset(self, req):
+        self._unpatch()
         self.swaps.clear()
         self.link.reset()
         self.objects.clear()
