@@ -6,11 +6,15 @@ import itertools
 import time
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.course import ConfigError, Course
 from grader.results import Outcome, Report
-from grader.sandbox.host import Sandbox
+from grader.sandbox.host import Sandbox, WorkerFault
 from grader.sandbox.template import Template
+
+if TYPE_CHECKING:
+    from grader.split import Helper
 
 # plugins a grading run has no use for; unraisableexception alone costs ~0.6 s of gc at exit
 _NO_PLUGINS = ("cacheprovider", "randomly", "unraisableexception", "threadexception", "faulthandler", "doctest",
@@ -44,18 +48,21 @@ def start_sandbox(*, course: Course, assignment: str, submission: Path, device: 
 
 
 def grade_submission(*, course: Course, assignment: str, submission: Path, device: str = "cpu",
-                     sandbox: Sandbox | None = None, template: Template | None = None) -> Report:
+                     sandbox: Sandbox | None = None, template: Template | None = None,
+                     helper: "Helper | None" = None, cost: dict[str, float] | None = None) -> Report:
     """Run the suites of `assignment` on `submission` and score them.
 
     The checks of a composite whose parts fail are re-run with the reference's versions of
     those parts swapped in, and that run decides (grader.attribution). Every check runs on the
     CPU; with `device` "cuda" the GPU tier runs too, where this process sees a CUDA device (the
     submission's process is not asked), and is reported skipped elsewhere. `sandbox`: one
-    started by start_sandbox for the same submission (closed here); `template`: as for start_sandbox."""
+    started by start_sandbox for the same submission (closed here); `template`: as for start_sandbox;
+    `helper`: a ready grader.split.Helper, which runs the checks of the later components meanwhile,
+    chosen by `cost` (seconds by check, from earlier gradings)."""
     sandbox = sandbox or start_sandbox(course=course, assignment=assignment, submission=submission, device=device,
                                        template=template)
     with one_intra_op_thread(), frozen_heap():
-        return _grade(course, assignment, submission, device, sandbox)
+        return _grade(course, assignment, submission, device, sandbox, helper, cost or {})
 
 
 _gradings = itertools.count(1)
@@ -92,7 +99,8 @@ def one_intra_op_thread():
         torch.set_num_threads(threads)
 
 
-def _grade(course: Course, assignment: str, submission: Path, device: str, sandbox: Sandbox) -> Report:
+def _grade(course: Course, assignment: str, submission: Path, device: str, sandbox: Sandbox,
+           helper: "Helper | None", cost: dict[str, float]) -> Report:
     from grader import attribution, diagnosis, forbidden, performance, scoring
     from grader.suite.remote import Submission
 
@@ -112,8 +120,9 @@ def _grade(course: Course, assignment: str, submission: Path, device: str, sandb
         # hand (the instructors' tier) its example is shrunk only where it is shown, once blame is known
         later = frozenset(chk.id for comp in spec.components if comp.depends for chk in comp.checks
                           if chk.id not in comp.isolated) if has_reference else frozenset()
-        results = run({chk.id: () for comp in spec.components for chk in comp.checks if chk.tier != "cuda" or gpu},
-                      quick=later)
+        results = _run_split({chk.id: () for comp in spec.components for chk in comp.checks
+                              if chk.tier != "cuda" or gpu}, run, spec, student, later, helper, cost,
+                             assignment=assignment, submission=submission, device=device, gpu=gpu)
         blame = attribution.attribute(course, spec, results, run, swap=has_reference)
         results.update(_shrink_shown(results, blame, run))
         speed = performance.measure(course, spec, student, results, gpu, has_reference)
@@ -145,6 +154,31 @@ def _grade(course: Course, assignment: str, submission: Path, device: str, sandb
         report.gpu = _gpu_summary(spec, results, gpu)
         report.notes.append(report.gpu["note"])
     return report
+
+
+def _run_split(checks: dict[str, tuple[str, ...]], run, spec, student, quick: frozenset[str], helper, cost,
+               **job) -> dict[str, Outcome]:
+    """run(checks, quick=quick), with the later components' checks run by `helper` meanwhile where
+    one is given; what they record is merged in the order of a single run (grader.split)."""
+    from grader import split
+
+    near, far = split.split([(comp.name, [chk.id for chk in comp.checks if chk.id in checks])
+                             for comp in spec.components], cost) if helper is not None else (list(checks), [])
+    if far:
+        assert helper is not None
+        helper.submit(checks={check: checks[check] for check in far}, quick=quick, forbidden=student.forbidden,
+                      reference=student.reference, **job)
+    results = run({check: checks[check] for check in near}, quick=quick)
+    if far:
+        assert helper is not None
+        done = helper.collect()
+        if done is None:  # the helper failed: nothing is lost, those checks run here
+            results.update(run({check: checks[check] for check in far}, quick=quick))
+        else:
+            results.update(done["results"])
+            student.executed += done["executed"]
+            student.sandbox.faults += [WorkerFault(kind, detail) for kind, detail in done["faults"]]
+    return results
 
 
 def _shrink_shown(results: dict[str, Outcome], blame: dict, run) -> dict[str, Outcome]:

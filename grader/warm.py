@@ -11,7 +11,10 @@ worker is a fork of it rather than a fresh Python. Every grading still gets a fr
 the same isolation, and the same JSON as a cold run (tests/kit/test_reproducible.py). `grade`, `grade
 --watch`, `grade batch` (each pool or Dask worker) and the kit's own tests all grade through
 this class; `template=False` starts each worker as a fresh Python instead, which a single cold
-run prefers (its worker imports torch while this process imports the rest).
+run prefers (its worker imports torch while this process imports the rest). `helper=True` also
+starts a second grader process (grader.split; `grade --watch` asks for one where a second core is
+free): once it has warmed up, it grades the later components of each grading while this process
+grades the others, with the same JSON.
 """
 
 from __future__ import annotations
@@ -25,13 +28,17 @@ if TYPE_CHECKING:
     from grader.results import Report
     from grader.sandbox.host import Sandbox
     from grader.sandbox.template import Template
+    from grader.split import Helper
 
 
 class Grader:
-    def __init__(self, course: Course, *, template: bool = True):
+    def __init__(self, course: Course, *, template: bool = True, helper: bool = False):
         self.course = course
         self._use_template = template
         self._template: Template | None = None
+        self._use_helper = helper
+        self._helper: Helper | None = None
+        self._cost: dict[str, float] = {}  # seconds by check, from the last grading that ran it
 
     def __enter__(self) -> Grader:
         return self.start()
@@ -46,7 +53,10 @@ class Grader:
 
         import grader.suite.plugin  # noqa: F401
         from grader.sandbox.template import Template, TemplateError, unavailable
+        from grader.split import Helper
 
+        if self._use_helper and self._helper is None:
+            self._helper = Helper(self.course)  # it warms up while this process grades
         if self._use_template and self._template is None and not unavailable():
             try:
                 self._template = Template(self.course.limits).start()
@@ -66,10 +76,25 @@ class Grader:
         """Grade `submission` (see grader.grading.grade_submission); `sandbox`: one from self.sandbox."""
         from grader.grading import grade_submission
 
-        return grade_submission(course=self.course, assignment=assignment, submission=submission, device=device,
-                                sandbox=sandbox, template=self._template)
+        helper = self._helper if self._helper is not None and self._helper.ready() else None
+        report = grade_submission(course=self.course, assignment=assignment, submission=submission, device=device,
+                                  sandbox=sandbox, template=self._template, helper=helper, cost=self._cost)
+        self._cost.update({check.id: check.outcome.duration for comp in report.components for check in comp.checks})
+        return report
+
+    def await_helper(self, seconds: float) -> bool:
+        """Wait at most `seconds` for the helper to warm up; whether it has (False without one)."""
+        return self._helper is not None and self._helper.ready(wait=seconds)
+
+    @property
+    def split_gradings(self) -> int:
+        """How many gradings the helper took part in."""
+        return self._helper.jobs if self._helper is not None else 0
 
     def close(self) -> None:
+        if self._helper is not None:
+            self._helper.close()
+            self._helper = None
         if self._template is not None:
             self._template.close()
             self._template = None

@@ -43,7 +43,9 @@ def main(argv: list[str]) -> int:
     if args.watch and to_stdout:
         raise ConfigError("--json: '-' cannot be combined with --watch (give a file, rewritten after each grade)")
     if args.watch:
-        return _watch(args, Grader(course), submission)
+        from grader.split import spare_core
+
+        return _watch(args, Grader(course, helper=spare_core()), submission)
     # the worker imports torch while this process imports pytest, Hypothesis and rich
     grader = Grader(course, template=False)
     sandbox = grader.sandbox(assignment=args.assignment, submission=submission, device=args.device)

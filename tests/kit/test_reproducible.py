@@ -5,10 +5,13 @@ import os
 import subprocess
 import sys
 
-from tests.kit.conftest import ROOT, grade_json, mutant
+from grader import load_course
+from grader.warm import Grader
+from tests.kit.conftest import ROOT, as_json, grade_json, mutant
 from tests.kit.mutants import patches
 
 BUGS = ("layer_norm_eps_outside_sqrt", "token_embedding_no_scale")  # failures, shrinking, excused checks
+SPLIT_BUGS = ("layer_norm_eps_outside_sqrt", "transformer_embedding_no_position")  # the first component, the last
 
 # the warm grader (a worker forked from a template, the grader's imports kept) after another submission
 TWO_IN_ONE_PROCESS = """
@@ -53,6 +56,19 @@ def test_a_grade_does_not_depend_on_how_or_where_it_is_run(tmp_path):
     for name, report in runs.items():
         assert report == first, f"{name}: the JSON differs from a plain run"
 
+
+
+def test_a_grade_split_across_two_grader_processes_is_the_grade_of_one(tmp_path):
+    """`grade --watch`'s helper (grader.split) grades the later components in a process of its own:
+    the JSON is one grader's, failures, attribution on the reference's parts and shrinking included."""
+    tree = mutant(tmp_path, patches(*SPLIT_BUGS))
+    with Grader(load_course(ROOT / "course.toml"), helper=True) as grader:
+        assert grader.await_helper(300), "the helper did not warm up"
+        split = without_timings(as_json(grader.grade(assignment="assignment1", submission=tree)))
+        assert grader.split_gradings == 1
+    one = without_timings(grade_json(tree, "assignment1", cached=False))
+    assert one["score"] < one["max_score"]  # the case is not trivial
+    assert split == one
 
 
 def test_the_digest_kept_for_a_check_is_hypothesis_own():
