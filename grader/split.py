@@ -58,27 +58,36 @@ def split(components: list[tuple[str, list[str]]], cost: dict[str, float]) -> tu
 
 
 class Helper:
-    """The grader's end: start it (it warms up in the background), then submit and collect."""
+    """The grader's end. It warms up in the background: its imports and template, then a first job
+    whose outcomes nobody waits for (`warm`, the far half of the grading under way), so that the
+    first grading it takes part in pays nothing a later one does not."""
 
     def __init__(self, course: Course):
         self.proc = subprocess.Popen([sys.executable, "-c", BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
-        self._ready = False
+                                     stderr=subprocess.DEVNULL, start_new_session=True, bufsize=0)
         self.broken = False
+        self.warmed = False  # its warm-up job is sent
+        self.pending = 1  # replies not read yet: "ready", then the warm-up's
         self.jobs = 0  # gradings it took part in
         self._send({"path": list(sys.path), "course": str(course.path)})
 
     def ready(self, wait: float = 0.0) -> bool:
-        """Whether it has warmed up, waiting at most `wait` seconds for it."""
-        if self._ready or self.broken:
-            return self._ready
+        """Whether it is warm and idle, waiting at most `wait` seconds for what it has yet to say."""
         assert self.proc.stdout is not None
-        if select.select([self.proc.stdout], [], [], wait)[0]:
-            self._ready = self._receive() == "ready"
-        return self._ready
+        while self.pending and not self.broken and select.select([self.proc.stdout], [], [], wait)[0]:
+            if self._receive() is None:
+                self.broken = True
+            self.pending -= 1
+        return self.warmed and not self.pending and not self.broken
+
+    def warm(self, **job: Any) -> None:
+        """Grade `job` there once, for the warmth: its reply is read and dropped by `ready`."""
+        self.warmed = True
+        self.pending += 1
+        self._send(job)
 
     def submit(self, **job: Any) -> None:
-        """Start grading `job` (grader.grading._grade's far half) there."""
+        """Start grading `job` (grader.grading._grade's far half) there; it must be `ready`."""
         self._send(job)
 
     def collect(self) -> dict | None:
@@ -86,7 +95,7 @@ class Helper:
         then takes no more jobs (the grader runs those checks itself)."""
         reply = self._receive()
         if not isinstance(reply, dict) or "results" not in reply:
-            self.broken, self._ready = True, False
+            self.broken = True
             return None
         self.jobs += 1
         return reply
@@ -94,20 +103,31 @@ class Helper:
     def _send(self, message: object) -> None:
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write(pickle.dumps(message))
-            self.proc.stdin.flush()
+            data = memoryview(pickle.dumps(message))
+            while data:
+                data = data[self.proc.stdin.write(data) or 0:]
         except OSError:
             self.broken = True
 
     def _receive(self) -> object:
         assert self.proc.stdout is not None
         try:
-            head = self.proc.stdout.read(8)
-            body = self.proc.stdout.read(struct.unpack(">Q", head)[0]) if len(head) == 8 else b""
-            return pickle.loads(body)
+            head = self._read(8)
+            return pickle.loads(self._read(struct.unpack(">Q", head)[0]))
         except (OSError, EOFError, struct.error, pickle.UnpicklingError):
             self.broken = True
             return None
+
+    def _read(self, n: int) -> bytes:
+        # unbuffered: select() must see every byte not read yet
+        assert self.proc.stdout is not None
+        data = b""
+        while len(data) < n:
+            chunk = os.read(self.proc.stdout.fileno(), n - len(data))
+            if not chunk:
+                raise EOFError
+            data += chunk
+        return data
 
     def close(self) -> None:
         try:

@@ -76,14 +76,14 @@ class Grader:
         """Grade `submission` (see grader.grading.grade_submission); `sandbox`: one from self.sandbox."""
         from grader.grading import grade_submission
 
-        helper = self._helper if self._helper is not None and self._helper.ready() else None
         report = grade_submission(course=self.course, assignment=assignment, submission=submission, device=device,
-                                  sandbox=sandbox, template=self._template, helper=helper, cost=self._cost)
+                                  sandbox=sandbox, template=self._template, helper=self._helper, cost=self._cost)
         self._cost.update({check.id: check.outcome.duration for comp in report.components for check in comp.checks})
         return report
 
     def await_helper(self, seconds: float) -> bool:
-        """Wait at most `seconds` for the helper to warm up; whether it has (False without one)."""
+        """Wait at most `seconds` for the helper to be ready, which takes a grading first (its warm-up
+        job is the far half of this process's first grading); whether it is (False without one)."""
         return self._helper is not None and self._helper.ready(wait=seconds)
 
     @property

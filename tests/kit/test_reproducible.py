@@ -63,9 +63,11 @@ def test_a_grade_split_across_two_grader_processes_is_the_grade_of_one(tmp_path)
     the JSON is one grader's, failures, attribution on the reference's parts and shrinking included."""
     tree = mutant(tmp_path, patches(*SPLIT_BUGS))
     with Grader(load_course(ROOT / "course.toml"), helper=True) as grader:
+        first = without_timings(as_json(grader.grade(assignment="assignment1", submission=tree)))  # it warms up
         assert grader.await_helper(300), "the helper did not warm up"
         split = without_timings(as_json(grader.grade(assignment="assignment1", submission=tree)))
         assert grader.split_gradings == 1
+    assert first == split
     one = without_timings(grade_json(tree, "assignment1", cached=False))
     assert one["score"] < one["max_score"]  # the case is not trivial
     assert split == one
