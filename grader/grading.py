@@ -174,7 +174,12 @@ def _run_split(checks: dict[str, tuple[str, ...]], run, spec, student, quick: fr
             if not helper.warmed and not helper.broken:
                 helper.warm(**far_job)
             near, far = list(checks), []
-    results = run({check: checks[check] for check in near}, quick=quick)
+    try:
+        results = run({check: checks[check] for check in near}, quick=quick)
+    except BaseException:
+        if far:  # Ctrl-C, or suites that did not run: the far half's reply is dropped before the next job
+            helper.abandon()
+        raise
     if far:
         assert helper is not None
         done = helper.collect()

@@ -52,9 +52,10 @@ def split(components: list[tuple[str, list[str]]], cost: dict[str, float]) -> tu
         worse = max(before, total - before)
         if best is None or worse < best:
             best, cut = worse, i
+    if not cut:  # one component: nothing to cut
+        return [check for _, checks in components for check in checks], []
     near = [check for _, checks in components[:cut] for check in checks]
-    far = [check for _, checks in components[cut:] for check in checks] if cut else []
-    return near, far
+    return near, [check for _, checks in components[cut:] for check in checks]
 
 
 class Helper:
@@ -85,6 +86,10 @@ class Helper:
         self.warmed = True
         self.pending += 1
         self._send(job)
+
+    def abandon(self) -> None:
+        """The submitted job's reply will not be collected: `ready` drops it when it comes."""
+        self.pending += 1
 
     def submit(self, **job: Any) -> None:
         """Start grading `job` (grader.grading._grade's far half) there; it must be `ready`."""

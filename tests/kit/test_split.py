@@ -1,0 +1,38 @@
+"""The helper grader of `grade --watch` (grader.split): where a grading is cut, and a reply that
+nobody collected never answers the next job. That a split grading's JSON is one process's is
+tests/kit/test_reproducible.py's."""
+
+from grader import load_course
+from grader.split import Helper, split
+from tests.kit.conftest import ROOT, SOLUTIONS
+
+
+def test_the_cut_falls_between_components_where_the_halves_balance():
+    components = [("A", ["a1", "a2"]), ("B", ["b1"]), ("C", ["c1", "c2"])]
+    assert split(components, {"c1": 2.0}) == (["a1", "a2", "b1"], ["c1", "c2"])
+    assert split(components, {"a1": 5.0}) == (["a1", "a2"], ["b1", "c1", "c2"])
+    assert split([("A", ["a1", "a2"])], {}) == (["a1", "a2"], [])  # one component: nothing to cut
+
+
+def _job(*checks: str) -> dict:
+    return {"checks": dict.fromkeys(checks, ()), "quick": frozenset(), "forbidden": [], "reference": None,
+            "assignment": "assignment1", "submission": SOLUTIONS, "device": "cpu", "gpu": None}
+
+
+def test_an_abandoned_jobs_reply_is_dropped_and_never_answers_the_next():
+    helper = Helper(load_course(ROOT / "course.toml"))
+    try:
+        assert not helper.ready()  # not before its warm-up
+        helper.warm(**_job("layer_norm_has_gamma_and_beta"))
+        assert helper.ready(wait=300), "the helper did not warm up"
+        helper.submit(**_job("layer_norm_has_gamma_and_beta"))
+        helper.abandon()  # as after Ctrl-C in the middle of a grading
+        assert helper.ready(wait=300)
+        helper.submit(**_job("feed_forward_has_named_layers"))
+        done = helper.collect()
+        assert done is not None and list(done["results"]) == ["feed_forward_has_named_layers"]
+        assert done["results"]["feed_forward_has_named_layers"].status == "passed"
+        assert helper.jobs == 1
+    finally:
+        helper.close()
+    assert helper.proc.returncode == 0  # it ended when its stdin closed
