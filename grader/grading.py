@@ -187,9 +187,22 @@ def _run_split(checks: dict[str, tuple[str, ...]], run, spec, student, quick: fr
             results.update(run({check: checks[check] for check in far}, quick=quick))
         else:
             results.update(done["results"])
-            student.executed += done["executed"]
-            student.sandbox.faults += [WorkerFault(kind, detail) for kind, detail in done["faults"]]
+            _merge(student, done)
     return results
+
+
+def _merge(student, far: dict) -> None:
+    """The far half's faults and forbidden calls among this process's, each in the place of its
+    check in a single run (a check's own in the order they came)."""
+    place = {check: i for i, check in enumerate(student.order)}
+    faults = []
+    for kind, detail, check in far["faults"]:
+        faults.append(WorkerFault(kind, detail))
+        faults[-1].check = check
+    student.sandbox.faults[:] = sorted(student.sandbox.faults + faults, key=lambda f: place.get(f.check, len(place)))
+    executed = sorted([*zip(student.executed, student.executed_in, strict=True), *far["executed"]],
+                      key=lambda pair: place.get(pair[1], len(place)))
+    student.executed, student.executed_in = [e for e, _ in executed], [c for _, c in executed]
 
 
 def _shrink_shown(results: dict[str, Outcome], blame: dict, run) -> dict[str, Outcome]:

@@ -182,7 +182,8 @@ def _grade_far(grader: Any, course: Course, job: dict) -> dict:
         student.forbidden = job["forbidden"]
         with one_intra_op_thread(), frozen_heap():
             results: dict[str, Outcome] = run_checks(course, student, job["checks"], quick=job["quick"])
-        faults = [(fault.kind, fault.detail) for fault in sandbox.faults]
-        return {"results": results, "executed": student.executed, "faults": faults}
+        faults = [(fault.kind, fault.detail, fault.check) for fault in sandbox.faults]
+        return {"results": results, "executed": list(zip(student.executed, student.executed_in, strict=True)),
+                "faults": faults}
     finally:
         sandbox.close()

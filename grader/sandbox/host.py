@@ -54,6 +54,7 @@ class WorkerFault(BaseException):
     def __init__(self, kind: str, detail: str):
         super().__init__(detail)
         self.kind, self.detail = kind, detail
+        self.check = ""  # the check it happened in, where one was running (grader.suite.plugin)
 
 
 def _doing(message: dict) -> str:

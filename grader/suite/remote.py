@@ -44,6 +44,8 @@ class Submission:
         self.output_seen = 0  # bytes of the submission's output already given to a check
         self.forbidden: list[str] = []  # course.toml's forbidden APIs, watched in the worker (grader.forbidden)
         self.executed: list = []  # what the worker saw the submission run of them, as it says
+        self.executed_in: list[str] = []  # the check that ran each of those
+        self.order: list[str] = []  # every check of the suites, in the order the last run would run them
         self.component = ""  # of the check running
         self.config: tuple[str, tuple[str, ...]] = ("", ())  # (component, reference parts swapped in)
         self.hung: set[tuple[str, tuple[str, ...]]] = set()  # configs with a request that timed out

@@ -58,19 +58,34 @@ def test_a_grade_does_not_depend_on_how_or_where_it_is_run(tmp_path):
 
 
 
+def _exits(status: int) -> str:
+    return f"        import os; os._exit({status})\n"
+
+
+# the process dies in the first component's checks and in the last's, each its own way: the notes
+# list the restarts in the order of a single run
+CRASHES = {"assignment1/layer_norm.py": [("        mean = x.mean(dim=-1, keepdim=True)",
+                                          _exits(3) + "        mean = x.mean(dim=-1, keepdim=True)")],
+           "assignment1/positional_encoding.py": [("        return self.dropout(",
+                                                   _exits(4) + "        return self.dropout(")]}
+
+
 def test_a_grade_split_across_two_grader_processes_is_the_grade_of_one(tmp_path):
     """`grade --watch`'s helper (grader.split) grades the later components in a process of its own:
-    the JSON is one grader's, failures, attribution on the reference's parts and shrinking included."""
-    tree = mutant(tmp_path, patches(*SPLIT_BUGS))
+    the JSON is one grader's, failures, attribution on the reference's parts, shrinking and the
+    restarts of the submission's process included."""
+    trees = [mutant(tmp_path / "bugs", patches(*SPLIT_BUGS)), mutant(tmp_path / "crashes", CRASHES)]
     with Grader(load_course(ROOT / "course.toml"), helper=True) as grader:
-        first = without_timings(as_json(grader.grade(assignment="assignment1", submission=tree)))  # it warms up
+        first = without_timings(as_json(grader.grade(assignment="assignment1", submission=trees[0])))  # it warms up
         assert grader.await_helper(300), "the helper did not warm up"
-        split = without_timings(as_json(grader.grade(assignment="assignment1", submission=tree)))
-        assert grader.split_gradings == 1
-    assert first == split
-    one = without_timings(grade_json(tree, "assignment1", cached=False))
-    assert one["score"] < one["max_score"]  # the case is not trivial
-    assert split == one
+        split = [without_timings(as_json(grader.grade(assignment="assignment1", submission=t))) for t in trees]
+        assert grader.split_gradings == 2
+    assert first == split[0]
+    for tree, report in zip(trees, split, strict=True):
+        one = without_timings(grade_json(tree, "assignment1", cached=False))
+        assert one["score"] < one["max_score"]  # the case is not trivial
+        assert report == one, tree.name
+    assert len(set(split[1]["notes"])) == 2  # both ways of dying are among the notes
 
 
 def test_the_digest_kept_for_a_check_is_hypothesis_own():
