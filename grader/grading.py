@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 
 from grader.course import ConfigError, Course
 from grader.results import Outcome, Report
-from grader.sandbox.host import Sandbox, WorkerFault
+from grader.sandbox.host import Sandbox
 from grader.sandbox.template import Template
 
 if TYPE_CHECKING:
+    from grader.reuse import Reuse
     from grader.split import Helper
 
 # plugins a grading run has no use for; unraisableexception alone costs ~0.6 s of gc at exit
@@ -49,7 +50,8 @@ def start_sandbox(*, course: Course, assignment: str, submission: Path, device: 
 
 def grade_submission(*, course: Course, assignment: str, submission: Path, device: str = "cpu",
                      sandbox: Sandbox | None = None, template: Template | None = None,
-                     helper: "Helper | None" = None, cost: dict[str, float] | None = None) -> Report:
+                     helper: "Helper | None" = None, cost: dict[str, float] | None = None,
+                     reuse: "Reuse | None" = None) -> Report:
     """Run the suites of `assignment` on `submission` and score them.
 
     The checks of a composite whose parts fail are re-run with the reference's versions of
@@ -58,11 +60,12 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, devic
     submission's process is not asked), and is reported skipped elsewhere. `sandbox`: one
     started by start_sandbox for the same submission (closed here); `template`: as for start_sandbox;
     `helper`: a grader.split.Helper, which runs the checks of the later components meanwhile once it
-    is ready, chosen by `cost` (seconds by check, from earlier gradings)."""
+    is ready, chosen by `cost` (seconds by check, from earlier gradings); `reuse`: a grader.reuse.Reuse
+    that keeps what each component's checks gave, and runs them again only when their files change."""
     sandbox = sandbox or start_sandbox(course=course, assignment=assignment, submission=submission, device=device,
                                        template=template)
     with one_intra_op_thread(), frozen_heap():
-        return _grade(course, assignment, submission, device, sandbox, helper, cost or {})
+        return _grade(course, assignment, submission, device, sandbox, helper, cost or {}, reuse)
 
 
 _gradings = itertools.count(1)
@@ -100,8 +103,8 @@ def one_intra_op_thread():
 
 
 def _grade(course: Course, assignment: str, submission: Path, device: str, sandbox: Sandbox,
-           helper: "Helper | None", cost: dict[str, float]) -> Report:
-    from grader import attribution, diagnosis, forbidden, performance, scoring
+           helper: "Helper | None", cost: dict[str, float], reuse: "Reuse | None") -> Report:
+    from grader import attribution, diagnosis, forbidden, performance, scoring, split
     from grader.suite.remote import Submission
 
     spec = course.assignment(assignment)
@@ -120,9 +123,15 @@ def _grade(course: Course, assignment: str, submission: Path, device: str, sandb
         # hand (the instructors' tier) its example is shrunk only where it is shown, once blame is known
         later = frozenset(chk.id for comp in spec.components if comp.depends for chk in comp.checks
                           if chk.id not in comp.isolated) if has_reference else frozenset()
-        results = _run_split({chk.id: () for comp in spec.components for chk in comp.checks
-                              if chk.tier != "cuda" or gpu}, run, spec, student, later, helper, cost,
-                             assignment=assignment, submission=submission, device=device, gpu=gpu)
+        checks = {chk.id: () for comp in spec.components for chk in comp.checks if chk.tier != "cuda" or gpu}
+        context, staged = (assignment, device, has_reference, str(submission)), sandbox.dir / "submission"
+        kept = reuse.recall(course, spec, staged, context) if reuse is not None else {}
+        reused = {chk.id for comp in spec.components if comp.name in kept for chk in comp.checks}
+        results = split.run({c: p for c, p in checks.items() if c not in reused}, run, spec, student, later, helper,
+                             cost, assignment=assignment, submission=submission, device=device, gpu=gpu)
+        if reuse is not None:
+            reuse.keep(course, spec, staged, context, student, {c.name for c in spec.components} - set(kept), results)
+            split.recall(student, results, kept, reuse.order)
         blame = attribution.attribute(course, spec, results, run, swap=has_reference)
         results.update(_shrink_shown(results, blame, run))
         speed = performance.measure(course, spec, student, results, gpu, has_reference)
@@ -154,55 +163,6 @@ def _grade(course: Course, assignment: str, submission: Path, device: str, sandb
         report.gpu = _gpu_summary(spec, results, gpu)
         report.notes.append(report.gpu["note"])
     return report
-
-
-def _run_split(checks: dict[str, tuple[str, ...]], run, spec, student, quick: frozenset[str], helper, cost,
-               **job) -> dict[str, Outcome]:
-    """run(checks, quick=quick), with the later components' checks run by `helper` meanwhile where
-    it is ready; what they record is merged in the order of a single run (grader.split)."""
-    from grader import split
-
-    near, far = split.split([(comp.name, [chk.id for chk in comp.checks if chk.id in checks])
-                             for comp in spec.components], cost) if helper is not None else (list(checks), [])
-    if far:
-        assert helper is not None
-        far_job = {"checks": {check: checks[check] for check in far}, "quick": quick,
-                   "forbidden": student.forbidden, "reference": student.reference, **job}
-        if helper.ready():
-            helper.submit(**far_job)
-        else:
-            if not helper.warmed and not helper.broken:
-                helper.warm(**far_job)
-            near, far = list(checks), []
-    try:
-        results = run({check: checks[check] for check in near}, quick=quick)
-    except BaseException:
-        if far:  # Ctrl-C, or suites that did not run: the far half's reply is dropped before the next job
-            helper.abandon()
-        raise
-    if far:
-        assert helper is not None
-        done = helper.collect()
-        if done is None:  # the helper failed: nothing is lost, those checks run here
-            results.update(run({check: checks[check] for check in far}, quick=quick))
-        else:
-            results.update(done["results"])
-            _merge(student, done)
-    return results
-
-
-def _merge(student, far: dict) -> None:
-    """The far half's faults and forbidden calls among this process's, each in the place of its
-    check in a single run (a check's own in the order they came)."""
-    place = {check: i for i, check in enumerate(student.order)}
-    faults = []
-    for kind, detail, check in far["faults"]:
-        faults.append(WorkerFault(kind, detail))
-        faults[-1].check = check
-    student.sandbox.faults[:] = sorted(student.sandbox.faults + faults, key=lambda f: place.get(f.check, len(place)))
-    executed = sorted([*zip(student.executed, student.executed_in, strict=True), *far["executed"]],
-                      key=lambda pair: place.get(pair[1], len(place)))
-    student.executed, student.executed_in = [e for e, _ in executed], [c for _, c in executed]
 
 
 def _shrink_shown(results: dict[str, Outcome], blame: dict, run) -> dict[str, Outcome]:

@@ -3,11 +3,12 @@
 A grading is two processes taking turns: the grader (pytest, Hypothesis, the oracles) and the
 submission's worker, so one core of two stayed idle while a student waited for `grade --watch`.
 A Helper is a warm grader of its own (its imports, its worker template) in a child process. Given
-the later components of a grading, it runs their checks in a sandbox of its own while the grader
-runs the earlier ones, and hands back what a single run would have recorded for them: each
-component's checks run in order in one worker (what a hang teaches about a component stays with
-it), the draws are derandomized, and the grader merges the outcomes, the forbidden APIs run and
-the faults in the order of a single run. The JSON is the same (tests/kit/test_reproducible.py).
+the later checks of a grading, it runs them in a sandbox of its own while the grader runs the
+earlier ones, and hands back what a single run would have recorded for them: the draws are
+derandomized, and the grader merges the outcomes, the forbidden APIs run and the faults in the
+order of a single run. The JSON is the same (tests/kit/test_reproducible.py). What a hang or a
+crash teaches about a component stays with it: where the cut falls inside a component and one of
+its checks meets a fault, on either side, the grader runs all of its checks again itself.
 
 Both processes are the grader's own: they trust each other, and pickle what they exchange. The
 helper stops when its stdin closes (the grader ended, however it ended) and leaves Ctrl-C to it.
@@ -15,6 +16,7 @@ helper stops when its stdin closes (the grader ended, however it ended) and leav
 
 from __future__ import annotations
 
+import copy
 import os
 import pickle
 import select
@@ -43,19 +45,107 @@ def spare_core() -> bool:
 
 
 def split(components: list[tuple[str, list[str]]], cost: dict[str, float]) -> tuple[list[str], list[str]]:
-    """(near, far): the checks of the first components and those of the rest, cut where the
-    two halves' expected times are closest; `cost`: seconds by check (1 where unknown)."""
-    weights = [sum(cost.get(check, 1.0) for check in checks) for _, checks in components]
-    total, best, cut, before = sum(weights), None, 0, 0.0
-    for i in range(1, len(components)):
-        before += weights[i - 1]
-        worse = max(before, total - before)
+    """(near, far): the checks of the first components and those of the rest, cut where the two
+    halves' expected times are closest, between two components where that is as close as within
+    one; `cost`: seconds by check (1 where unknown)."""
+    checks = [(i, check) for i, (_, ids) in enumerate(components) for check in ids]
+    total, best, cut, before = sum(cost.get(c, 1.0) for _, c in checks), None, 0, 0.0
+    for k in range(1, len(checks)):
+        before += cost.get(checks[k - 1][1], 1.0)
+        between = checks[k - 1][0] != checks[k][0]
+        worse = (max(before, total - before), not between)
         if best is None or worse < best:
-            best, cut = worse, i
-    if not cut:  # one component: nothing to cut
-        return [check for _, checks in components for check in checks], []
-    near = [check for _, checks in components[:cut] for check in checks]
-    return near, [check for _, checks in components[cut:] for check in checks]
+            best, cut = worse, k
+    cut = cut or len(checks)  # a single check: nothing to cut
+    return [c for _, c in checks[:cut]], [c for _, c in checks[cut:]]
+
+def run(checks: dict[str, tuple[str, ...]], run_here, spec, student, quick: frozenset[str], helper: Helper | None,
+        cost: dict[str, float], **job) -> dict[str, Outcome]:
+    """run_here(checks, quick=quick), with the later checks run by `helper` meanwhile where it is
+    ready; what they record is merged in the order of a single run."""
+    near, far = split([(comp.name, [chk.id for chk in comp.checks if chk.id in checks])
+                       for comp in spec.components], cost) if helper is not None else (list(checks), [])
+    if far:
+        assert helper is not None
+        far_job = {"checks": {check: checks[check] for check in far}, "quick": quick,
+                   "forbidden": student.forbidden, "reference": student.reference, **job}
+        if helper.ready():
+            helper.submit(**far_job)
+        else:
+            if not helper.warmed and not helper.broken:
+                helper.warm(**far_job)
+            near, far = list(checks), []
+    try:
+        results = run_here({check: checks[check] for check in near}, quick=quick)
+    except BaseException:
+        if far:  # Ctrl-C, or suites that did not run: the far half's reply is dropped before the next job
+            assert helper is not None
+            helper.abandon()
+        raise
+    if not far:
+        return results
+    assert helper is not None
+    done = helper.collect()
+    if done is None:  # the helper failed: nothing is lost, those checks run here
+        results.update(run_here({check: checks[check] for check in far}, quick=quick))
+        return results
+    again: set[str] = set()
+    faulted = {f.check for f in student.sandbox.faults} | {check for _, _, check in done["faults"]}
+    for cut in spec.components:  # the one whose checks lie on both sides, if any
+        ids = {chk.id for chk in cut.checks}
+        if ids & set(near) and ids & set(far) and ids & faulted:
+            again = ids & set(checks)  # a fault on either side: all of its checks, here, from the start
+            _forget(student, cut.name, again)
+            done = {"results": {c: o for c, o in done["results"].items() if c not in again},
+                    "faults": [f for f in done["faults"] if f[2] not in again],
+                    "executed": [e for e in done["executed"] if e[1] not in again], "modules": done["modules"]}
+    results.update(done["results"])
+    merge(student, done)
+    if again:
+        results.update(run_here({check: checks[check] for check in checks if check in again}, quick=quick))
+        merge(student, {"faults": [], "executed": []})  # the checks run again, in their places
+    return results
+
+
+def _forget(student, component: str, checks: set[str]) -> None:
+    """What `checks`, of `component`, left in `student` (faults, forbidden calls, hangs), as if they had not run."""
+    student.sandbox.faults[:] = [f for f in student.sandbox.faults if f.check not in checks]
+    kept = [(e, c) for e, c in zip(student.executed, student.executed_in, strict=True) if c not in checks]
+    student.executed, student.executed_in = [e for e, _ in kept], [c for _, c in kept]
+    student.hung = {config for config in student.hung if config[0] != component}
+    student.slowest.pop(component, None)
+    student.bad_modules = {m: f for m, f in student.bad_modules.items() if f.check not in checks}
+
+
+def merge(student, far: dict) -> None:
+    """The far half's faults and forbidden calls among this process's, each in the place of its
+    check in a single run (a check's own in the order they came)."""
+    from grader.sandbox.host import WorkerFault
+
+    place = {check: i for i, check in enumerate(student.order)}
+    faults = []
+    for kind, detail, check in far["faults"]:
+        faults.append(WorkerFault(kind, detail))
+        faults[-1].check = check
+    student.sandbox.faults[:] = sorted(student.sandbox.faults + faults, key=lambda f: place.get(f.check, len(place)))
+    executed = sorted([*zip(student.executed, student.executed_in, strict=True), *far["executed"]],
+                      key=lambda pair: place.get(pair[1], len(place)))
+    student.executed, student.executed_in = [e for e, _ in executed], [c for _, c in executed]
+    for component, modules in far.get("modules", {}).items():
+        student.modules.setdefault(component, set()).update(modules)
+
+
+def recall(student, results: dict[str, Outcome], kept: dict, order: list[str]) -> None:
+    """The kept components' outcomes, faults and forbidden calls among this run's (grader.reuse)."""
+    if not kept:
+        return
+    student.order = student.order or order  # nothing ran: the last run's order
+    for k in kept.values():
+        results.update(copy.deepcopy(k.results))
+    merge(student, {"faults": [f for k in kept.values() for f in k.faults],
+                    "executed": [e for k in kept.values() for e in k.executed],
+                    "modules": {name: k.modules for name, k in kept.items()}})
+
 
 
 class Helper:
@@ -184,6 +274,6 @@ def _grade_far(grader: Any, course: Course, job: dict) -> dict:
             results: dict[str, Outcome] = run_checks(course, student, job["checks"], quick=job["quick"])
         faults = [(fault.kind, fault.detail, fault.check) for fault in sandbox.faults]
         return {"results": results, "executed": list(zip(student.executed, student.executed_in, strict=True)),
-                "faults": faults}
+                "faults": faults, "modules": student.modules}
     finally:
         sandbox.close()

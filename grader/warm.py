@@ -14,7 +14,8 @@ this class; `template=False` starts each worker as a fresh Python instead, which
 run prefers (its worker imports torch while this process imports the rest). `helper=True` also
 starts a second grader process (grader.split; `grade --watch` asks for one where a second core is
 free): once it has warmed up, it grades the later components of each grading while this process
-grades the others, with the same JSON.
+grades the others, with the same JSON. `reuse=True` (`grade --watch` again) runs again only the
+checks of components whose files changed since the last grading (grader.reuse), with the same JSON.
 """
 
 from __future__ import annotations
@@ -26,19 +27,25 @@ from grader.course import Course
 
 if TYPE_CHECKING:
     from grader.results import Report
+    from grader.reuse import Reuse
     from grader.sandbox.host import Sandbox
     from grader.sandbox.template import Template
     from grader.split import Helper
 
 
 class Grader:
-    def __init__(self, course: Course, *, template: bool = True, helper: bool = False):
+    def __init__(self, course: Course, *, template: bool = True, helper: bool = False, reuse: bool = False):
         self.course = course
         self._use_template = template
         self._template: Template | None = None
         self._use_helper = helper
         self._helper: Helper | None = None
         self._cost: dict[str, float] = {}  # seconds by check, from the last grading that ran it
+        self._reuse: Reuse | None = None
+        if reuse:
+            from grader.reuse import Reuse
+
+            self._reuse = Reuse()
 
     def __enter__(self) -> Grader:
         return self.start()
@@ -77,7 +84,8 @@ class Grader:
         from grader.grading import grade_submission
 
         report = grade_submission(course=self.course, assignment=assignment, submission=submission, device=device,
-                                  sandbox=sandbox, template=self._template, helper=self._helper, cost=self._cost)
+                                  sandbox=sandbox, template=self._template, helper=self._helper, cost=self._cost,
+                                  reuse=self._reuse)
         self._cost.update({check.id: check.outcome.duration for comp in report.components for check in comp.checks})
         return report
 
@@ -85,6 +93,11 @@ class Grader:
         """Wait at most `seconds` for the helper to be ready, which takes a grading first (its warm-up
         job is the far half of this process's first grading); whether it is (False without one)."""
         return self._helper is not None and self._helper.ready(wait=seconds)
+
+    @property
+    def reused_checks(self) -> int:
+        """How many checks gradings took from an earlier grading, their files unchanged (grader.reuse)."""
+        return self._reuse.reused if self._reuse is not None else 0
 
     @property
     def split_gradings(self) -> int:

@@ -27,7 +27,7 @@ def watched_files(course: Course, assignment: str, submission: Path) -> set[Path
 
 def watch(*, grader: Grader, assignment: str, submission: Path, show: Callable[[Report, list[str]], None],
           announce: Callable[[list[str]], None] = lambda changed: None, stop: threading.Event | None = None,
-          debounce_ms: int = 1600, step_ms: int = 100) -> int:
+          debounce_ms: int = 1600, step_ms: int = 50) -> int:
     """Grade `submission`, then again after each change to a watched file, until `stop` is set or
     Ctrl-C; `show(report, changed)` gets every report, with the names of the files whose change
     caused it ([] for the first), and `announce(changed)` is called as each grade starts. Returns the

@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
     if args.watch:
         from grader.split import spare_core
 
-        return _watch(args, Grader(course, helper=spare_core()), submission)
+        return _watch(args, Grader(course, helper=spare_core(), reuse=True), submission)
     # the worker imports torch while this process imports pytest, Hypothesis and rich
     grader = Grader(course, template=False)
     sandbox = grader.sandbox(assignment=args.assignment, submission=submission, device=args.device)

@@ -46,6 +46,7 @@ class Submission:
         self.executed: list = []  # what the worker saw the submission run of them, as it says
         self.executed_in: list[str] = []  # the check that ran each of those
         self.order: list[str] = []  # every check of the suites, in the order the last run would run them
+        self.modules: dict[str, set[str]] = {}  # component -> the submission's modules its checks asked for
         self.component = ""  # of the check running
         self.config: tuple[str, tuple[str, ...]] = ("", ())  # (component, reference parts swapped in)
         self.hung: set[tuple[str, tuple[str, ...]]] = set()  # configs with a request that timed out
@@ -72,6 +73,7 @@ class Submission:
             raise self.check_fault
         target = message.get("target")
         if isinstance(target, str) and target.startswith("assignment"):
+            self.modules.setdefault(self.component, set()).add(target.partition(":")[0])
             self._import(target.partition(":")[0])
         component, where = self.component, None
         if self.config in self.hung:

@@ -4,10 +4,12 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from grader import load_course
+from grader.split import split as split_at
 from grader.warm import Grader
-from tests.kit.conftest import ROOT, as_json, grade_json, mutant
+from tests.kit.conftest import ROOT, SOLUTIONS, as_json, grade_json, mutant
 from tests.kit.mutants import patches
 
 BUGS = ("layer_norm_eps_outside_sqrt", "token_embedding_no_scale")  # failures, shrinking, excused checks
@@ -18,6 +20,7 @@ TWO_IN_ONE_PROCESS = """
 import json, sys
 from grader import load_course
 from grader.results import to_json
+from grader.split import split as split_at
 from grader.warm import Grader
 with Grader(load_course(sys.argv[1])) as grader:
     grader.grade(assignment="assignment1", submission=sys.argv[2])  # another one first
@@ -86,6 +89,60 @@ def test_a_grade_split_across_two_grader_processes_is_the_grade_of_one(tmp_path)
         assert one["score"] < one["max_score"]  # the case is not trivial
         assert report == one, tree.name
     assert len(set(split[1]["notes"])) == 2  # both ways of dying are among the notes
+
+
+def test_a_component_cut_in_two_that_hangs_on_both_sides_is_graded_as_in_one_process(tmp_path, quick_course):
+    """Once a component has hung, its later checks get a short deadline (grader.suite.remote): where
+    the cut between the two processes falls inside it and it hangs on both sides, its checks run
+    again in one process, and the JSON is one process's, deadlines and restarts included."""
+    forward = "        T = x.size(1)\n"
+    tree = mutant(tmp_path, {"assignment1/positional_encoding.py": [
+        (forward, "        while self.training:\n            pass\n" + forward)]})
+    course = load_course(quick_course)
+    components = [(c.name, [k.id for k in c.checks]) for c in course.assignment("assignment1").components]
+    ids = dict(components)["PositionalEncoding"]
+    heavy = dict.fromkeys(ids, 100.0)  # as if its checks were most of the time: the cut falls among them
+    near, far = split_at(components, heavy)
+    assert set(near) & set(ids) and set(far) & set(ids)
+    with Grader(course, helper=True) as grader:
+        grader.grade(assignment="assignment1", submission=SOLUTIONS)
+        assert grader.await_helper(300), "the helper did not warm up"
+        grader._cost.update(heavy)
+        split = without_timings(as_json(grader.grade(assignment="assignment1", submission=tree)))
+        assert grader.split_gradings == 1
+    one = without_timings(grade_json(tree, "assignment1", course=quick_course, cached=False))
+    hung = [t["message"] for c in one["components"] for t in c["tests"] if t["status"] == "timeout"]
+    assert len(hung) >= 2 and any("shortened" in m for m in hung), hung  # the case is not trivial
+    assert split == one
+
+
+def _edit(tree: Path, edits: dict[str, list[tuple[str, str]]], undo: bool = False) -> None:
+    for rel, pairs in edits.items():
+        text = (tree / rel).read_text()
+        for old, new in pairs:
+            text = text.replace(new, old) if undo else text.replace(old, new)
+        (tree / rel).write_text(text)
+
+
+def test_a_re_grade_that_keeps_the_unchanged_components_is_a_whole_grade(tmp_path):
+    """`grade --watch` runs again only the components whose files changed (grader.reuse), on two cores:
+    after each edit the JSON is that of a grade that ran every check, failures, attribution, shrinking
+    and restarts included, and the untouched components' checks were not run again."""
+    tree = mutant(tmp_path, {})
+    bug = patches(SPLIT_BUGS[0])
+    crash = {"assignment1/positional_encoding.py": CRASHES["assignment1/positional_encoding.py"]}
+    edits = [(bug, False), (crash, False), (bug, True), ({}, False)]  # the last: a save that changes nothing
+    with Grader(load_course(ROOT / "course.toml"), helper=True, reuse=True) as grader:
+        grader.grade(assignment="assignment1", submission=tree)
+        assert grader.await_helper(300), "the helper did not warm up"
+        for change, undo in edits:
+            _edit(tree, change, undo)
+            before = grader.reused_checks
+            report = without_timings(as_json(grader.grade(assignment="assignment1", submission=tree)))
+            assert report == without_timings(grade_json(tree, "assignment1", cached=False)), (change, undo)
+            checks = sum(t["status"] != "skipped" for c in report["components"] for t in c["tests"])
+            assert 0 < grader.reused_checks - before < checks or not change
+        assert grader.reused_checks - before == checks  # nothing changed: nothing ran again
 
 
 def test_the_digest_kept_for_a_check_is_hypothesis_own():

@@ -1,17 +1,19 @@
 """The helper grader of `grade --watch` (grader.split): where a grading is cut, and a reply that
-nobody collected never answers the next job. That a split grading's JSON is one process's is
-tests/kit/test_reproducible.py's."""
+nobody collected never answers the next job. That a split grading's JSON is one process's, a cut
+inside a component that hangs included, is tests/kit/test_reproducible.py's."""
 
 from grader import load_course
 from grader.split import Helper, split
 from tests.kit.conftest import ROOT, SOLUTIONS
 
 
-def test_the_cut_falls_between_components_where_the_halves_balance():
+def test_the_cut_falls_where_the_halves_balance_between_components_where_that_is_as_good():
     components = [("A", ["a1", "a2"]), ("B", ["b1"]), ("C", ["c1", "c2"])]
-    assert split(components, {"c1": 2.0}) == (["a1", "a2", "b1"], ["c1", "c2"])
-    assert split(components, {"a1": 5.0}) == (["a1", "a2"], ["b1", "c1", "c2"])
-    assert split([("A", ["a1", "a2"])], {}) == (["a1", "a2"], [])  # one component: nothing to cut
+    assert split(components, {"c1": 2.0}) == (["a1", "a2", "b1"], ["c1", "c2"])  # 3 | 3
+    assert split(components, {"a1": 5.0}) == (["a1"], ["a2", "b1", "c1", "c2"])  # 5 | 4: inside A
+    assert split([("A", ["a1", "a2"]), ("B", ["b1"])], {}) == (["a1", "a2"], ["b1"])  # 1 | 2 as good as 2 | 1
+    assert split([("A", ["a1", "a2"])], {}) == (["a1"], ["a2"])  # one component: cut inside it
+    assert split([("A", ["a1"])], {}) == (["a1"], [])
 
 
 def _job(*checks: str) -> dict:

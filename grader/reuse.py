@@ -1,0 +1,106 @@
+"""What a re-grade after an edit need not run again: the checks of components whose files did not change.
+
+`grade --watch` grades the same submission after each save, and a save touches one file. The
+checks of a component give the same outcomes on the same files: examples are derandomized, and
+each component's checks already run apart from the others' (a split grading runs them in two
+processes, grader.split, with the same JSON). So a warm grader asked to (`Grader(reuse=True)`)
+keeps, per component, the outcomes of its checks' first run, with the worker faults and the
+forbidden calls they recorded, under a digest of the files that run could execute: the staged
+files of the component, of those it depends on and of the modules its checks asked for, with
+everything they import (grader.imports). The next grading runs only the components whose digest
+changed, and the kept ones take their places in a single run's order; attribution, shrinking,
+performance, the forbidden scan and scoring run as before, on the whole.
+
+A file whose imports cannot be read from its source (importlib, exec, reading files) makes its
+components run every time. Only `--watch` keeps anything: what counts for a grade (a plain `grade`,
+`grade batch`, Gradescope) runs every check.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.course import Assignment, Course
+from grader.imports import closure
+from grader.results import Outcome
+
+# source that can run or read files the import graph does not show
+DYNAMIC = ("importlib", "__import__", "exec(", "eval(", "compile(", "open(", "runpy", "sys.modules", "pkgutil",
+           "read_text", "read_bytes", "__file__")
+
+
+@dataclass
+class Kept:
+    digest: bytes
+    results: dict[str, Outcome]
+    faults: list[tuple[str, str, str]]  # (kind, detail, check), as grader.split hands them over
+    executed: list[tuple[object, str]]  # (forbidden call, check)
+    modules: set[str]  # the submission's modules its checks asked for
+
+
+@dataclass
+class Reuse:
+    kept: dict[tuple, Kept] = field(default_factory=dict)  # (context, component) -> what its checks gave
+    order: list[str] = field(default_factory=list)  # the checks, in the order of the last single run
+    reused: int = 0  # checks not run again, over all gradings
+
+    def recall(self, course: Course, spec: Assignment, staged: Path, context: tuple) -> dict[str, Kept]:
+        """The kept results of the components of `spec` whose files in `staged` are unchanged."""
+        found = {}
+        for comp in spec.components:
+            kept = self.kept.get((context, comp.name))
+            if kept is not None and _digest(course, spec, comp.name, staged, kept.modules) == kept.digest:
+                found[comp.name] = kept
+        self.reused += sum(len(k.results) for k in found.values())
+        return found
+
+    def keep(self, course: Course, spec: Assignment, staged: Path, context: tuple, student, ran: set[str],
+             results: dict[str, Outcome]) -> None:
+        """Keep what the components among `ran` (by name) gave in this grading's first run of their checks."""
+        faults = [(f.kind, f.detail, f.check) for f in student.sandbox.faults]
+        if any(not check for _kind, _detail, check in faults):
+            return  # a fault no check owns: nothing is known to be one component's
+        if student.order:
+            self.order = list(student.order)
+        for comp in spec.components:
+            if comp.name not in ran:
+                continue
+            ids = {chk.id for chk in comp.checks}
+            modules = set(student.modules.get(comp.name, ()))
+            digest = _digest(course, spec, comp.name, staged, modules)
+            if digest is None:
+                self.kept.pop((context, comp.name), None)
+                continue
+            self.kept[(context, comp.name)] = Kept(
+                digest, {i: copy.deepcopy(o) for i, o in results.items() if i in ids},
+                [f for f in faults if f[2] in ids],
+                [(e, c) for e, c in zip(student.executed, student.executed_in, strict=True) if c in ids], modules)
+
+
+def _digest(course: Course, spec: Assignment, name: str, staged: Path, modules: set[str]) -> bytes | None:
+    """Of the staged files component `name` may run; None where one may run what its imports do not show."""
+    staged = staged.resolve()
+    components = {c.name: c for a in course.closure(spec.name) for c in a.components}
+    todo, files = [name], set()
+    while todo:
+        comp = components.get(todo.pop())
+        if comp is not None:
+            files.add(staged / comp.assignment / comp.file)
+            todo += comp.depends
+    for module in modules:
+        stem = staged.joinpath(*module.split("."))
+        files |= {p for p in (stem.with_suffix(".py"), stem / "__init__.py")}
+    try:
+        paths = sorted(closure([f for f in files if f.is_file()], staged))
+    except (SyntaxError, ValueError, UnicodeDecodeError):  # a file that does not parse: its checks run
+        return None
+    h = hashlib.blake2b(digest_size=20)
+    for path in paths:
+        source = path.read_bytes()
+        if any(marker.encode() in source for marker in DYNAMIC):
+            return None
+        h.update(f"{path.relative_to(staged)}\0{len(source)}\0".encode() + source)
+    return h.digest()
