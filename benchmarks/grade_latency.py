@@ -13,7 +13,10 @@ For each assignment, grading the solutions is timed
 - watch: `grade assignmentN --watch` on the public course, from the save of a graded file to
   the line that says the re-grade is done (what a student waits for after each edit). The first
   save comes READING seconds after the first grade, the time a student takes to read it, in which
-  its helper grader (grader.split, on a machine with two cores or more) warms up.
+  its helper grader (grader.split, on a machine with two cores or more) warms up. Each round of
+  --repeat saves each of the assignment's files once, in turn (a save re-runs the components that
+  can run that file, grader.reuse): the column is the median of all saves, and the line under
+  the table gives each file's.
 Each is compared with `python -c "import torch"`, measured in the same run on the same
 machine (median of --repeat runs each), so the ratio travels between machines where the
 seconds do not.
@@ -107,11 +110,12 @@ def warm_time(assignment: str, course: Path, repeat: int) -> float:
     return float(proc.stdout.split()[-1])
 
 
-def watch_time(assignment: str, course: Path, folder: Path, repeat: int) -> float:
-    """Median seconds from saving a graded file to `grade --watch` saying its re-grade is done."""
+def watch_time(assignment: str, course: Path, folder: Path, repeat: int) -> tuple[float, dict[str, float]]:
+    """Median seconds from saving a graded file to `grade --watch` saying its re-grade is done, over
+    all saves and by file."""
     tree = folder / f"watched-{assignment}"
     shutil.copytree(ROOT / "solutions", tree, ignore=shutil.ignore_patterns("__pycache__"))
-    edited = tree / assignment / load_course(course).assignment(assignment).files[0]
+    files = load_course(course).assignment(assignment).files
     proc = subprocess.Popen([sys.executable, "-m", "grader", assignment, "--submission", str(tree), "--course",
                              str(course), "--watch"], cwd=course.parent, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env={**os.environ, "NO_COLOR": "1", "TERM": "dumb"})
@@ -125,19 +129,21 @@ def watch_time(assignment: str, course: Path, folder: Path, repeat: int) -> floa
     try:
         graded(1)
         time.sleep(READING)
-        times = []
-        for i in range(repeat):
+        times: dict[str, list[float]] = {name: [] for name in files}
+        for i in range(repeat * len(files)):
+            name = files[i % len(files)]
             start = time.perf_counter()
-            with edited.open("a") as f:
-                f.write(f"# edit {i}\n")
+            with (tree / assignment / name).open("a") as f:
+                f.write(f"x_{i} = {i}  # a save that changes the code\n")
             graded(i + 2)
-            times.append(time.perf_counter() - start)
+            times[name].append(time.perf_counter() - start)
     except queue.Empty:
         sys.exit(f"grade --watch on {assignment} did not re-grade within 600 s")
     finally:
         proc.kill()
         proc.wait()
-    return statistics.median(times)
+    return statistics.median([t for each in times.values() for t in each]), \
+        {name: statistics.median(each) for name, each in times.items()}
 
 
 def main():
@@ -159,6 +165,7 @@ def main():
         table.add_column("assignment", no_wrap=True)
         for column in ("cold, both", "cold, public", "warm, both", "warm, public", "watch, public"):
             table.add_column(column, justify="right")
+        by_file: dict[str, dict[str, float]] = {}
         for assignment in args.assignments:
             grade = [sys.executable, "-m", "grader", assignment, "--submission", solutions]
             both_json, public_json = folder / f"{assignment}-both.json", folder / f"{assignment}-public.json"
@@ -173,11 +180,14 @@ def main():
             with console.status(f"warm grader, {assignment} x {args.repeat}, both tiers and public only"):
                 warm_both = warm_time(assignment, ROOT / "course.toml", args.repeat)
                 warm_public = warm_time(assignment, course, args.repeat)
-            with console.status(f"grade {assignment} --watch, {args.repeat} saves"):
-                watch = watch_time(assignment, course, folder, args.repeat)
+            with console.status(f"grade {assignment} --watch, {args.repeat} saves of each file"):
+                watch, by_file[assignment] = watch_time(assignment, course, folder, args.repeat)
             table.add_row(assignment, *(f"{t:.2f} ({t / baseline:.2f}x)"
                                         for t in (both, public, warm_both, warm_public, watch)))
     console.print(table)
+    for assignment, times in by_file.items():
+        console.print(f"watch, {assignment}, by the file saved: " +
+                      ", ".join(f"{name} {t:.2f} ({t / baseline:.2f}x)" for name, t in times.items()))
 
 
 if __name__ == "__main__":

@@ -86,18 +86,20 @@ def _watch(args, grader, submission: Path) -> int:
 
     console = Console(no_color="NO_COLOR" in os.environ or None)
     files = watched_files(grader.course, args.assignment, submission)
-    count = 0
+    count, reused = 0, 0
 
     def show(result, changed: list[str]) -> None:
-        nonlocal count
+        nonlocal count, reused
         count += 1
+        kept, reused = grader.reused_checks - reused, grader.reused_checks
         if args.json:  # before the line that says the grade is done
             _write_json(result, args.json)
         console.clear()
         report.render(result, console, verbose=args.verbose)
         why = f"after a change to {', '.join(changed)}" if changed else "first grade"
         # plain text: a folder or file name is shown as it is, never read as rich markup
-        console.print(Text(f"grade {count} at {time.strftime('%H:%M:%S')} ({why}), {result.duration:.1f} s. "
+        again = f" {kept} checks of components whose files did not change were not run again." if kept else ""
+        console.print(Text(f"grade {count} at {time.strftime('%H:%M:%S')} ({why}), {result.duration:.1f} s.{again} "
                            f"Watching {len(files)} files in {submission}; Ctrl-C stops."))
 
     def announce(changed: list[str]) -> None:

@@ -103,6 +103,9 @@ def test_each_save_is_graded_once_and_ctrl_c_ends_the_watch(tmp_path):
     printed = "".join(watching.lines)
     assert code == 0 and "Traceback" not in printed, printed[-3000:]
     assert printed.rstrip().endswith("Stopped watching after 4 grades.")
+    words = " ".join(printed.split())  # the console wraps at its width
+    second = words[words.index("grade 2 at"):words.index("Watching", words.index("grade 2 at"))]
+    assert "were not run again" in second  # the components that do not import layer_norm.py (grader.reuse)
 
 
 def test_watch_refuses_json_on_stdout(tmp_path):
