@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.course import Assignment, Course
-from grader.imports import closure
+from grader.imports import imported
 from grader.results import Outcome
 
 # source that can run or read files the import graph does not show
@@ -49,10 +49,11 @@ class Reuse:
 
     def recall(self, course: Course, spec: Assignment, staged: Path, context: tuple) -> dict[str, Kept]:
         """The kept results of the components of `spec` whose files in `staged` are unchanged."""
-        found = {}
+        files, found = _Staged(staged), {}
         for comp in spec.components:
             kept = self.kept.get((context, comp.name))
-            if kept is not None and _digest(course, spec, comp.name, staged, kept.modules) == kept.digest:
+            if kept is not None and kept.digest == files.digest(_starts(course, spec, comp.name, files.root,
+                                                                        kept.modules)):
                 found[comp.name] = kept
         self.reused += sum(len(k.results) for k in found.values())
         return found
@@ -65,12 +66,13 @@ class Reuse:
             return  # a fault no check owns: nothing is known to be one component's
         if student.order:
             self.order = list(student.order)
+        files = _Staged(staged)
         for comp in spec.components:
             if comp.name not in ran:
                 continue
             ids = {chk.id for chk in comp.checks}
             modules = set(student.modules.get(comp.name, ()))
-            digest = _digest(course, spec, comp.name, staged, modules)
+            digest = files.digest(_starts(course, spec, comp.name, files.root, modules))
             if digest is None:
                 self.kept.pop((context, comp.name), None)
                 continue
@@ -80,27 +82,48 @@ class Reuse:
                 [(e, c) for e, c in zip(student.executed, student.executed_in, strict=True) if c in ids], modules)
 
 
-def _digest(course: Course, spec: Assignment, name: str, staged: Path, modules: set[str]) -> bytes | None:
-    """Of the staged files component `name` may run; None where one may run what its imports do not show."""
-    staged = staged.resolve()
+def _starts(course: Course, spec: Assignment, name: str, root: Path, modules: set[str]) -> set[Path]:
+    """The staged files of component `name`, of those it depends on, and of the modules its checks asked for."""
     components = {c.name: c for a in course.closure(spec.name) for c in a.components}
     todo, files = [name], set()
     while todo:
         comp = components.get(todo.pop())
         if comp is not None:
-            files.add(staged / comp.assignment / comp.file)
+            files.add(root / comp.assignment / comp.file)
             todo += comp.depends
     for module in modules:
-        stem = staged.joinpath(*module.split("."))
-        files |= {p for p in (stem.with_suffix(".py"), stem / "__init__.py")}
-    try:
-        paths = sorted(closure([f for f in files if f.is_file()], staged))
-    except (SyntaxError, ValueError, UnicodeDecodeError):  # a file that does not parse: its checks run
-        return None
-    h = hashlib.blake2b(digest_size=20)
-    for path in paths:
-        source = path.read_bytes()
-        if any(marker.encode() in source for marker in DYNAMIC):
-            return None
-        h.update(f"{path.relative_to(staged)}\0{len(source)}\0".encode() + source)
-    return h.digest()
+        stem = root.joinpath(*module.split("."))
+        files |= {stem.with_suffix(".py"), stem / "__init__.py"}
+    return {f for f in files if f.is_file()}
+
+
+class _Staged:
+    """The staged files of one grading, each read and parsed once."""
+
+    def __init__(self, staged: Path):
+        self.root = staged.resolve()
+        self.sources: dict[Path, bytes] = {}
+        self.imports: dict[Path, set[Path] | None] = {}
+
+    def digest(self, start: set[Path]) -> bytes | None:
+        """Of `start` and what they import; None where one may run what its imports do not show."""
+        found, todo = set(), [p.resolve() for p in start]
+        while todo:
+            path = todo.pop()
+            if path in found:
+                continue
+            found.add(path)
+            if path not in self.sources:
+                self.sources[path] = path.read_bytes()
+                try:
+                    self.imports[path] = imported(path, self.root)
+                except (SyntaxError, ValueError, UnicodeDecodeError):  # it does not parse: its checks run
+                    self.imports[path] = None
+            more = self.imports[path]
+            if more is None or any(marker.encode() in self.sources[path] for marker in DYNAMIC):
+                return None
+            todo += more - found
+        h = hashlib.blake2b(digest_size=20)
+        for path in sorted(found):
+            h.update(f"{path.relative_to(self.root)}\0{len(self.sources[path])}\0".encode() + self.sources[path])
+        return h.digest()

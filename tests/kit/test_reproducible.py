@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from grader import load_course
 from grader.split import split as split_at
 from grader.warm import Grader
@@ -73,76 +75,83 @@ CRASHES = {"assignment1/layer_norm.py": [("        mean = x.mean(dim=-1, keepdim
                                                    _exits(4) + "        return self.dropout(")]}
 
 
-def test_a_grade_split_across_two_grader_processes_is_the_grade_of_one(tmp_path):
-    """`grade --watch`'s helper (grader.split) grades the later components in a process of its own:
+@pytest.fixture(scope="module")
+def watching(quick_course):
+    """A grader as `grade --watch` starts it: a helper grader on a second core (grader.split), and
+    the results of components whose files did not change kept (grader.reuse); warmed up."""
+    with Grader(load_course(quick_course), helper=True, reuse=True) as grader:
+        grader.grade(assignment="assignment1", submission=SOLUTIONS)
+        assert grader.await_helper(300), "the helper did not warm up"
+        yield grader
+
+
+@pytest.mark.xdist_group("watching")
+def test_a_grade_split_across_two_grader_processes_is_the_grade_of_one(tmp_path, watching, quick_course):
+    """`grade --watch`'s helper (grader.split) grades the later checks in a process of its own:
     the JSON is one grader's, failures, attribution on the reference's parts, shrinking and the
     restarts of the submission's process included."""
     trees = [mutant(tmp_path / "bugs", patches(*SPLIT_BUGS)), mutant(tmp_path / "crashes", CRASHES)]
-    with Grader(load_course(ROOT / "course.toml"), helper=True) as grader:
-        first = without_timings(as_json(grader.grade(assignment="assignment1", submission=trees[0])))  # it warms up
-        assert grader.await_helper(300), "the helper did not warm up"
-        split = [without_timings(as_json(grader.grade(assignment="assignment1", submission=t))) for t in trees]
-        assert grader.split_gradings == 2
-    assert first == split[0]
+    before = watching.split_gradings
+    split = [without_timings(as_json(watching.grade(assignment="assignment1", submission=t))) for t in trees]
+    assert watching.split_gradings == before + 2
     for tree, report in zip(trees, split, strict=True):
-        one = without_timings(grade_json(tree, "assignment1", cached=False))
+        one = without_timings(grade_json(tree, "assignment1", course=quick_course, cached=False))
         assert one["score"] < one["max_score"]  # the case is not trivial
         assert report == one, tree.name
     assert len(set(split[1]["notes"])) == 2  # both ways of dying are among the notes
 
 
-def test_a_component_cut_in_two_that_hangs_on_both_sides_is_graded_as_in_one_process(tmp_path, quick_course):
+@pytest.mark.xdist_group("watching")
+def test_a_component_cut_in_two_that_hangs_on_both_sides_is_graded_as_in_one_process(tmp_path, watching,
+                                                                                     quick_course):
     """Once a component has hung, its later checks get a short deadline (grader.suite.remote): where
     the cut between the two processes falls inside it and it hangs on both sides, its checks run
     again in one process, and the JSON is one process's, deadlines and restarts included."""
     forward = "        T = x.size(1)\n"
     tree = mutant(tmp_path, {"assignment1/positional_encoding.py": [
         (forward, "        while self.training:\n            pass\n" + forward)]})
-    course = load_course(quick_course)
-    components = [(c.name, [k.id for k in c.checks]) for c in course.assignment("assignment1").components]
+    components = [(c.name, [k.id for k in c.checks]) for c in watching.course.assignment("assignment1").components]
     ids = dict(components)["PositionalEncoding"]
     heavy = dict.fromkeys(ids, 100.0)  # as if its checks were most of the time: the cut falls among them
     near, far = split_at(components, heavy)
     assert set(near) & set(ids) and set(far) & set(ids)
-    with Grader(course, helper=True) as grader:
-        grader.grade(assignment="assignment1", submission=SOLUTIONS)
-        assert grader.await_helper(300), "the helper did not warm up"
-        grader._cost.update(heavy)
-        split = without_timings(as_json(grader.grade(assignment="assignment1", submission=tree)))
-        assert grader.split_gradings == 1
+    cost = dict(watching._cost)
+    watching._cost.update(heavy)
+    try:
+        split = without_timings(as_json(watching.grade(assignment="assignment1", submission=tree)))
+    finally:
+        watching._cost.clear()
+        watching._cost.update(cost)
     one = without_timings(grade_json(tree, "assignment1", course=quick_course, cached=False))
     hung = [t["message"] for c in one["components"] for t in c["tests"] if t["status"] == "timeout"]
     assert len(hung) >= 2 and any("shortened" in m for m in hung), hung  # the case is not trivial
     assert split == one
 
 
-def _edit(tree: Path, edits: dict[str, list[tuple[str, str]]], undo: bool = False) -> None:
+def _edit(tree: Path, edits: dict[str, list[tuple[str, str]]]) -> None:
     for rel, pairs in edits.items():
         text = (tree / rel).read_text()
         for old, new in pairs:
-            text = text.replace(new, old) if undo else text.replace(old, new)
+            text = text.replace(old, new)
         (tree / rel).write_text(text)
 
 
-def test_a_re_grade_that_keeps_the_unchanged_components_is_a_whole_grade(tmp_path):
+@pytest.mark.xdist_group("watching")
+def test_a_re_grade_that_keeps_the_unchanged_components_is_a_whole_grade(tmp_path, watching, quick_course):
     """`grade --watch` runs again only the components whose files changed (grader.reuse), on two cores:
     after each edit the JSON is that of a grade that ran every check, failures, attribution, shrinking
     and restarts included, and the untouched components' checks were not run again."""
     tree = mutant(tmp_path, {})
-    bug = patches(SPLIT_BUGS[0])
+    watching.grade(assignment="assignment1", submission=tree)
     crash = {"assignment1/positional_encoding.py": CRASHES["assignment1/positional_encoding.py"]}
-    edits = [(bug, False), (crash, False), (bug, True), ({}, False)]  # the last: a save that changes nothing
-    with Grader(load_course(ROOT / "course.toml"), helper=True, reuse=True) as grader:
-        grader.grade(assignment="assignment1", submission=tree)
-        assert grader.await_helper(300), "the helper did not warm up"
-        for change, undo in edits:
-            _edit(tree, change, undo)
-            before = grader.reused_checks
-            report = without_timings(as_json(grader.grade(assignment="assignment1", submission=tree)))
-            assert report == without_timings(grade_json(tree, "assignment1", cached=False)), (change, undo)
-            checks = sum(t["status"] != "skipped" for c in report["components"] for t in c["tests"])
-            assert 0 < grader.reused_checks - before < checks or not change
-        assert grader.reused_checks - before == checks  # nothing changed: nothing ran again
+    for edit in (patches(SPLIT_BUGS[0]), crash, {}):  # the last: a save that changes nothing
+        _edit(tree, edit)
+        before = watching.reused_checks
+        report = without_timings(as_json(watching.grade(assignment="assignment1", submission=tree)))
+        assert report == without_timings(grade_json(tree, "assignment1", course=quick_course, cached=False)), edit
+        checks = sum(t["status"] != "skipped" for c in report["components"] for t in c["tests"])
+        assert 0 < watching.reused_checks - before < checks or not edit
+    assert watching.reused_checks - before == checks  # nothing changed: nothing ran again
 
 
 def test_the_digest_kept_for_a_check_is_hypothesis_own():
