@@ -12,8 +12,10 @@ changed, and the kept ones take their places in a single run's order; attributio
 performance, the forbidden scan and scoring run as before, on the whole.
 
 A file whose imports cannot be read from its source (importlib, exec, reading files) makes its
-components run every time. Only `--watch` keeps anything: what counts for a grade (a plain `grade`,
-`grade batch`, Gradescope) runs every check.
+components run every time. One difference from a whole grade is known: what a module prints when
+it is imported shows under the first check of each process that imports it, so a component that
+runs again (or each side of a split) shows it again. Only `--watch` keeps anything: what counts
+for a grade (a plain `grade`, `grade batch`, Gradescope) runs every check.
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ earlier ones, and hands back what a single run would have recorded for them: the
 derandomized, and the grader merges the outcomes, the forbidden APIs run and the faults in the
 order of a single run. The JSON is the same (tests/kit/test_reproducible.py). What a hang or a
 crash teaches about a component stays with it: where the cut falls inside a component and one of
-its checks meets a fault, on either side, the grader runs all of its checks again itself.
+its checks meets a fault, on either side, the grader runs all of its checks again itself. What a
+module prints when it is imported shows under the first check of each process that imports it:
+in a split grading, once per side.
 
 Both processes are the grader's own: they trust each other, and pickle what they exchange. The
 helper stops when its stdin closes (the grader ended, however it ended) and leaves Ctrl-C to it.
