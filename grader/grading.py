@@ -131,7 +131,7 @@ def _grade(course: Course, assignment: str, submission: Path, device: str, sandb
                              cost, assignment=assignment, submission=submission, device=device, gpu=gpu)
         if reuse is not None:
             reuse.keep(course, spec, staged, context, student, {c.name for c in spec.components} - set(kept), results)
-            split.recall(student, results, kept, reuse.order)
+            reuse.restore(student, results, kept)
         blame = attribution.attribute(course, spec, results, run, swap=has_reference)
         results.update(_shrink_shown(results, blame, run))
         speed = performance.measure(course, spec, student, results, gpu, has_reference)

@@ -60,6 +60,20 @@ class Reuse:
         self.reused += sum(len(k.results) for k in found.values())
         return found
 
+    def restore(self, student, results: dict[str, Outcome], kept: dict[str, Kept]) -> None:
+        """The kept components' outcomes, faults and forbidden calls among this grading's, in the places
+        of their checks in a single run (grader.split.merge)."""
+        from grader.split import merge
+
+        if not kept:
+            return
+        student.order = student.order or self.order  # nothing ran: the last run's order
+        for k in kept.values():
+            results.update(copy.deepcopy(k.results))
+        merge(student, {"faults": [f for k in kept.values() for f in k.faults],
+                        "executed": [e for k in kept.values() for e in k.executed],
+                        "modules": {name: k.modules for name, k in kept.items()}})
+
     def keep(self, course: Course, spec: Assignment, staged: Path, context: tuple, student, ran: set[str],
              results: dict[str, Outcome]) -> None:
         """Keep what the components among `ran` (by name) gave in this grading's first run of their checks."""

@@ -18,7 +18,6 @@ helper stops when its stdin closes (the grader ended, however it ended) and leav
 
 from __future__ import annotations
 
-import copy
 import os
 import pickle
 import select
@@ -97,7 +96,7 @@ def run(checks: dict[str, tuple[str, ...]], run_here, spec, student, quick: froz
         ids = {chk.id for chk in cut.checks}
         if ids & set(near) and ids & set(far) and ids & faulted:
             again = ids & set(checks)  # a fault on either side: all of its checks, here, from the start
-            _forget(student, cut.name, again)
+            student.forget(cut.name, again)
             done = {"results": {c: o for c, o in done["results"].items() if c not in again},
                     "faults": [f for f in done["faults"] if f[2] not in again],
                     "executed": [e for e in done["executed"] if e[1] not in again], "modules": done["modules"]}
@@ -107,16 +106,6 @@ def run(checks: dict[str, tuple[str, ...]], run_here, spec, student, quick: froz
         results.update(run_here({check: checks[check] for check in checks if check in again}, quick=quick))
         merge(student, {"faults": [], "executed": []})  # the checks run again, in their places
     return results
-
-
-def _forget(student, component: str, checks: set[str]) -> None:
-    """What `checks`, of `component`, left in `student` (faults, forbidden calls, hangs), as if they had not run."""
-    student.sandbox.faults[:] = [f for f in student.sandbox.faults if f.check not in checks]
-    kept = [(e, c) for e, c in zip(student.executed, student.executed_in, strict=True) if c not in checks]
-    student.executed, student.executed_in = [e for e, _ in kept], [c for _, c in kept]
-    student.hung = {config for config in student.hung if config[0] != component}
-    student.slowest.pop(component, None)
-    student.bad_modules = {m: f for m, f in student.bad_modules.items() if f.check not in checks}
 
 
 def merge(student, far: dict) -> None:
@@ -135,19 +124,6 @@ def merge(student, far: dict) -> None:
     student.executed, student.executed_in = [e for e, _ in executed], [c for _, c in executed]
     for component, modules in far.get("modules", {}).items():
         student.modules.setdefault(component, set()).update(modules)
-
-
-def recall(student, results: dict[str, Outcome], kept: dict, order: list[str]) -> None:
-    """The kept components' outcomes, faults and forbidden calls among this run's (grader.reuse)."""
-    if not kept:
-        return
-    student.order = student.order or order  # nothing ran: the last run's order
-    for k in kept.values():
-        results.update(copy.deepcopy(k.results))
-    merge(student, {"faults": [f for k in kept.values() for f in k.faults],
-                    "executed": [e for k in kept.values() for e in k.executed],
-                    "modules": {name: k.modules for name, k in kept.items()}})
-
 
 
 class Helper:

@@ -65,6 +65,16 @@ class Submission:
         self.component = component
         self.config = (component, parts)
 
+    def forget(self, component: str, checks: set[str]) -> None:
+        """What `checks`, of `component`, left here (faults, forbidden calls, hangs, import faults), as
+        if they had not run: they run again from the start (grader.split)."""
+        self.sandbox.faults[:] = [f for f in self.sandbox.faults if f.check not in checks]
+        kept = [(e, c) for e, c in zip(self.executed, self.executed_in, strict=True) if c not in checks]
+        self.executed, self.executed_in = [e for e, _ in kept], [c for _, c in kept]
+        self.hung = {config for config in self.hung if config[0] != component}
+        self.slowest.pop(component, None)
+        self.bad_modules = {m: f for m, f in self.bad_modules.items() if f.check not in checks}
+
     def _request(self, message: dict, timeout: float | None = None):
         # A fault fails the rest of its own check at once (Hypothesis replays failing
         # examples); the next check gets a fresh worker. A fault while importing a file
