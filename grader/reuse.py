@@ -28,6 +28,7 @@ from pathlib import Path
 from grader.course import Assignment, Course
 from grader.imports import imported
 from grader.results import Outcome
+from grader.split import merge
 
 # source that can run or read files the import graph does not show
 DYNAMIC = ("importlib", "__import__", "exec(", "eval(", "compile(", "open(", "runpy", "sys.modules", "pkgutil",
@@ -63,8 +64,6 @@ class Reuse:
     def restore(self, student, results: dict[str, Outcome], kept: dict[str, Kept]) -> None:
         """The kept components' outcomes, faults and forbidden calls among this grading's, in the places
         of their checks in a single run (grader.split.merge)."""
-        from grader.split import merge
-
         if not kept:
             return
         student.order = student.order or self.order  # nothing ran: the last run's order
