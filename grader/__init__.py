@@ -4,6 +4,8 @@
     course = load_course("course.toml")
     report = grade_submission(course=course, assignment="assignment1", submission="assignments")
 
+In a notebook: `grader.check("assignment1")` shows the report in the cell and returns it as a dict.
+
 Importing this package is cheap: the heavy parts (torch, pytest, Hypothesis) load on use.
 """
 
@@ -18,4 +20,11 @@ def grade_submission(**kwargs):
     return grade_submission(**kwargs)
 
 
-__all__ = ["ConfigError", "grade_submission", "load_course"]
+def check(assignment: str, submission=None, **kwargs) -> dict:
+    """Grade, show the report (in a notebook's cell) and return the JSON report (see grader.notebook.check)."""
+    from grader.notebook import check
+
+    return check(assignment, submission, **kwargs)
+
+
+__all__ = ["ConfigError", "check", "grade_submission", "load_course"]

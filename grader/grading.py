@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from grader.course import ConfigError, Course
 from grader.results import Outcome, Report
+from grader.sandbox import isolation
 from grader.sandbox.host import Sandbox
 from grader.sandbox.template import Template
 
@@ -51,7 +52,7 @@ def start_sandbox(*, course: Course, assignment: str, submission: Path, device: 
 def grade_submission(*, course: Course, assignment: str, submission: Path, device: str = "cpu",
                      sandbox: Sandbox | None = None, template: Template | None = None,
                      helper: "Helper | None" = None, cost: dict[str, float] | None = None,
-                     reuse: "Reuse | None" = None) -> Report:
+                     reuse: "Reuse | None" = None, only: frozenset[str] | None = None) -> Report:
     """Run the suites of `assignment` on `submission` and score them.
 
     The checks of a composite whose parts fail are re-run with the reference's versions of
@@ -61,11 +62,12 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, devic
     started by start_sandbox for the same submission (closed here); `template`: as for start_sandbox;
     `helper`: a grader.split.Helper, which runs the checks of the later components meanwhile once it
     is ready, chosen by `cost` (seconds by check, from earlier gradings); `reuse`: a grader.reuse.Reuse
-    that keeps what each component's checks gave, and runs them again only when their files change."""
+    that keeps what each component's checks gave, and runs them again only when their files change;
+    `only`: check ids of the assignment to run alone, the report listing only them (grader.only)."""
     sandbox = sandbox or start_sandbox(course=course, assignment=assignment, submission=submission, device=device,
                                        template=template)
     with one_intra_op_thread(), frozen_heap():
-        return _grade(course, assignment, submission, device, sandbox, helper, cost or {}, reuse)
+        return _grade(course, assignment, submission, device, sandbox, helper, cost or {}, reuse, only)
 
 
 _gradings = itertools.count(1)
@@ -103,11 +105,16 @@ def one_intra_op_thread():
 
 
 def _grade(course: Course, assignment: str, submission: Path, device: str, sandbox: Sandbox,
-           helper: "Helper | None", cost: dict[str, float], reuse: "Reuse | None") -> Report:
+           helper: "Helper | None", cost: dict[str, float], reuse: "Reuse | None",
+           only: frozenset[str] | None = None) -> Report:
     from grader import attribution, diagnosis, forbidden, performance, scoring, split
     from grader.suite.remote import Submission
 
     spec = course.assignment(assignment)
+    if only:  # the components of those checks, with only those checks (grader.only)
+        from grader.only import narrow, note
+
+        spec = narrow(spec, only)
     submission = Path(submission).resolve()
     tiers = suite_files(course, assignment)
     has_reference = "hidden" in tiers  # the instructors' tier: the reference tree is there too
@@ -124,7 +131,7 @@ def _grade(course: Course, assignment: str, submission: Path, device: str, sandb
         later = frozenset(chk.id for comp in spec.components if comp.depends for chk in comp.checks
                           if chk.id not in comp.isolated) if has_reference else frozenset()
         checks = {chk.id: () for comp in spec.components for chk in comp.checks if chk.tier != "cuda" or gpu}
-        context, staged = (assignment, device, has_reference, str(submission)), sandbox.dir / "submission"
+        context, staged = (assignment, device, has_reference, str(submission), only), sandbox.dir / "submission"
         kept = reuse.recall(course, spec, staged, context) if reuse is not None else {}
         reused = {chk.id for comp in spec.components if comp.name in kept for chk in comp.checks}
         results = split.run({c: p for c, p in checks.items() if c not in reused}, run, spec, student, later, helper,
@@ -134,7 +141,8 @@ def _grade(course: Course, assignment: str, submission: Path, device: str, sandb
             reuse.restore(student, results, kept)
         blame = attribution.attribute(course, spec, results, run, swap=has_reference)
         results.update(_shrink_shown(results, blame, run))
-        speed = performance.measure(course, spec, student, results, gpu, has_reference)
+        # --only: no timings (they are not what was asked for, and cost a second or more)
+        speed = performance.measure(course, spec, student, results, gpu, has_reference) if not only else None
         faults, refused = sandbox.faults, sandbox.staged.refused
         # the staged copy is what ran: scanned before the sandbox and its folder go
         verdict = forbidden.judge(spec, sandbox.dir / "submission", student.executed)
@@ -154,11 +162,15 @@ def _grade(course: Course, assignment: str, submission: Path, device: str, sandb
                            duration=time.monotonic() - sandbox.created, faults=[f.detail for f in faults],
                            refused=refused, forbidden=verdict)
     report.isolation = sandbox.isolation
+    report.isolation_detail = isolation.describe(sandbox.isolation)
     report.performance = speed
     excused = frozenset(t.id for c in report.components for t in c.checks if t.excused_by)
-    named = diagnosis.diagnose(course, spec, results, excused)
+    # a bug is named from all of a component's public checks: with --only some did not run
+    named = diagnosis.diagnose(course, spec, results, excused) if not only else {}
     for comp in report.components:
         comp.diagnosis = named.get(comp.name)
+    if only:
+        report.notes.append(note(only, course.assignment(assignment)))
     if device == "cuda":
         report.gpu = _gpu_summary(spec, results, gpu)
         report.notes.append(report.gpu["note"])

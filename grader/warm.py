@@ -42,6 +42,7 @@ class Grader:
         self._helper: Helper | None = None
         self._cost: dict[str, float] = {}  # seconds by check, from the last grading that ran it
         self._reuse: Reuse | None = None
+        self.only: frozenset[str] | None = None  # check ids every grading runs alone (grader.only)
         if reuse:
             from grader.reuse import Reuse
 
@@ -79,13 +80,14 @@ class Grader:
                              template=self._template)
 
     def grade(self, *, assignment: str, submission: Path, device: str = "cpu",
-              sandbox: Sandbox | None = None) -> Report:
-        """Grade `submission` (see grader.grading.grade_submission); `sandbox`: one from self.sandbox."""
+              sandbox: Sandbox | None = None, only: frozenset[str] | None = None) -> Report:
+        """Grade `submission` (see grader.grading.grade_submission); `sandbox`: one from self.sandbox;
+        `only`: these checks alone (default: self.only, which `grade --watch --only` sets)."""
         from grader.grading import grade_submission
 
         report = grade_submission(course=self.course, assignment=assignment, submission=submission, device=device,
                                   sandbox=sandbox, template=self._template, helper=self._helper, cost=self._cost,
-                                  reuse=self._reuse)
+                                  reuse=self._reuse, only=only or self.only)
         self._cost.update({check.id: check.outcome.duration for comp in report.components for check in comp.checks})
         return report
 

@@ -23,6 +23,12 @@ def parser() -> UsageParser:
     p.add_argument("--verbose", action="store_true",
                    help="show every failed check in full (default: the most telling one per component, "
                         "the others by name) and the timings")
+    p.add_argument("--only", metavar="CHECK[,CHECK...]",
+                   help="run and report only these checks (ids as in the report); the score counts them alone")
+    p.add_argument("--repro", metavar="CHECK",
+                   help="write repro_CHECK.py here: a plain script (torch and your files only) that rebuilds the "
+                        "check's failing example, runs your code on it and exits 0 once it is fixed; see "
+                        "grader/repro.py for the checks it knows")
     p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     return p
 
@@ -42,21 +48,37 @@ def main(argv: list[str]) -> int:
         raise ConfigError(f"--json: the folder of {args.json!r} does not exist")
     if args.watch and to_stdout:
         raise ConfigError("--json: '-' cannot be combined with --watch (give a file, rewritten after each grade)")
+    only = None
+    if args.only is not None:
+        from grader.only import parse
+
+        only = parse(args.only, course.assignment(args.assignment))
+    if args.repro is not None:
+        if args.watch or args.only is not None or args.json:
+            raise ConfigError("--repro: cannot be combined with --watch, --only or --json")
+        from grader import repro
+
+        return repro.main(course=course, assignment=args.assignment, check=args.repro, submission=submission)
     if args.watch:
         from grader.split import spare_core
 
-        return _watch(args, Grader(course, helper=spare_core(), reuse=True), submission)
+        watching = Grader(course, helper=spare_core(), reuse=True)
+        watching.only = only
+        return _watch(args, watching, submission)
     # the worker imports torch while this process imports pytest, Hypothesis and rich
     grader = Grader(course, template=False)
     sandbox = grader.sandbox(assignment=args.assignment, submission=submission, device=args.device)
 
     from rich.console import Console
 
+    from grader.notebook import progress
     from grader.render import report
 
     console = Console(stderr=to_stdout, no_color="NO_COLOR" in os.environ or None)
-    with console.status(f"grading {args.assignment} ...", spinner="dots"):
-        result = grader.grade(assignment=args.assignment, submission=submission, device=args.device, sandbox=sandbox)
+    # a spinner on a real terminal only: in a pipe or a notebook (`!grade`, which sets FORCE_COLOR) each frame stays
+    with progress(console, f"grading {args.assignment} ..."):
+        result = grader.grade(assignment=args.assignment, submission=submission, device=args.device, sandbox=sandbox,
+                              only=only)
     report.render(result, console, verbose=args.verbose)
     if args.json:
         _write_json(result, args.json)
