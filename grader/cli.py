@@ -12,7 +12,7 @@ from pathlib import Path
 from grader.course import ConfigError
 
 # `grade NAME ...` runs grader.commands.NAME; anything else is `grade assignmentN ...`
-COMMANDS = ("stubs", "expected", "train", "batch", "release", "nbgrader", "gradescope")
+COMMANDS = ("stubs", "expected", "train", "batch", "release", "nbgrader", "gradescope", "doctor")
 
 
 class UsageParser(argparse.ArgumentParser):
@@ -65,6 +65,10 @@ def keep_hypothesis_out_of_cwd() -> None:
 def main(argv: list[str] | None = None) -> int:
     import importlib
 
+    if sys.platform == "win32":  # the sandbox is POSIX's (resource limits, fork): no traceback, one line
+        print("grade: runs on Linux, macOS or WSL2 (Windows Subsystem for Linux), not on Windows itself; "
+              "install WSL2 and run it there", file=sys.stderr)
+        return 2
     keep_hypothesis_out_of_cwd()
     argv = sys.argv[1:] if argv is None else argv
     name = argv[0] if argv and argv[0] in COMMANDS else None

@@ -23,7 +23,7 @@ class Limits:
     file_size_mb: int = 16
     output_kb: int = 4
     scratch_mb: int = 64  # what the submission may write, in namespaces (a tmpfs of this size)
-    isolation: str = "auto"  # "auto", "namespaces" or "process" (grader.sandbox.isolation)
+    isolation: str = "auto"  # "auto", "namespaces", "seccomp" or "process" (grader.sandbox.isolation)
     source: str = field(default="course.toml", compare=False)  # the file they were read from, for messages
 
     def where(self, name: str) -> str:
@@ -183,8 +183,8 @@ def load(path: Path) -> Course:
     limits = Limits(source=path.name, **{
         f.name: lim.get(f.name, kinds[type(getattr(defaults, f.name))], getattr(defaults, f.name))
         for f in fields(Limits) if f.name != "source"})
-    if limits.isolation not in ("auto", "namespaces", "process"):
-        raise lim.bad("isolation", limits.isolation, '"auto", "namespaces" or "process"')
+    if limits.isolation not in ("auto", "namespaces", "seccomp", "process"):
+        raise lim.bad("isolation", limits.isolation, '"auto", "namespaces", "seccomp" or "process"')
     lim.done()
 
     hyp = top.table("hypothesis")

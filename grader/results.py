@@ -80,7 +80,8 @@ class Report:
     components: list[ComponentResult]
     duration: float
     notes: list[str] = field(default_factory=list)
-    isolation: str = ""  # the submission's process: "namespaces" or "process" (grader.sandbox.isolation)
+    isolation: str = ""  # the submission's process: "namespaces", "seccomp" or "process" (grader.sandbox.isolation)
+    isolation_detail: str = ""  # what that tier kept from it here (grader.sandbox.isolation.describe)
     # timings against torch's built-ins and the reference (grader.performance); None: nothing timed
     performance: dict | None = None
     gpu: dict | None = None  # with --device cuda: whether the GPU tier ran, where, how long it took
@@ -107,6 +108,7 @@ def to_json(report: Report) -> dict:
         "max_score": report.max_score,
         "duration_seconds": round(report.duration, 2),
         "isolation": report.isolation,
+        "isolation_detail": report.isolation_detail,
         "notes": report.notes,
         "components": [
             {"name": c.name, "file": c.file, "score": c.score, "max_score": c.max_score, "status": c.status,

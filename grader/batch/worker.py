@@ -68,9 +68,13 @@ def grade_tree(*, course_path: Path, assignment: str, tree: Path, student: str,
             from grader.sandbox import isolation
 
             grader = grader_for(Path(course_path))
-            if require_namespaces and isolation.choose(grader.course.limits) != "namespaces":
+            course = grader.course
+            exposed = isolation.protects_course(isolation.choose(course.limits), [course.reference, course.suites]) \
+                if require_namespaces else ""
+            if exposed:
                 why = isolation.unavailable() or "isolation is set to process"
-                return {"error": f"namespaces are not available on worker {os.uname().nodename} ({why})"}
+                return {"error": f"on worker {os.uname().nodename} the submissions could read the course: {exposed} "
+                                 f"(namespaces: {why})"}
             report = grader.grade(assignment=assignment, submission=Path(tree))
         except KeyboardInterrupt:
             raise

@@ -128,8 +128,9 @@ def _run(cmd: list[str], *, cwd: str, timeout: float) -> str | None:
 
 
 def _summary(report: dict) -> None:
+    isolation = report.get("isolation_detail") or f"{report.get('isolation') or 'unknown'} isolation"
     print(f"{report.get('assignment')}: {report.get('score')} / {report.get('max_score')} points "
-          f"(graded in {report.get('duration_seconds')} s, {report.get('isolation') or 'unknown'} isolation)")
+          f"(graded in {report.get('duration_seconds')} s, {isolation})")
     hidden = {t.get("id") for c in report["components"] for t in c.get("tests", []) if t.get("hidden")}
     for note in report.get("notes", []):
         if not any(check_id and check_id in note for check_id in hidden):

@@ -19,6 +19,7 @@ ISOLATION = {
                   "autograder's files and the reference were out of its reach)",
     "process": "process (resource limits only: the submission's process could read and write what "
                "the autograder can)",
+    # "seccomp": what it blocks depends on the kernel (Landlock or not): the report's isolation_detail
 }
 
 
@@ -33,8 +34,9 @@ def results(report: dict, *, execution_time: float, notes: Sequence[str] = ()) -
             tests.append({"name": f"{component['name']}: hidden checks", "status": test["status"],
                           "output": hidden, "visibility": "after_published"})
     isolation = report.get("isolation") or ""
+    detail = ISOLATION.get(isolation) or report.get("isolation_detail") or isolation
     top = [f"{report['assignment']}: {report['score']:g} / {report['max_score']:g} points.",
-           *([f"Isolation: {ISOLATION.get(isolation, isolation)}."] if isolation else []),
+           *([f"Isolation: {detail}."] if isolation else []),
            *notes, *([data["output"]] if data["output"] else [])]
     return {**data, "execution_time": round(execution_time, 2), "output": "\n".join(top), "tests": tests}
 

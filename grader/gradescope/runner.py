@@ -8,14 +8,17 @@ that wrote one itself is overwritten). The submission is taken in the shapes stu
 (grader.batch.collect, as `grade batch` takes a student's folder): the assignment's files
 loose, a tree of assignmentN/ folders (in one wrapping folder or not, or in the `assignments/`
 folder of a checkout of the student kit, a GitHub repository), or one .zip of any of those. A
-symbolic link where grading would read refuses the submission. Untrusted code runs only in
-namespaces, unless the zip was built with --unsafe-process-isolation; results.json says which
-isolation the run had.
+symbolic link where grading would read refuses the submission. Untrusted code runs in the
+highest isolation tier the container allows (grader.sandbox.isolation: in Gradescope's, whose
+Docker profile refuses namespaces, the seccomp tier, the course unreadable to the submission's
+user) and in the process tier only where the zip was built with --unsafe-process-isolation;
+results.json says which tier the run had and what it blocks.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -38,15 +41,20 @@ def run(*, root: Path, assignment: str, unsafe_process_isolation: bool = False) 
     from grader.sandbox import isolation
 
     started = time.monotonic()
+    if os.geteuid() == 0:  # the course, the kit's zip and the scripts: no other user's (setup.sh does it too)
+        os.chmod(root / "source", 0o700)
     course = load_course(root / "source" / "course" / "course.toml")
     spec = course.assignment(assignment)
     mode = isolation.choose(course.limits)
     work = Path(tempfile.mkdtemp(prefix="gradescope-"))
     try:
-        if mode != "namespaces" and not unsafe_process_isolation:
+        exposed = isolation.protects_course(mode, [course.reference, course.suites])
+        if exposed and not unsafe_process_isolation:
             why = isolation.unavailable() or "isolation is set to process"
-            report = empty_report(spec, "submission", "not graded", "Not graded: this autograder grades only in "
-                                  f"Linux namespaces, which are not available here ({why}). The instructor can "
+            report = empty_report(spec, "submission", "not graded", "Not graded: this autograder grades only "
+                                  "where the submission cannot read the course, and here "
+                                  f"{exposed} (namespaces: {why}; seccomp: "
+                                  f"{isolation.confinement().get('error', 'available')}). The instructor can "
                                   "build it with --unsafe-process-isolation.")
             data = results(report, execution_time=time.monotonic() - started)
         else:

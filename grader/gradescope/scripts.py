@@ -39,6 +39,8 @@ fi
 "$VENV/bin/python" -m pip install ${{TORCH_INDEX:+--index-url "$TORCH_INDEX"}} "torch=={torch}"
 "$VENV/bin/python" -m pip install "$ROOT/source/kit"
 "$VENV/bin/python" -c "import torch, grader.gradescope.runner"
+# the course (reference, hidden suite) and this zip: root's alone; the submission runs as another user
+chmod 700 "$ROOT/source"
 """
 
 RUN = """\

@@ -179,11 +179,12 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     header = Table.grid(padding=(0, 2))
     header.add_column(style="bold")
     header.add_column()
-    isolation = f" (isolation: {report.isolation})" if report.isolation else ""
     if verbose:
         header.add_row("assignment", f"{report.assignment}: {report.title}")
     header.add_row("submission", plain(str(report.submission)))
-    header.add_row("score", f"{report.score:g} / {report.max_score:g}, graded in {report.duration:.1f} s{isolation}")
+    header.add_row("score", f"{report.score:g} / {report.max_score:g}, graded in {report.duration:.1f} s")
+    if report.isolation:  # the tier and what it keeps from the code: where it runs, it may be less than it seems
+        header.add_row("isolation", plain(report.isolation_detail or report.isolation))
     # the summary's title names the assignment: one screen has no room for the same line twice
     console.print(Panel(header, title="grade", title_align="left") if verbose else header)
     console.print(_summary(report))

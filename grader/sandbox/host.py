@@ -10,6 +10,7 @@ imported torch already, made into the same worker with the same isolation; a san
 starts one of its own at its first restart, for the restarts that follow.
 """
 
+import json
 import os
 import select
 import shutil
@@ -32,11 +33,20 @@ if TYPE_CHECKING:
 
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.sandbox.child.worker import main; main()"
 
+# What the grader keeps of an exception of the submission's (protocol.describe_error sends no more)
+MAX_NAME, MAX_MESSAGE, MAX_MRO, MAX_WHERE, MAX_WHERE_LINES = 200, 4000, 32, 300, 6
+# Requests for reference parts (the stand-ins' asks) one request may make, and a grading: an honest
+# isolated check asks a few times per example; past these the submission is using the channel
+MAX_ASKS_PER_REQUEST, MAX_ASKS = 20_000, 400_000
+
 
 class StudentError(Exception):
     """The submission's code raised; the fields are what the worker reported, as data."""
 
     def __init__(self, type: str, mro: list[str], message: str, where: list[str]):
+        # bounded here too: the submission's code can write an answer of its own in place of the worker's
+        type, message = type[:MAX_NAME], message[:MAX_MESSAGE]
+        mro, where = [c[:MAX_NAME] for c in mro[:MAX_MRO]], [w[:MAX_WHERE] for w in where[:MAX_WHERE_LINES]]
         super().__init__(f"{type}: {message}")
         self.type, self.mro, self.message, self.where = type, mro, message, where
 
@@ -71,6 +81,10 @@ def _doing(message: dict) -> str:
 class Sandbox:
     """One submission's worker process, restarted after each fault; forked by `template` where one is given."""
 
+    student_seconds = 0.0  # what the submission's answers took, in all: the grader's own work answering asks not
+    asks = 0  # requests for reference parts the worker made, in all
+    asks_now = 0  # and in the request being answered
+
     def __init__(self, submission: Path, files: dict[str, list[str]], limits: Limits, *,
                  template: "Template | None" = None, gpu: bool = False):
         self.limits = limits
@@ -78,19 +92,21 @@ class Sandbox:
         self.template = template
         self.own_template: Template | None = None  # started at the first restart, where none was given
         self.created = time.monotonic()
-        self.isolation = isolation.choose(limits)  # "namespaces" or "process"
+        self.isolation = isolation.choose(limits)  # "namespaces", "seccomp" or "process"
         self.user = isolation.sandbox_user()  # as root, the submission's uid and gid: not root's
         self.dir = Path(tempfile.mkdtemp(prefix="grade-"))
         self.staged = stage(submission, files, self.dir)
         (self.dir / "jail").mkdir()  # where the launcher builds the namespaces' root
         self.home = self.dir  # the process sandbox's HOME and folder
-        if self.user is not None and self.isolation == "process":
-            # its user reads the staged files (the group's bits) and writes only in a folder of its own
-            os.chown(self.dir, 0, self.user)
-            self.dir.chmod(0o750)
+        if self.isolation == "seccomp" or self.user is not None and self.isolation == "process":
+            # it writes only in a folder of its own (Landlock's one writable path, in the seccomp tier);
+            # its user reads the staged files (the group's bits)
             self.home = self.dir / "home"
             self.home.mkdir(mode=0o700)
-            os.chown(self.home, self.user, self.user)
+            if self.user is not None:
+                os.chown(self.dir, 0, self.user)
+                self.dir.chmod(0o750)
+                os.chown(self.home, self.user, self.user)
         # answers the worker's requests for reference parts (grader.suite.parts)
         self.on_ask: Callable[[Any], Any] | None = None
         self.output = self.dir / "output.txt"
@@ -120,17 +136,22 @@ class Sandbox:
             if self.user is not None:
                 os.chown(pycache, self.user, self.user)
                 become = str(self.user)
+        confine = ""
+        if self.isolation == "seccomp":  # applied by the worker to itself (grader.sandbox.child.confine)
+            env["TMPDIR"] = str(self.home)  # its one writable folder
+            confine = json.dumps(isolation.confine_spec([here], [str(self.home)], [os.getpid(), os.getpgrp()]))
         try:
             if self.template is not None:
                 jail = isolation.spec(self.dir, self.limits.scratch_mb, [], env, self.user) \
                     if self.isolation == "namespaces" else None
                 with open(self.output, "ab") as out:
-                    self.proc = self.template.spawn(cwd=cwd, here=here, pycache=pycache, become=become, env=env,
+                    self.proc = self.template.spawn(cwd=cwd, here=here, pycache=pycache, become=become,
+                                                    confine=confine, env=env,
                                                     orig_argv=[sys.executable, "-I", "-B", "-c", BOOT],
                                                     rlimits=rlimits(self.limits, self.gpu), jail=jail,
                                                     fds=(req_r, resp_w, out.fileno()))
             else:
-                argv = [sys.executable, "-I", "-B", "-c", BOOT, here, str(req_r), str(resp_w), pycache, become]
+                argv = [sys.executable, "-I", "-B", "-c", BOOT, here, str(req_r), str(resp_w), pycache, become, confine]
                 if self.isolation == "namespaces":
                     argv = isolation.command(self.dir, self.limits.scratch_mb, argv, env, self.user)
                 with open(self.output, "ab") as out:
@@ -167,6 +188,7 @@ class Sandbox:
             seconds, where = timeout, why or "this check's own timeout, set in its grading suite"
         else:
             seconds, where = self.limits.timeout_seconds, self.limits.where("timeout_seconds")
+        self.asks_now = 0
         reply = self._receive(seconds, where, _doing(message))
         if "error" in reply:
             e = reply["error"]
@@ -179,7 +201,10 @@ class Sandbox:
         limit and `where` it is set."""
         from grader.sandbox.child import protocol
 
-        deadline = (time.monotonic() if since is None else since) + seconds
+        begun = time.monotonic() if since is None else since
+        deadline = begun + seconds
+        graders = 0.0  # seconds of the grader's own work answering asks: not the submission's
+        nested = self.student_seconds  # what requests made while answering asks spend is theirs
 
         def wait():
             # an answer already there when the deadline has passed still counts
@@ -187,24 +212,44 @@ class Sandbox:
             if not select.select([self.resp], [], [], left)[0]:
                 self._fault("timeout", f"no answer within {seconds:g} s while {doing} ({where}); "
                                        "the process was killed")
-        while True:
-            try:
-                reply = protocol.read_frame(self.resp, wait)
-            except EOFError:
-                self._fault("crash", self._death(f"while {doing}"))
-            except protocol.ProtocolError as e:
-                self._fault("tamper", f"the submission's process sent a malformed answer ({e}); it was killed")
-            if isinstance(reply, dict) and set(reply) == {"ask"} and self.on_ask is not None:
-                # the grader's time (a reference part: the first on meta imports torch._dynamo) is not theirs
-                asked = time.monotonic()
-                self._answer(reply["ask"])
-                deadline += time.monotonic() - asked
-                continue
-            if not isinstance(reply, dict) or not ({"ok"} == set(reply) or {"error"} == set(reply)
-                                                  and isinstance(reply["error"], dict)):
-                self._fault("tamper", "the submission's process sent an answer the grader did not ask for; "
-                                      "it was killed")
-            return reply
+        try:
+            while True:
+                malformed = ""
+                try:
+                    reply = protocol.read_frame(self.resp, wait, protocol.ANSWERS)
+                except EOFError:
+                    reply = None
+                    self._fault("crash", self._death(f"while {doing}"))
+                except protocol.ProtocolError as e:
+                    reply, malformed = None, str(e)[:200]
+                if malformed:  # raised out here: the fault keeps nothing of the frame (its traceback held it)
+                    self._fault("tamper", f"the submission's process sent a malformed answer ({malformed}); "
+                                          "it was killed")
+                if isinstance(reply, dict) and set(reply) == {"ask"} and self.on_ask is not None:
+                    self.asks += 1
+                    self.asks_now += 1
+                    if self.asks_now > MAX_ASKS_PER_REQUEST or self.asks > MAX_ASKS:
+                        reply = None
+                        self._fault("tamper", f"the submission's process asked for reference parts more than "
+                                              f"{MAX_ASKS_PER_REQUEST:,} times in one request or {MAX_ASKS:,} "
+                                              "in a grading; it was killed")
+                    # the grader's time (a reference part: the first on meta imports torch._dynamo) is not
+                    # theirs; what the submission's callables spend when the grader calls them back is
+                    asked, before = time.monotonic(), self.student_seconds
+                    self._answer(reply["ask"])
+                    spent = max(time.monotonic() - asked - (self.student_seconds - before), 0.0)
+                    graders += spent
+                    deadline += spent
+                    continue
+                if not isinstance(reply, dict) or not ({"ok"} == set(reply) or {"error"} == set(reply)
+                                                      and isinstance(reply["error"], dict)):
+                    reply = None
+                    self._fault("tamper", "the submission's process sent an answer the grader did not ask for; "
+                                          "it was killed")
+                return reply
+        finally:
+            # this request's own time: its wall time less the grader's and the nested requests' (counted there)
+            self.student_seconds += max(time.monotonic() - begun - graders - (self.student_seconds - nested), 0.0)
 
     def _answer(self, message):
         from grader.sandbox.child import protocol
@@ -213,7 +258,7 @@ class Sandbox:
         try:
             answer = {"ok": self.on_ask(message)}
         except Exception as e:  # a bad request from the submission's side: tell it, keep grading
-            answer = {"error": f"{type(e).__name__}: {e}"[:500]}
+            answer = {"error": f"{type(e).__name__}: {_bounded_str(e)}"[:500]}
         try:
             protocol.write_all(self.req, protocol.encode(answer))
         except OSError:
@@ -245,6 +290,9 @@ class Sandbox:
     def _kill(self):
         if self.proc is None:
             return
+        # what it started in a session of its own (out of its process group) first, while they are still
+        # its descendants: once it is dead they are orphans that nothing ties to this sandbox
+        _kill_descendants(self.proc.pid)
         if isinstance(self.proc, subprocess.Popen):
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -260,10 +308,14 @@ class Sandbox:
                 pass
         self.proc = None
         self.restarts += 1
+        if self.user is not None:  # as root: whatever runs as its uid, wherever it went (never reused)
+            _kill_user(self.user)
 
     def read_output(self, start: int, limit: int) -> tuple[str, int]:
         """What the submission printed since byte `start` (at most `limit` bytes), and the new end."""
         end = self.output.stat().st_size
+        if end < start:  # it truncated its own output (os.ftruncate(1, 0)): read on from where it is now
+            start = end
         with open(self.output, "rb") as f:
             f.seek(start)
             data = f.read(min(end - start, limit))
@@ -275,9 +327,73 @@ class Sandbox:
     def close(self):
         if self.proc is not None:
             self._kill()
+        elif self.user is not None:
+            _kill_user(self.user)
         if self.own_template is not None:
             self.own_template.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _bounded_str(e: BaseException) -> str:
+    try:
+        return str(e)[:400]
+    except Exception:
+        return "(a message that cannot be printed)"
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below `root`, from /proc (none where there is no /proc)."""
+    children: dict[int, list[int]] = {}
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                ppid = int(f.read().rpartition(b")")[2].split()[1])  # the name before ")" may hold anything
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.append(child)
+                todo.append(child)
+    return found
+
+
+def _kill_descendants(root: int) -> None:
+    for _ in range(3):  # what they fork while they are killed is found by the next pass
+        found = _descendants(root)
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if not found:
+            return
+
+
+def _kill_user(uid: int) -> None:
+    """Kill every process of `uid` (the grader is root): a child that becomes that uid and signals -1,
+    which is every process the uid may signal. Forked, not exec'd: over RLIMIT_NPROC (a fork bomb) an
+    exec as that uid would fail."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # forking a threaded process: the child only signals
+        pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
 
 
 def _template_for_restarts(limits: Limits) -> "Template | None":

@@ -1,14 +1,19 @@
-"""Which isolation the submission's process gets, and the command line that starts it in namespaces.
+"""Which isolation the submission's process gets: the highest tier of three that this machine allows.
 
 "namespaces" (Linux, where unprivileged user namespaces are allowed): the worker runs under
 `grader/sandbox/child/jail.py`, in a minimal root of its own: the Python installation and a few
 system paths read-only, a size-capped tmpfs for everything it may write, no network, no SysV IPC
-shared with anyone, and a PID namespace whose processes all die with it. "process" (macOS,
-containers that refuse namespaces): a process of the grading user with resource limits only; of a
-user of its own (`sandbox_user`) when the grader is root.
+shared with anyone, and a PID namespace whose processes all die with it.
+"seccomp" (Linux where namespaces are refused: Docker's default profile, Gradescope, Ubuntu 24.04+,
+Colab): the worker confines itself before the submission's code runs (`grader/sandbox/child/
+confine.py`): a seccomp filter (no socket but AF_UNIX, no ptrace, no namespaces or mounts) and,
+where the kernel has Landlock, reads only the Python installation, system paths and its staged
+copy, and writes only its own folder.
+"process" (macOS, kernels without seccomp): a process with resource limits only.
+In every tier, when the grader is root the submission runs as a user of its own (`sandbox_user`).
 
-`[limits] isolation` in course.toml picks "auto" (namespaces where the kernel allows them),
-"namespaces" (required) or "process"; the environment variable GRADER_ISOLATION overrides it.
+`[limits] isolation` in course.toml picks "auto" (the highest tier that works here), or requires
+one of the three; the environment variable GRADER_ISOLATION overrides it.
 """
 
 import functools
@@ -21,13 +26,16 @@ import site
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from grader.course import ConfigError, Limits
 
 JAIL = Path(__file__).resolve().parent / "child" / "jail.py"
+CONFINE = JAIL.with_name("confine.py")
 ROOT = "/scratch"  # the submission's writable folder, inside
-MODES = ("auto", "namespaces", "process")
+TIERS = ("namespaces", "seccomp", "process")  # strongest first
+MODES = ("auto", *TIERS)
 ENV_VAR = "GRADER_ISOLATION"
 # As root, the submission runs as a user of its own, in either isolation: Linux does not hold real
 # uid 0 to RLIMIT_NPROC, and another user can neither write root's files nor signal its processes.
@@ -44,16 +52,67 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 
 
 def choose(limits: Limits) -> str:
-    """"namespaces" or "process", as course.toml (or GRADER_ISOLATION) asks and this kernel allows."""
+    """The tier course.toml (or GRADER_ISOLATION) asks for, or with "auto" the highest this machine
+    allows; a tier asked for by name that this machine refuses is a ConfigError saying why."""
     wanted = os.environ.get(ENV_VAR) or limits.isolation
     if wanted not in MODES:
         raise ConfigError(f"{ENV_VAR}={wanted!r}: expected one of {', '.join(MODES)}")
     if wanted == "process":
         return "process"
     why = unavailable()
-    if why and wanted == "namespaces":
-        raise ConfigError(f"isolation = \"namespaces\" is asked for, but this machine refuses them: {why}")
-    return "process" if why else "namespaces"
+    if wanted == "namespaces":
+        if why:
+            raise ConfigError(f"isolation = \"namespaces\" is asked for, but this machine refuses them: {why}")
+        return "namespaces"
+    if wanted == "auto" and not why:
+        return "namespaces"
+    confined = confinement()
+    if "error" in confined:
+        if wanted == "seccomp":
+            raise ConfigError(f"isolation = \"seccomp\" is asked for, but this machine refuses it: {confined['error']}")
+        return "process"
+    return "seccomp"
+
+
+def describe(tier: str) -> str:
+    """What `tier` keeps from the submission's process here, in a line of reports (68 columns)."""
+    if tier == "namespaces":
+        return "namespaces: no network, a root and process IDs of its own"
+    if tier == "seccomp":
+        abi = confinement().get("landlock", 0)
+        if abi:
+            return f"seccomp + Landlock {abi}: no network or ptrace, reads only its files"
+        who = "its own user" if os.geteuid() == 0 else "the grading user"
+        return f"seccomp: no network or ptrace; reads what {who} may (no Landlock)"
+    if tier == "process":
+        return "process: resource limits only" + (", as a user of its own" if os.geteuid() == 0 else "")
+    return tier
+
+
+def protects_course(tier: str, secret: Sequence[Path] = ()) -> str:
+    """Why the submission's process could read the course in `tier` ("" where it cannot): it can in
+    the process tier; in the seccomp tier without Landlock, as another user than the grading user, it
+    can read what every user may, so `secret` (the course's reference and suites) must be out of
+    other users' reach (a folder on the way without o+x)."""
+    if tier == "namespaces" or tier == "seccomp" and confinement().get("landlock", 0) > 0:
+        return ""
+    if tier == "seccomp" and os.geteuid() == 0:
+        open_to_all = [str(p) for p in secret if _reachable_by_others(Path(p))]
+        if not open_to_all:
+            return ""
+        return (f"seccomp without Landlock, and {open_to_all[0]} is readable by every user "
+                f"(chmod o-rwx a folder above it)")
+    if tier == "seccomp":
+        return "seccomp without Landlock runs as the grading user, who can read the course"
+    return "the process tier has resource limits only"
+
+
+def _reachable_by_others(path: Path) -> bool:
+    try:
+        path = path.resolve()
+        return all(os.stat(folder).st_mode & 0o001 for folder in [*reversed(path.parents), path] if folder.is_dir())
+    except OSError:
+        return False
 
 
 def sandbox_user() -> int | None:
@@ -61,7 +120,13 @@ def sandbox_user() -> int | None:
     grading user, who is not root)."""
     if os.geteuid() != 0:
         return None
-    return USERS + (os.getpid() << 8) + next(_users) % 256
+    # never the same uid twice in this grader's life (they wrapped every 256: a process that outlived
+    # its grading shared the 257th sandbox's uid): 4,096 per pid in each of two ranges above USERS,
+    # each sandbox's processes killed at its end (Sandbox.close)
+    n = next(_users)
+    if n >= 2 * 4096:
+        raise RuntimeError("this grader has run 8,192 sandboxes, all the uids it has; start a new one")
+    return USERS * (1 + n // 4096) + ((os.getpid() % 2**18) << 12) + n % 4096
 
 
 @functools.cache
@@ -82,6 +147,39 @@ def unavailable() -> str:
         return str(e)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+@functools.cache
+def confinement() -> dict:
+    """What the seccomp tier holds here: {"landlock": ABI (0: none), "why": why none}, or {"error":
+    why the tier cannot be used}. A child applies it, as a worker would, and tries a socket and a
+    file it must not read; once per grader process (about 0.1 s)."""
+    if sys.platform != "linux":
+        return {"error": f"not Linux ({sys.platform})"}
+    folder = Path(tempfile.mkdtemp(prefix="grade-probe-"))
+    try:
+        (folder / "outside").write_text("")
+        (folder / "spec.json").write_text(json.dumps(confine_spec([], [], outside=str(folder / "outside"))))
+        proc = subprocess.run([sys.executable, "-I", "-B", str(CONFINE), "probe", str(folder / "spec.json")],
+                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        lines = proc.stdout.strip().splitlines()
+        if proc.returncode != 0 or not lines:
+            tail = (proc.stderr.strip().splitlines() or [f"status {proc.returncode}"])[-1]
+            return {"error": f"the probe failed: {tail}"}
+        result = json.loads(lines[-1])
+        if "leak" in result:
+            return {"error": f"the filter did not hold: {result['leak']}"}
+        return result
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        return {"error": str(e)}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def confine_spec(read: list[str], write: list[str], protect: Sequence[int] = (), outside: str = "") -> dict:
+    """What the worker's confine.confine applies: it reads read_only() and `read`, writes `write`,
+    signals none of `protect` (besides its parent)."""
+    return {"read": [*read_only(), "/proc", *read], "write": write, "protect": list(protect), "outside": outside}
 
 
 def read_only() -> list[str]:

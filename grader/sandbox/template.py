@@ -225,11 +225,13 @@ class Template:
         self._server = _Server(self.limits.startup_seconds)
         self.launches += 1
 
-    def spawn(self, *, cwd: Path, here: str, pycache: str, become: str, env: dict[str, str], orig_argv: list[str],
+    def spawn(self, *, cwd: Path, here: str, pycache: str, become: str, confine: str, env: dict[str, str],
+              orig_argv: list[str],
               rlimits: list[tuple[int, int, int]], jail: dict | None, fds: tuple[int, int, int]) -> Forked:
         """Fork a worker: `fds` are the request pipe's read end, the response pipe's write end and the
         output file; `jail` the launcher's spec (grader.sandbox.isolation.spec) in namespaces, else None;
         `become`: the uid the worker takes before the submission's code runs, or "" (its argument);
+        `confine`: the seccomp tier's spec the worker applies to itself then, or "" (its argument);
         `orig_argv` the command line that would have started it, up to its arguments (sys.orig_argv)."""
         with self._lock:
             if os.getpid() != self._owner:
@@ -242,7 +244,7 @@ class Template:
             assert server is not None
             id = next(self._ids)
         server.send({"op": "spawn", "id": id, "cwd": str(cwd), "here": here, "pycache": pycache, "become": become,
-                     "env": env, "orig_argv": orig_argv, "rlimits": rlimits, "jail": jail}, fds)
+                     "confine": confine, "env": env, "orig_argv": orig_argv, "rlimits": rlimits, "jail": jail}, fds)
         reply = server.await_event(id, ("pid", "error"), self.limits.startup_seconds)
         if reply is None:
             raise TemplateError(f"the worker template did not fork a worker{server.tail()}")

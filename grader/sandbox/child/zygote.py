@@ -17,8 +17,8 @@ the worker's environment, argv and sys.path, and `grader.sandbox.child.worker.ma
 template takes no limits: it is trusted, and the limits are the worker's.
 
 Control socket (SOCK_SEQPACKET, one JSON object a message):
-- grader to template: {"op": "spawn", "id", "cwd", "here", "pycache", "become", "env", "orig_argv", "rlimits",
-  "jail"} with
+- grader to template: {"op": "spawn", "id", "cwd", "here", "pycache", "become", "confine", "env", "orig_argv",
+  "rlimits", "jail"} with
   three descriptors (the request pipe's read end, the response pipe's write end, the output file);
   {"op": "kill", "id"}.
 - template to grader: {"ready": pid, "threads": n} once torch is imported; {"id", "pid"} or
@@ -193,7 +193,7 @@ def as_if_started_here(job: dict):
     os.environ.update(job["env"])
     for name, value in SET_BY_IMPORT.items():
         os.environ[name] = value
-    sys.argv = ["-c", job["here"], str(REQ_FD), str(RESP_FD), job["pycache"], job["become"]]
+    sys.argv = ["-c", job["here"], str(REQ_FD), str(RESP_FD), job["pycache"], job["become"], job["confine"]]
     sys.orig_argv = [*job["orig_argv"], *sys.argv[1:]]
     sys.path.insert(0, job["here"])
     site = sys.modules.get("site")

@@ -1,0 +1,183 @@
+"""The "seccomp" isolation tier, applied by the worker to itself before any of the submission's code
+runs: for machines that refuse namespaces (Docker's default seccomp profile, Gradescope, Ubuntu
+24.04's AppArmor rule, Colab), where the process tier alone would leave the network, ptrace and
+every file the grading user can read within the submission's reach.
+
+- Landlock, where the kernel has it: the filesystem reads only what `spec["read"]` lists (the
+  Python installation, system libraries, the staged copy) and writes only `spec["write"]` (its own
+  folder); from ABI 4 no TCP bind or connect, from ABI 6 no signal to a process outside the
+  sandbox nor a connection to an abstract UNIX socket outside it. Landlock also bars ptrace and
+  /proc/PID/mem of any process outside the sandbox.
+- A seccomp filter (libseccomp, through pyseccomp): sockets of every family but AF_UNIX, ptrace and
+  cross-process memory, namespaces and mounts, io_uring (whose operations would bypass the filter),
+  BPF, perf events, keyrings, userfaultfd, modules, kexec, clocks and the like fail with EPERM;
+  clone3 answers ENOSYS, as Docker's profile does, so that the C library falls back to clone,
+  whose namespace flags the filter can see. Syscalls of another ABI (32-bit int 0x80, x32) kill
+  the process: libseccomp's default for an architecture not added to the filter.
+- `no_new_privs`, which both need: no setuid program gives privileges back.
+
+Both are inherited by every thread (TSYNC) and every process the submission starts, and can only
+be narrowed further. Standard library but for pyseccomp, which needs the system's libseccomp.so.2.
+
+`python confine.py probe SPEC.json` applies `SPEC` and checks that it holds; the grader runs it
+once per process (grader.sandbox.isolation.confinement) and prints what it says.
+"""
+
+import ctypes
+import errno
+import json
+import os
+import socket
+import sys
+
+PR_SET_NO_NEW_PRIVS = 38
+SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446  # every arch
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+# filesystem rights (ABI 1: bits 0-12, ABI 2: REFER, ABI 3: TRUNCATE); IOCTL_DEV (ABI 5) is left
+# unhandled, so device ioctls (a GPU's driver) stay as they are
+FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+FS_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1}
+FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | (1 << 14)  # what a rule on a file may hold
+READ = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+NET_TCP = (1 << 0) | (1 << 1)  # ABI 4: bind and connect
+SCOPES = (1 << 0) | (1 << 1)  # ABI 6: abstract UNIX sockets and signals
+
+# refused with EPERM whatever their arguments
+REFUSED = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
+    "fsconfig", "fsmount", "fspick", "mount_setattr", "open_by_handle_at", "name_to_handle_at",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot",
+    "swapon", "swapoff", "acct", "quotactl", "syslog", "iopl", "ioperm", "lookup_dcookie",
+    "sethostname", "setdomainname", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+    "fanotify_init", "personality",
+)
+NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000,
+                   0x00000080)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
+SIGNALS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _syscall(number: int, *args) -> int:
+    result = _libc.syscall(ctypes.c_long(number), *args)
+    if result < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return result
+
+
+def landlock_abi() -> tuple[int, str]:
+    """The kernel's Landlock ABI version, 0 with the reason where there is none."""
+    try:
+        return _syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+                        ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION)), ""
+    except OSError as e:
+        why = {errno.ENOSYS: "the kernel has no Landlock (before 5.13)",
+               errno.EOPNOTSUPP: "Landlock is built but turned off (boot with lsm=...,landlock)",
+               errno.EPERM: "refused by a seccomp profile"}.get(e.errno or 0, str(e))
+        return 0, why
+
+
+def restrict_files(read: list[str], write: list[str], abi: int) -> None:
+    """This process (and all it starts) reads only under `read`, writes only under `write`; from
+    ABI 4 makes no TCP connection, from ABI 6 signals nothing outside its sandbox."""
+    fs = FS_ABI[min(abi, 3)]
+    attr = [fs]
+    if abi >= 4:
+        attr.append(NET_TCP)
+    if abi >= 6:
+        attr.append(SCOPES)
+    struct = (ctypes.c_uint64 * len(attr))(*attr)
+    ruleset = _syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(struct), ctypes.c_size_t(ctypes.sizeof(struct)),
+                       ctypes.c_uint32(0))
+    try:
+        for paths, rights in ((read, READ), (write, fs)):
+            for path in paths:
+                try:
+                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                except OSError:
+                    continue  # a listed path this machine lacks
+                try:
+                    allowed = rights if os.path.isdir(path) else rights & FILE_RIGHTS
+                    rule = _PathBeneath(allowed, fd)
+                    _syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule),
+                             ctypes.c_uint32(0))
+                finally:
+                    os.close(fd)
+        _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(0))
+    finally:
+        os.close(ruleset)
+
+
+def filter_syscalls(seccomp, protect: list[int]) -> None:
+    """Load the seccomp filter (`seccomp`: the pyseccomp module) on every thread of this process.
+    `protect`: processes (the grader, its template) that no signal of this process may reach where
+    Landlock's scopes are missing."""
+    f = seccomp.SyscallFilter(seccomp.ALLOW)
+    f.set_attr(seccomp.Attr.CTL_TSYNC, 1)
+    refuse = seccomp.ERRNO(errno.EPERM)
+    for name in REFUSED:
+        f.add_rule(refuse, name)
+    f.add_rule(seccomp.ERRNO(errno.EAFNOSUPPORT), "socket", seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
+    for flag in NAMESPACE_FLAGS:
+        f.add_rule(refuse, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+    f.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    for name in ("pidfd_open", "pidfd_send_signal"):
+        f.add_rule(refuse, name)
+    # kill(-1) reaches every process of the user; kill(-PGID) a whole group. pid_t is 32 bits.
+    targets = {0xFFFFFFFF}
+    for pid in protect:
+        targets |= {pid & 0xFFFFFFFF, -pid & 0xFFFFFFFF}
+    for name in SIGNALS:
+        for target in sorted(targets):  # the first argument: the pid, the tid or the thread group
+            f.add_rule(refuse, name, seccomp.Arg(0, seccomp.MASKED_EQ, 0xFFFFFFFF, target))
+    f.load()
+
+
+def confine(spec: dict) -> dict:
+    """Apply the tier to this process; return what holds: {"landlock": ABI or 0, "why": ...}."""
+    import pyseccomp  # first: it looks for libseccomp with tools and files Landlock then bars
+
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"no_new_privs: {os.strerror(e)}")
+    abi, why = landlock_abi()
+    if abi:
+        restrict_files(spec["read"], spec["write"], abi)
+    filter_syscalls(pyseccomp, spec.get("protect", []))
+    return {"landlock": abi, "why": why}
+
+
+def _probe(spec: dict) -> dict:
+    """Confine this process as `spec` says, then try what the tier must refuse."""
+    state = confine(spec)
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+        state["leak"] = "an AF_INET socket opened"
+    except OSError:
+        pass
+    if state["landlock"] and spec.get("outside"):
+        try:
+            open(spec["outside"], "rb").close()
+            state["leak"] = f"{spec['outside']} could be read"
+        except OSError:
+            pass
+    return state
+
+
+if __name__ == "__main__":
+    with open(sys.argv[2]) as f:
+        wanted = json.load(f)
+    try:
+        print(json.dumps(_probe(wanted)))
+    except (OSError, ImportError, RuntimeError, ValueError) as e:
+        print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
