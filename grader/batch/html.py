@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from grader.batch.outputs import safe_name, write_atomic
+from grader.batch.safe import inert
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 NO_PLOTS = "matplotlib is not installed: the plots are left out (pip install \"transformer-course-kit[plots]\")"
@@ -24,8 +25,19 @@ SHOWN_PAIRS = 20  # similar pairs shown side by side in class.html (summary.json
 def _env():
     import jinja2
 
+    # every value shown is inert (grader.batch.safe) before it is escaped; the kit's own markup
+    # (|safe: the SVG plots, rich's export of the feedback) is left as it is
     return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
-                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                              finalize=_inert)
+
+
+def _inert(value):
+    import markupsafe
+
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return inert(value, keep="\t\n")
+    return value
 
 
 def write_class(out: Path, summary: dict, rows: list[tuple[str, dict]]) -> Path:

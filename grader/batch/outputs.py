@@ -16,6 +16,7 @@ import re
 import tempfile
 from pathlib import Path
 
+from grader.batch import safe
 from grader.course import Assignment
 
 FAULTS = ("crash", "timeout", "tamper")
@@ -23,17 +24,24 @@ FAULTS = ("crash", "timeout", "tamper")
 # the protocol at least once; points earned before are kept), empty, unreadable, refused (a symbolic
 # link where grading would read), grader_error
 STATUSES = ("graded", "fault", "empty", "unreadable", "refused", "grader_error")
+NAME_BYTES = 80  # of a student's file names, before the digest (write_atomic adds about 20 more)
 
 
 def safe_name(student: str) -> str:
     """The name of a student's files: the student's name where it is a safe file name as it is, else
     that name made safe plus a digest of the exact name. Two students whose names differ only where
     they are made safe ("ivy x", "ivy_x") keep files of their own, and a student's file name is the
-    same in every run, whoever else is in the class (a resumed batch finds it)."""
+    same in every run, whoever else is in the class (a resumed batch finds it). A long name is
+    shortened (to NAME_BYTES of UTF-8, within any file system's 255) before its digest: the exact
+    name is in the files (the report's "batch" record)."""
     safe = re.sub(r"[^\w.@+-]", "_", student) or "_"
-    if safe == student:
+    if safe.startswith("."):  # no hidden files (nor `..`)
+        safe = "_" + safe[1:]
+    if safe == student and len(safe.encode()) <= NAME_BYTES:
         return student
-    return f"{safe}-{hashlib.sha256(student.encode()).hexdigest()[:10]}"
+    while len(safe.encode()) > NAME_BYTES:
+        safe = safe[:-1]
+    return f"{safe}-{hashlib.sha256(student.encode(errors='surrogatepass')).hexdigest()[:10]}"
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -76,6 +84,29 @@ def write_student(out: Path, student: str, record: dict) -> None:
     write_atomic(out / "reports" / f"{name}.json", json.dumps(report, indent=2) + "\n")
 
 
+def rewrite_overridden(out: Path, student: str, report: dict) -> None:
+    """A graded student's files again, for `report` whose overrides changed (grader.batch.regrade): the
+    feedback's override lines, the HTML page, Gradescope's results, the report."""
+    from grader.batch import html, regrade
+
+    name = safe_name(student)
+    text = out / "feedback" / f"{name}.txt"
+    if text.exists():
+        kept = text.read_text()
+        cut = kept.find(OVERRIDE_MARK)
+        write_atomic(text, (kept if cut < 0 else kept[:cut]) + regrade.feedback_section(report))
+    page = out / "feedback" / f"{name}.html"
+    if page.exists():
+        found = re.search(r'<pre class="report">(.*)</pre>', page.read_text(), flags=re.S)
+        if found:
+            write_atomic(page, html.student_page(student, report, found.group(1)))
+    write_atomic(out / "gradescope" / name / "results.json", json.dumps(gradescope(report), indent=2) + "\n")
+    write_atomic(out / "reports" / f"{name}.json", json.dumps(report, indent=2) + "\n")
+
+
+OVERRIDE_MARK = "\nChanged by your instructor (override)\n"
+
+
 def read_student(out: Path, student: str) -> dict | None:
     try:
         return json.loads((out / "reports" / f"{safe_name(student)}.json").read_text())
@@ -88,6 +119,10 @@ def gradescope(report: dict) -> dict:
     tests = []
     for number, c in enumerate(report["components"], 1):
         lines = [f"Diagnosis: {c['diagnosis']['message']}"] if c.get("diagnosis") else []
+        if c.get("override"):
+            o = c["override"]
+            lines.insert(0, f"Override: {o['points']:g} points instead of the {o['graded']:g} graded"
+                            + (f": {o['reason']}" if o["reason"] else ""))
         secret = [t for t in c["tests"] if t.get("hidden")]
         for t in c["tests"]:
             if not t.get("hidden") and t["status"] != "passed":
@@ -98,19 +133,25 @@ def gradescope(report: dict) -> dict:
         tests.append({"name": c["name"], "number": str(number), "score": c["score"], "max_score": c["max_score"],
                       "status": "passed" if c["score"] >= c["max_score"] else "failed",
                       "output": "\n".join(lines), "visibility": "visible"})
+        tests[-1]["output"] = safe.inert(tests[-1]["output"], keep="\n")
     batch = report.get("batch", {})
+    notes = [*report.get("notes", []), *([batch["message"]] if batch.get("message") else [])]
     return {"score": report["score"], "execution_time": report.get("duration_seconds", 0.0),
-            "output": "\n".join([*report.get("notes", []), *([batch["message"]] if batch.get("message") else [])]),
+            "output": safe.inert("\n".join(notes), keep="\n"),
             "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
 
 
 def write_csv(path: Path, spec: Assignment, rows: list[tuple[str, dict]]) -> None:
-    """grades.csv: student, one column per component (course.toml order), total, status."""
+    """grades.csv: student, one column per component (course.toml order), total, status, lms_id (the
+    LMS's id of the student, from a Canvas or Moodle download; else empty), overrides (the components
+    whose points an override set)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", *(c.name for c in spec.components), "total", "status"])
+    writer.writerow(["student", *(c.name for c in spec.components), "total", "status", "lms_id", "overrides"])
     for student, report in rows:
         got = {c["name"]: c["score"] for c in report["components"]}
-        writer.writerow([student, *(f"{got.get(c.name, 0.0):g}" for c in spec.components),
-                         f"{report['score']:g}", report["batch"]["status"]])
+        writer.writerow([safe.cell(student), *(f"{got.get(c.name, 0.0):g}" for c in spec.components),
+                         f"{report['score']:g}", report["batch"]["status"],
+                         safe.cell(report["batch"].get("lms_id", "")),
+                         " ".join(c["name"] for c in report["components"] if c.get("override"))])
     write_atomic(path, buffer.getvalue())

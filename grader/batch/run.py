@@ -10,6 +10,7 @@ retried by the next run.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -20,10 +21,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from grader.batch import cluster, collect, outputs, pool, similarity, summary
+from grader.batch import cluster, collect, lms, outputs, pool, regrade, safe, similarity, summary
 from grader.course import ConfigError, Course
 
-GRADER_DIR = Path(__file__).resolve().parent.parent
+OVERRIDES = "overrides.csv"  # in OUT: the overrides that every later run applies
 
 
 @dataclass
@@ -34,19 +35,22 @@ class Batch:
     first_error: str = ""  # the message of the first of those
     reused: int = 0  # done by an earlier run, unchanged since
     summary: dict = field(default_factory=dict)
+    changes: list[dict] | None = None  # what changed since the run OUT held (None: OUT held none)
 
 
 def course_key(course: Course, assignment: str) -> str:
-    h = hashlib.sha256(collect.course_fingerprint(course, assignment).encode())
-    for path in sorted(GRADER_DIR.rglob("*.py")):  # the grader's own code decides grades too
-        h.update(path.read_bytes())
-    return h.hexdigest()
+    return key_of(regrade.course_digests(course))
+
+
+def key_of(digests: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()
 
 
 def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: int = 1,
               scheduler: str | None = None, unsafe_process_isolation: bool = False,
               full_feedback: bool = False, similar: float | None = similarity.THRESHOLD,
-              console: Console | None = None, stop: threading.Event | None = None) -> Batch:
+              overrides: Path | None = None, console: Console | None = None,
+              stop: threading.Event | None = None) -> Batch:
     """Grade every submission under `root` for `assignment`; write the outputs into `out`.
 
     `similar`: list the pairs of submissions that share this fraction of either's code (None: compare
@@ -54,23 +58,40 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
 
     `stop`: once set (by a SIGINT handler, say), the batch raises KeyboardInterrupt after the
     submission it is finishing, even where the interrupt itself was lost (a KeyboardInterrupt
-    raised inside a finalizer is printed and dropped by Python)."""
+    raised inside a finalizer is printed and dropped by Python).
+
+    `overrides`: a CSV of student,component,points,reason (grader.batch.regrade), copied into OUT
+    as overrides.csv; without it, OUT's overrides.csv (an earlier run's) applies, if any."""
     from grader.sandbox import isolation
 
     console = console or Console(stderr=True)
     spec = course.assignment(assignment)
-    sources = collect.find(root, course, assignment)
-    if scheduler is None and not unsafe_process_isolation and isolation.choose(course.limits) != "namespaces":
-        chosen = os.environ.get(isolation.ENV_VAR)
-        why = isolation.unavailable() if chosen != "process" and course.limits.isolation != "process" else (
-            f"{isolation.ENV_VAR}={chosen!r}" if chosen else course.limits.where("isolation"))
-        raise ConfigError(f"namespaces are not available here ({why}); a batch runs untrusted code, so grading it "
-                          "with resource limits only (the submissions can read and write what your user can) "
-                          "needs --unsafe-process-isolation")
-    out.mkdir(parents=True, exist_ok=True)
-    key = course_key(course, assignment)
     work = Path(tempfile.mkdtemp(prefix="grade-batch-"))
+    try:
+        root, lms_ids = lms.stage(root, work / "lms")  # a Canvas or Moodle download: a folder per student
+        sources = collect.find(root, course, assignment)
+        kept = out / OVERRIDES
+        granted = regrade.load_overrides(overrides or kept, spec, {collect.student_name(s) for s in sources}) \
+            if overrides or kept.is_file() else {}
+        tier = isolation.choose(course.limits) if scheduler is None and not unsafe_process_isolation else ""
+        exposed = isolation.protects_course(tier, [course.reference, course.suites]) if tier else ""
+        if exposed:
+            chosen = os.environ.get(isolation.ENV_VAR)
+            why = isolation.unavailable() if chosen != "process" and course.limits.isolation != "process" else (
+                f"{isolation.ENV_VAR}={chosen!r}" if chosen else course.limits.where("isolation"))
+            raise ConfigError(f"the submissions could read the course here: {exposed} (namespaces: {why}); a batch "
+                              "runs untrusted code, so grading it so needs --unsafe-process-isolation")
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    out.mkdir(parents=True, exist_ok=True)
+    if overrides is not None and overrides.resolve() != kept.resolve():
+        outputs.write_atomic(kept, overrides.read_text(encoding="utf-8-sig"))
+    digests = regrade.course_digests(course)
+    key = key_of(digests)
     batch = Batch()
+    before: dict[str, dict] = {}  # student -> the record an earlier run left in OUT
+    submitted: dict[str, str] = {}  # student -> the digest of their files
     records: dict[str, dict] = {}
     pending: list[collect.Entry] = []
     code: dict[str, dict[str, str]] = {}  # student -> the assignment's files, for similarity
@@ -80,12 +101,17 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
             if entry.tree is not None:
                 code[entry.student] = similarity.read(entry.tree, assignment, spec.files)
             digest = hashlib.sha256(f"{key}:{entry.fingerprint}".encode()).hexdigest()
+            submitted[entry.student] = entry.fingerprint
             done = outputs.read_student(out, entry.student)
+            if done is not None:
+                before[entry.student] = done
             if done and done.get("batch", {}).get("key") == digest and done["batch"]["status"] != "grader_error":
                 records[entry.student] = done
                 batch.reused += 1
                 continue
-            meta = {"student": entry.student, "source": str(source), "key": digest}
+            meta = {"student": entry.student, "source": str(source), "key": digest,
+                    "digests": {"submission": entry.fingerprint, **digests},
+                    **({"lms_id": lms_ids[entry.student]} if entry.student in lms_ids else {})}
             if entry.problem:
                 report = outputs.empty_report(spec, str(source), entry.problem, entry.message)
                 record = {"report": report, "batch": {**meta, "status": entry.problem, "message": entry.message}}
@@ -96,7 +122,9 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
             pending.append(entry)
 
         def finish(entry: collect.Entry, result: dict) -> None:
-            meta = {"student": entry.student, "source": str(entry.source), "key": entry.fingerprint}
+            meta = {"student": entry.student, "source": str(entry.source), "key": entry.fingerprint,
+                    "digests": {"submission": submitted[entry.student], **digests},
+                    **({"lms_id": lms_ids[entry.student]} if entry.student in lms_ids else {})}
             if "error" in result:
                 report = outputs.empty_report(spec, str(entry.source), "grader_error", result["error"])
                 record: dict = {"report": report,
@@ -114,7 +142,7 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
 
         if pending:
             progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), TextColumn("{task.fields[now]}"), console=console,
+                                TimeElapsedColumn(), TextColumn("{task.fields[now]}", markup=False), console=console,
                                 transient=False)
             with progress:
                 task = progress.add_task(f"grading {assignment}", total=len(pending), now="")
@@ -123,16 +151,28 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
                            if scheduler else pool.grade_locally(course, assignment, pending, jobs))
                 for entry, result in results:
                     finish(entry, result)
-                    progress.update(task, advance=1, now=entry.student)
+                    progress.update(task, advance=1, now=safe.inert(entry.student))
                     if stop is not None and stop.is_set():
                         raise KeyboardInterrupt
     finally:
         shutil.rmtree(work, ignore_errors=True)
         # whatever happened, the class's files show every submission graded so far
-        batch.rows = [(s, records[s]) for s in sorted(records)]
+        for student in sorted(records):
+            record = regrade.apply_overrides(records[student], granted.get(student, {}))
+            if record != records[student]:
+                outputs.rewrite_overridden(out, student, record)
+            batch.rows.append((student, record))
         if batch.rows:
+            if before and (out / "grades.csv").is_file():  # the earlier run's grades, kept
+                shutil.copyfile(out / "grades.csv", out / "grades.before.csv")
             outputs.write_csv(out / "grades.csv", spec, batch.rows)
             batch.summary = summary.summarise(spec, batch.rows)
+            if before:
+                batch.changes = regrade.changes(before, batch.rows)
+                regrade.write_changes(out / "changes.csv", batch.changes)
+                batch.summary["changes"] = {"students": sum(s in before for s, _ in batch.rows),
+                                            "totals_changed": sum(abs(c["change"]) > 1e-9 for c in batch.changes),
+                                            "rows": batch.changes}
     if similar is not None and batch.rows:
         batch.summary["similarity"] = similarity.of_class(course, assignment, code, threshold=similar)
     return batch

@@ -54,10 +54,36 @@ def of_class(course, assignment: str, sources: dict[str, dict[str, str]], *, thr
     grader.course.Course, whose stubs are the boilerplate."""
     why = available()
     if why:
-        return {"threshold": threshold, "unavailable": why, "pairs": []}
+        return {"threshold": threshold, "unavailable": why, "groups": [], "pairs": []}
     stubs = read(course.assignments_dir, assignment, course.assignment(assignment).files)
-    return {"threshold": threshold, "min_match_tokens": MIN_MATCH,
-            "pairs": compare(sources=sources, stubs=stubs, threshold=threshold)}
+    pairs = compare(sources=sources, stubs=stubs, threshold=threshold)
+    return {"threshold": threshold, "min_match_tokens": MIN_MATCH, "groups": groups(pairs), "pairs": pairs}
+
+
+def groups(pairs: list[dict]) -> list[dict]:
+    """The students linked by listed pairs, as groups (one source copied by 24 students is one group of
+    24, not 276 pairs), most similar first: {"students", "similarity": the highest share of a pair in
+    it, "pairs": how many of its pairs are listed}."""
+    parent: dict[str, str] = {}
+
+    def root(s: str) -> str:
+        while parent.setdefault(s, s) != s:
+            parent[s] = parent[parent[s]]
+            s = parent[s]
+        return s
+
+    for p in pairs:
+        a, b = (root(s) for s in p["students"])
+        parent[max(a, b)] = min(a, b)
+    members: dict[str, list[str]] = {}
+    for s in sorted(parent):
+        members.setdefault(root(s), []).append(s)
+    found = []
+    for students in members.values():
+        inside = [p for p in pairs if root(p["students"][0]) == root(students[0])]
+        found.append({"students": students, "similarity": max(max(p["similarity"]) for p in inside),
+                      "pairs": len(inside)})
+    return sorted(found, key=lambda g: (-g["similarity"], -len(g["students"]), g["students"]))
 
 
 def read(tree: Path, assignment: str, files: tuple[str, ...]) -> dict[str, str]:

@@ -11,10 +11,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from grader.batch.safe import inert
 from grader.course import Assignment
 
 BINS = 10
 BAR = 30  # characters of the longest histogram bar
+GROUPS = 10  # groups of similar submissions in summary.txt (summary.json and class.html have them all)
 GAP = 25.0  # percentage points between the full grade and the public tier's that get a submission listed
 
 
@@ -84,11 +86,19 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
             "public_gap": sorted(gaps, key=lambda g: -abs(g["score"] - g["public"]))}
 
 
+def changed_line(summary: dict) -> str:
+    """"12 of 30 totals changed since the last run" (the students graded in both runs)."""
+    changes = summary["changes"]
+    return f"{changes['totals_changed']} of {changes['students']} totals changed since the last run"
+
+
 def render(summary: dict) -> RenderableType:
     n = summary["students"]
     head = Text.assemble((f"{summary['assignment']}", "bold"), f": {n} submissions, mean ",
                          (f"{summary['mean']:g} / {summary['max_score']:g}", "bold"), "   ",
                          ", ".join(f"{k} {v}" for k, v in sorted(summary["statuses"].items())))
+    if summary.get("changes"):
+        head.append(f"\n{changed_line(summary)} (changes.csv)")
     hist = Table(title="Total score", title_justify="left", box=None, padding=(0, 1))
     hist.add_column("score", justify="right", no_wrap=True)
     hist.add_column("", no_wrap=True, style="cyan")
@@ -103,7 +113,9 @@ def render(summary: dict) -> RenderableType:
     comps.add_column("full marks", justify="right")
     for c in summary["components"]:
         comps.add_row(c["name"], f"{c['mean']:g}", f"{c['max_score']:g}", f"{c['full_marks']}/{n}")
-    parts: list[RenderableType] = [head, hist, comps]
+    # copies first: a disguised one must not be pair 68 of 277 below the tables
+    parts: list[RenderableType] = [head, *([_similar(summary["similarity"])] if summary.get("similarity") else []),
+                                   hist, comps]
     if summary["most_failed"]:
         failed = Table(title="Checks most students fail", title_justify="left")
         failed.add_column("n", justify="right")
@@ -111,7 +123,7 @@ def render(summary: dict) -> RenderableType:
         for c in summary["most_failed"]:
             # the id on a line of its own, never broken (it is what an instructor searches for)
             failed.add_row(str(c["students"]), Group(Text(c["id"], style="bold", no_wrap=True, overflow="ellipsis"),
-                                                     Text(c["typical"], style="dim")))
+                                                     Text(inert(c["typical"]), style="dim")))
         parts.append(failed)
     if summary.get("diagnoses"):
         named = Table(title="Classic bugs named in the reports", title_justify="left")
@@ -119,7 +131,7 @@ def render(summary: dict) -> RenderableType:
         named.add_column("component", no_wrap=True)
         named.add_column("what the code computes", overflow="fold", ratio=3)
         for d in summary["diagnoses"][:8]:
-            named.add_row(str(d["students"]), d["component"], d["what"])
+            named.add_row(str(d["students"]), d["component"], Text(inert(d["what"])))
         parts.append(named)
     if summary["public_gap"]:
         gap = Table(title=f"Grade vs public tier alone (differs by {GAP:g}% of the maximum or more)",
@@ -128,10 +140,8 @@ def render(summary: dict) -> RenderableType:
         gap.add_column("grade", justify="right")
         gap.add_column("public tier", justify="right")
         for g in summary["public_gap"][:10]:
-            gap.add_row(Text(g["student"]), f"{g['score']:g}", f"{g['public']:g}")
+            gap.add_row(Text(inert(g["student"])), f"{g['score']:g}", f"{g['public']:g}")
         parts.append(gap)
-    if summary.get("similarity"):
-        parts.append(_similar(summary["similarity"]))
     return Panel(Group(*parts), title="class summary", title_align="left")
 
 
@@ -142,7 +152,20 @@ def _similar(found: dict) -> RenderableType:
         return Text(f"Similar submissions: not compared: {found['unavailable']}")
     if not found["pairs"]:
         return Text(f"Similar submissions: no pair shares {share} of either's code (stubs not counted)")
-    table = Table(title=f"Similar submissions ({share} of either's code or more; the lines in class.html)",
+    shown: list[RenderableType] = []
+    if found.get("groups"):
+        groups = Table(title=f"Groups sharing code ({share} of either's code or more, stubs not counted)",
+                       title_justify="left")
+        groups.add_column("n", justify="right", no_wrap=True)
+        groups.add_column("top", justify="right", no_wrap=True)
+        groups.add_column("students", overflow="fold")
+        for g in found["groups"][:GROUPS]:
+            groups.add_row(str(len(g["students"])), f"{g['similarity'] * 100:.0f}%",
+                           Text(", ".join(map(inert, g["students"]))))
+        if len(found["groups"]) > GROUPS:
+            groups.caption = f"and {len(found['groups']) - GROUPS} more groups in summary.json and class.html"
+        shown.append(groups)
+    table = Table(title=f"Similar pairs ({share} of either's code or more; the lines in class.html)",
                   title_justify="left")
     table.add_column("students", overflow="fold")
     table.add_column("share", justify="right", no_wrap=True)
@@ -150,10 +173,11 @@ def _similar(found: dict) -> RenderableType:
     for p in found["pairs"][:10]:
         where = "\n".join(f"{f['file']} {_ranges(f['a'])} ↔ {_ranges(f['b'])}" for f in p["files"] if f["a"])
         # names as text: a student's folder called "[bold]x" is not markup
-        table.add_row(Text("\n".join(p["students"])), "\n".join(f"{s * 100:.0f}%" for s in p["similarity"]), where)
+        table.add_row(Text("\n".join(map(inert, p["students"]))),
+                      "\n".join(f"{s * 100:.0f}%" for s in p["similarity"]), where)
     if len(found["pairs"]) > 10:
         table.caption = f"and {len(found['pairs']) - 10} more pairs in summary.json and class.html"
-    return table
+    return Group(*shown, table)
 
 
 def _ranges(stretches: list[dict]) -> str:

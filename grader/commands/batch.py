@@ -29,6 +29,9 @@ def parser() -> UsageParser:
     p.add_argument("--unsafe-process-isolation", action="store_true",
                    help="grade even where Linux namespaces are unavailable, with resource limits only: "
                         "submissions can then read and write whatever your user can")
+    p.add_argument("--overrides", metavar="FILE",
+                   help="a CSV of student,component,points,reason: points that replace the graded ones, kept "
+                        "in OUT and applied by every later run until removed from it (OUT/overrides.csv)")
     p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     return p
 
@@ -81,6 +84,7 @@ def main(argv: list[str]) -> int:
                               jobs=args.jobs, scheduler=args.scheduler,
                               unsafe_process_isolation=args.unsafe_process_isolation,
                               full_feedback=args.full_feedback, similar=args.similarity / 100,
+                              overrides=Path(args.overrides) if args.overrides else None,
                               console=console, stop=stop)
     except KeyboardInterrupt:
         console.print(f"Interrupted: what was graded is in {out}; run the same command again to go on.")
@@ -95,6 +99,8 @@ def main(argv: list[str]) -> int:
     (out / "summary.json").write_text(json.dumps(batch.summary, indent=2) + "\n")
     html.write_class(out, batch.summary, batch.rows)
     console.print(summary.render(batch.summary))
+    if batch.changes is not None:
+        console.print(f"{summary.changed_line(batch.summary)}: {out / 'changes.csv'}")
     failed = f", {batch.failed} failed with a grader error (status grader_error, retried by the next run)"
     console.print(f"{batch.graded} graded{failed if batch.failed else ''}, {batch.reused} unchanged since the last "
                   f"run; grades in {out / 'grades.csv'}, reports in {out / 'reports'}, "
@@ -110,5 +116,7 @@ def main(argv: list[str]) -> int:
 
 def shorten(message: str, limit: int = 200) -> str:
     """One line of at most `limit` characters (the whole message is in the student's report)."""
-    line = " ".join(message.split())
+    from grader.batch.safe import inert
+
+    line = inert(" ".join(message.split()))
     return line if len(line) <= limit else line[:limit - 1] + "…"

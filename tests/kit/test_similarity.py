@@ -223,3 +223,30 @@ def test_names_in_the_summary_box_are_text_not_markup():
     console.print(summary._similar(found))
     text = console.export_text()
     assert "[/]" in text and "[bold]ivy" in text and "layer_norm.py 3-9 ↔ 4-9" in text
+
+
+def test_copies_of_one_source_are_one_group_and_a_disguised_copy_leads():
+    """24 students who copied one source give 276 pairs but one group; a disguised copy (99.9%) in the
+    same class is the first group in the summary, not pair 68 of 277."""
+    import io
+    from itertools import combinations
+
+    from rich.console import Console
+
+    from grader.batch import summary
+
+    copied = [f"student{i:02d}" for i in range(24)]
+    pairs = [{"students": [a, b], "similarity": [0.93, 0.91], "matched_tokens": 900, "files": []}
+             for a, b in combinations(copied, 2)]
+    pairs.append({"students": ["[b]disguised", "original"], "similarity": [0.999, 0.97], "matched_tokens": 800,
+                  "files": []})
+    pairs.append({"students": ["pat", "quinn"], "similarity": [0.7, 0.65], "matched_tokens": 300, "files": []})
+    found = similarity.groups(sorted(pairs, key=lambda p: (-max(p["similarity"]), p["students"])))
+    assert [(g["students"], g["similarity"], g["pairs"]) for g in found] == [
+        (["[b]disguised", "original"], 0.999, 1), (copied, 0.93, 276), (["pat", "quinn"], 0.7, 1)]
+    console = Console(width=80, file=io.StringIO(), record=True)
+    console.print(summary._similar({"threshold": 0.6, "groups": found, "pairs": pairs}))
+    lines = console.export_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if "[b]disguised, original" in line)
+    assert first < 6 and first < next(i for i, line in enumerate(lines) if "student00" in line)
+    assert max(map(len, lines)) <= 80

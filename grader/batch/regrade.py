@@ -1,0 +1,168 @@
+"""A batch run again into the same OUT: what changed since the last run, and the instructor's overrides.
+
+Each student's record keeps the digests of what decided the grade (their files, course.toml, the
+suites, the reference, the grader's code), so a changed total says why it changed (changes.csv).
+Overrides (a regrade request granted: `student,component,points,reason`) are applied after
+grading, on top of the graded points, which the report keeps (`"override": {"points", "reason",
+"graded"}` on the component): a later run grades again and applies them again, so they last until
+they are removed from the file.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+from pathlib import Path
+
+from grader.batch import safe
+from grader.course import Assignment, ConfigError, Course
+
+GRADER_DIR = Path(__file__).resolve().parent.parent
+# what decides a grade, in the order changes.csv's "why" names them
+CAUSES = ("submission", "course", "suites", "reference", "grader")
+OVERRIDE_COLUMNS = ["student", "component", "points", "reason"]
+CHANGE_COLUMNS = ["student", "before", "after", "change", "components", "why"]
+
+
+def _tree_digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    if folder.is_dir():
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and not path.name.startswith("."):
+                h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def course_digests(course: Course) -> dict[str, str]:
+    """A digest of each thing besides the submission that decides grades (CAUSES but "submission")."""
+    grader = hashlib.sha256()
+    for path in sorted(GRADER_DIR.rglob("*.py")):  # the grader's own code decides grades too
+        grader.update(str(path.relative_to(GRADER_DIR)).encode() + b"\0" + path.read_bytes())
+    return {"course": hashlib.sha256(course.path.read_bytes()).hexdigest(), "suites": _tree_digest(course.suites),
+            "reference": _tree_digest(course.reference), "grader": grader.hexdigest()}
+
+
+def _points(report: dict) -> dict[str, float]:
+    return {c["name"]: c["score"] for c in report.get("components", [])}
+
+
+def _overridden(report: dict) -> dict[str, tuple[float, str]]:
+    return {c["name"]: (c["override"]["points"], c["override"]["reason"])
+            for c in report.get("components", []) if c.get("override")}
+
+
+def why(before: dict, after: dict) -> list[str]:
+    """What differs between two records' digests (CAUSES), and "override" where the overrides do."""
+    old, new = before.get("batch", {}).get("digests"), after.get("batch", {}).get("digests")
+    causes = ([c for c in CAUSES if old.get(c) != new.get(c)] if old and new
+              else ["unknown (the earlier run kept no digests)"])
+    return causes + (["override"] if _overridden(before) != _overridden(after) else [])
+
+
+def changes(before: dict[str, dict], after: list[tuple[str, dict]]) -> list[dict]:
+    """A row per student graded in both runs whose points or status changed: changes.csv's columns."""
+    rows = []
+    for student, report in after:
+        old = before.get(student)
+        if old is None:
+            continue
+        was, now = _points(old), _points(report)
+        moved = [name for name in now if abs(now[name] - was.get(name, 0.0)) > 1e-9]
+        status = old.get("batch", {}).get("status") != report["batch"]["status"]
+        if not moved and not status and abs(old["score"] - report["score"]) <= 1e-9:
+            continue
+        rows.append({"student": student, "before": old["score"], "after": report["score"],
+                     "change": round(report["score"] - old["score"], 4), "components": moved,
+                     "why": why(old, report)})
+    return rows
+
+
+def write_changes(path: Path, rows: list[dict]) -> None:
+    from grader.batch.outputs import write_atomic
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CHANGE_COLUMNS)
+    for r in rows:
+        writer.writerow([safe.cell(r["student"]), f"{r['before']:g}", f"{r['after']:g}", f"{r['change']:+g}",
+                         " ".join(r["components"]), " ".join(r["why"])])
+    write_atomic(path, buffer.getvalue())
+
+
+Overrides = dict[str, dict[str, tuple[float, str]]]  # student -> component -> (points, reason)
+
+
+def load_overrides(path: Path, spec: Assignment, students: set[str]) -> Overrides:
+    """The overrides file, checked: a ConfigError (one line, exit 2) naming the first bad value."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"--overrides: cannot read {str(path)!r} ({e.__class__.__name__})") from None
+    reader = csv.DictReader(io.StringIO(text))
+    if [(h or "").strip().lower() for h in reader.fieldnames or []] != OVERRIDE_COLUMNS:
+        raise ConfigError(f"--overrides: {str(path)!r} must have the columns {','.join(OVERRIDE_COLUMNS)}, "
+                          f"got {','.join(reader.fieldnames or []) or 'none'}")
+    maxima = {c.name: c.points for c in spec.components}
+    found: Overrides = {}
+    for line, row in enumerate(reader, 2):
+        if not any((v or "").strip() for v in row.values() if isinstance(v, str)):
+            continue
+        student, component = (row.get(k) or "" for k in ("student", "component"))
+        where = f"--overrides: {path.name} line {line}"
+        if student not in students:
+            raise ConfigError(f"{where}: no student {safe.inert(student)!r} in this class")
+        if component not in maxima:
+            raise ConfigError(f"{where}: no component {safe.inert(component)!r} in {spec.name} "
+                              f"({', '.join(maxima)})")
+        try:
+            points = float((row.get("points") or "").strip())
+        except ValueError:
+            points = float("nan")
+        if not 0 <= points <= maxima[component]:
+            raise ConfigError(f"{where}: points {safe.inert(row.get('points') or '')!r} for {component} must be "
+                              f"a number from 0 to {maxima[component]:g}")
+        if component in found.get(student, {}):
+            raise ConfigError(f"{where}: a second override of {component} for {safe.inert(student)!r}")
+        found.setdefault(student, {})[component] = (points, (row.get("reason") or "").strip())
+    return found
+
+
+def apply_overrides(report: dict, mine: dict[str, tuple[float, str]]) -> dict:
+    """`report` with the overrides `mine` (component -> (points, reason)) in place of any earlier ones:
+    the graded points are put back first, so applying is the same whatever the report held."""
+    components = []
+    graded_total = report.get("graded_score", report["score"])
+    for c in report["components"]:
+        c = {**c}
+        if "override" in c:
+            c["score"] = c.pop("override")["graded"]
+        if c["name"] in mine:
+            points, reason = mine[c["name"]]
+            c["override"] = {"points": points, "reason": reason, "graded": c["score"]}
+            c["score"] = points
+        components.append(c)
+    out = {k: v for k, v in report.items() if k != "graded_score"}
+    out["components"] = components
+    delta = sum(c["override"]["points"] - c["override"]["graded"] for c in components if "override" in c)
+    out["score"] = round(graded_total + delta, 4)
+    if mine:
+        out["graded_score"] = graded_total
+    return out
+
+
+def feedback_section(report: dict) -> str:
+    """The lines that the student's feedback gets for their overrides ("" for none)."""
+    import textwrap
+
+    done = [c for c in report["components"] if c.get("override")]
+    if not done:
+        return ""
+    lines = ["", "Changed by your instructor (override)"]
+    for c in done:
+        o = c["override"]
+        lines += textwrap.wrap(f"{c['name']}: {o['points']:g} / {c['max_score']:g} (graded {o['graded']:g})"
+                               + (f": {safe.inert(o['reason'])}" if o["reason"] else ""), 78,
+                               initial_indent="  ", subsequent_indent="    ")
+    lines.append(f"  Total: {report['score']:g} / {report['max_score']:g}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,151 @@
+"""`grade batch` into an OUT that holds an earlier run: changes.csv says what moved and why; overrides
+(a regrade request granted) are applied after grading and last until removed; hostile student names
+stay text in every file and in the terminal (grader.batch.regrade, grader.batch.safe)."""
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from grader.batch import regrade, safe
+from grader.batch.outputs import safe_name
+from grader.course import ConfigError, load
+from tests.kit.conftest import ROOT, SOLUTIONS, mutant
+from tests.kit.test_batch import LN_BUG, batch, copy_tree, read_csv
+
+SPEC = load(ROOT / "course.toml").assignment("assignment1")
+# names a spreadsheet runs, a terminal obeys, rich reads as markup, or a file system cannot hold
+FORMULAS = ['=HYPERLINK("evil.example","x")', "+cmd|'calc'!A0", "@SUM(1+1)*cmd|'calc'!A0",
+            "-2+3+cmd|'calc'!A0", "\t=1+1", "\r=1+1"]
+ESCAPES = ["\x1b]0;pwned\x07title", "\x1b[2J\x1b[31mred", "back\x08\x08space", "rtl\u202eexe.py", "nul\x7fdel"]
+MARKUP = ["[bold red]loud", "[link=evil.example]click", "[/]"]  # folder names: "[/]" only in CSV
+LONG = ["a" * 250, "é" * 120, "x" * 80 + "y" * 100]
+
+
+@pytest.mark.parametrize("name", FORMULAS + ESCAPES + MARKUP + LONG)
+def test_a_hostile_name_is_an_inert_csv_cell(name):
+    text = safe.cell(name)
+    assert not text.startswith(("=", "+", "-", "@", "\t", "\r"))
+    assert text.isprintable()
+    assert text.removeprefix("'") == safe.inert(name)
+
+
+@pytest.mark.parametrize("name", ESCAPES)
+def test_control_characters_are_shown_as_their_escapes(name):
+    shown = safe.inert(name)
+    assert shown.isprintable() and shown != name
+    assert shown.encode().decode("unicode_escape") == name  # what was there, written out
+
+
+@pytest.mark.parametrize("name", LONG + FORMULAS + ESCAPES + ["..", ".hidden", "ivy x", "ivy_x"])
+def test_every_name_makes_a_short_distinct_file_name(name):
+    made = safe_name(name)
+    assert len(made.encode()) <= 100 and "/" not in made and not made.startswith(".")
+    assert made == safe_name(name) and made != safe_name(name + "!")
+
+
+def test_changes_name_the_components_and_why():
+    digests = {"submission": "s", "course": "c", "suites": "t", "reference": "r", "grader": "g"}
+
+    def record(points: list[float], **changed: str) -> dict:
+        return {"score": sum(points), "batch": {"status": "graded", "digests": {**digests, **changed}},
+                "components": [{"name": c.name, "score": p} for c, p in zip(SPEC.components, points, strict=True)]}
+
+    before = {"ada": record([10, 8, 10, 6, 6]), "bob": record([2.5, 8, 10, 6, 6]), "cy": record([10, 8, 10, 6, 6])}
+    after = [("ada", record([10, 8, 10, 6, 6], course="c2")), ("bob", record([5, 8, 10, 6, 0], suites="t2")),
+             ("cy", record([10, 8, 10, 3, 6], submission="s2", grader="g2")), ("dee", record([0, 0, 0, 0, 0]))]
+    rows = regrade.changes(before, after)
+    assert [(r["student"], r["before"], r["after"], r["change"], r["components"], r["why"]) for r in rows] == [
+        ("bob", 32.5, 29, -3.5, ["LayerNorm", "TransformerEmbedding"], ["suites"]),
+        ("cy", 40, 37, -3, ["TokenEmbedding"], ["submission", "grader"])]
+
+
+def test_overrides_replace_graded_points_and_come_off_again():
+    report = {"score": 32.5, "max_score": 40, "components": [{"name": c.name, "score": p, "max_score": c.points}
+                                            for c, p in zip(SPEC.components, [2.5, 8, 10, 6, 6], strict=True)]}
+    once = regrade.apply_overrides(report, {"LayerNorm": (9.0, "regrade")})
+    assert once["score"] == 39 and once["components"][0]["override"] == {"points": 9.0, "reason": "regrade",
+                                                                         "graded": 2.5}
+    again = regrade.apply_overrides(once, {"LayerNorm": (7.0, "second look"), "TokenEmbedding": (0.0, "copied")})
+    assert again["score"] == 31 and again["graded_score"] == 32.5
+    assert regrade.apply_overrides(again, {}) == report
+    assert "Changed by your instructor" in regrade.feedback_section(again)
+
+
+@pytest.mark.parametrize("rows, bad", [
+    ("nobody,LayerNorm,5,x", "'nobody'"), ("ada,RMSNorm,5,x", "'RMSNorm'"), ("ada,LayerNorm,11,x", "'11'"),
+    ("ada,LayerNorm,-1,x", "'-1'"), ("ada,LayerNorm,many,x", "'many'"), ("ada,LayerNorm,nan,x", "'nan'"),
+    ("ada,LayerNorm,5,x\nada,LayerNorm,6,y", "second"),
+])
+def test_a_bad_override_is_one_error_naming_it(tmp_path, rows, bad):
+    path = tmp_path / "overrides.csv"
+    path.write_text("student,component,points,reason\n" + rows + "\n")
+    with pytest.raises(ConfigError, match=bad):
+        regrade.load_overrides(path, SPEC, {"ada", "bob"})
+
+
+def cells(path: Path) -> list[str]:
+    with open(path, newline="") as f:
+        return [c for row in csv.reader(f) for c in row]
+
+
+def test_a_regrade_writes_changes_and_overrides_survive_it(tmp_path, quick_course):
+    """Two graded students, then hostile-named folders (empty: rows without grading); the second run
+    adds an override, the third runs without --overrides (it is kept), the fourth drops it."""
+    root = tmp_path / "class"
+    copy_tree(SOLUTIONS / "assignment1", root / "ada")
+    copy_tree(mutant(tmp_path / "m", LN_BUG) / "assignment1", root / "bob")
+    marked = "~[bold red]zed\x1b[31m"  # graded last: the progress bar's last name
+    copy_tree(SOLUTIONS / "assignment1", root / marked)
+    hostile = FORMULAS[:4] + ESCAPES[:2] + MARKUP[1:2] + LONG[:2]
+    for name in hostile:
+        (root / name).mkdir()
+    out = tmp_path / "out"
+    args = (str(root), "--assignment", "assignment1", "--out", str(out), "--course", str(quick_course))
+    first = batch(*args)
+    assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
+    assert not (out / "changes.csv").exists()
+    for text in (first.stdout + first.stderr, (out / "summary.txt").read_text(), (out / "class.html").read_text(),
+                 (out / "grades.csv").read_text()):
+        assert "\x1b" not in text and "\x07" not in text
+    assert "~[bold red]zed\\x1b[31m" in first.stdout  # the progress bar: text, not markup
+    assert not [c for c in cells(out / "grades.csv") if c.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    reports = {json.loads(p.read_text())["batch"]["student"] for p in (out / "reports").glob("*.json")}
+    assert reports == {"ada", "bob", marked, *hostile}  # each exact name kept inside its report
+    assert len(read_csv(out / "grades.csv")) == 3 + len(hostile)
+
+    overrides = tmp_path / "overrides.csv"
+    overrides.write_text("student,component,points,reason\nbob,LayerNorm,9,regrade request granted\n"
+                         f'"{FORMULAS[0].replace(chr(34), chr(34) * 2)}",TokenEmbedding,6,=evil()\n')
+    second = batch(*args, "--overrides", str(overrides))
+    assert second.returncode == 0, (second.stdout + second.stderr)[-3000:]
+    rows = read_csv(out / "grades.csv")
+    assert (rows["bob"]["LayerNorm"], rows["bob"]["total"], rows["bob"]["overrides"]) == ("9", "39", "LayerNorm")
+    changes = list(csv.DictReader(open(out / "changes.csv")))
+    # why: "override" (and "suites" too, say, where the kit's files were edited between the two runs)
+    assert {(r["student"], r["before"], r["after"], r["change"], r["components"], r["why"].split()[-1])
+            for r in changes} == {("bob", "32.5", "39", "+6.5", "LayerNorm", "override"),
+                                  ("'" + FORMULAS[0], "0", "6", "+6", "TokenEmbedding", "override")}
+    assert "2 of 12 totals changed since the last run" in " ".join((out / "summary.txt").read_text().split())
+    report = json.loads((out / "reports" / "bob.json").read_text())
+    assert report["components"][0]["override"] == {"points": 9.0, "reason": "regrade request granted",
+                                                   "graded": 2.5}
+    assert json.loads((out / "gradescope" / "bob" / "results.json").read_text())["score"] == 39
+    assert "regrade request granted" in (out / "feedback" / "bob.txt").read_text()
+    assert "regrade request granted" in (out / "feedback" / "bob.html").read_text()
+    assert "bob" in (out / "class.html").read_text().split("Changes since the last run")[1]
+
+    third = batch(*args)  # no --overrides: OUT's are kept
+    assert read_csv(out / "grades.csv")["bob"]["total"] == "39"
+    assert "0 of 12 totals changed" in " ".join(third.stdout.split())
+    assert (out / "feedback" / "bob.txt").read_text().count("regrade request granted") == 1
+
+    overrides.write_text("student,component,points,reason\nnobody,LayerNorm,9,x\n")
+    refused = batch(*args, "--overrides", str(overrides))
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1 and "'nobody'" in refused.stderr
+
+    overrides.write_text("student,component,points,reason\n")
+    batch(*args, "--overrides", str(overrides))
+    assert read_csv(out / "grades.csv")["bob"]["total"] == "32.5"
+    assert "regrade request granted" not in (out / "feedback" / "bob.txt").read_text()
