@@ -4,22 +4,33 @@
     report = grader.check("assignment1")        # the report shows in the cell
     report["score"], report["max_score"]         # the JSON report, as a dict
 
-`!grade assignment1` in a cell works too: its output is a pipe, so the spinner, which on a
-terminal redraws one line in place, is left out (every frame of it would be kept in the
-notebook). Jupyter kernels set FORCE_COLOR, which makes rich treat any output as a terminal:
-whether the output is one is asked of the file itself.
+`!grade assignment1` in a cell works too, without the spinner that redraws one line in place on
+a terminal: a notebook keeps every frame of it. A kernel runs `!` commands on a pseudo-terminal
+with FORCE_COLOR=1 (ipykernel), so neither rich nor isatty tells a notebook from a terminal: the
+variables that Jupyter's kernel launcher (JPY_PARENT_PID) and Colab (COLAB_RELEASE_TAG) set do.
 """
 
+import os
+from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
+# set for a kernel and what it starts: by jupyter_client's launcher (Jupyter, VS Code, nbclient), by Colab
+NOTEBOOK_VARIABLES = ("JPY_PARENT_PID", "COLAB_RELEASE_TAG")
 
-def real_terminal(stream) -> bool:
-    """Whether `stream` is an interactive terminal (not a pipe, a file or a notebook's output)."""
+
+def in_a_notebook(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether this process runs in a notebook's kernel or under it (a cell's `!grade`)."""
+    return any(name in environ for name in NOTEBOOK_VARIABLES)
+
+
+def real_terminal(stream, environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether `stream` is an interactive terminal: not a pipe, a file, or a notebook's output."""
     try:
-        return bool(stream.isatty())
+        tty = bool(stream.isatty())
     except (AttributeError, ValueError, OSError):  # no isatty, or a closed file
         return False
+    return tty and not in_a_notebook(environ)
 
 
 def progress(console, text: str) -> AbstractContextManager:
