@@ -10,8 +10,10 @@ from grader.course import ConfigError
 
 
 def parser() -> UsageParser:
+    from grader.cli import COMMANDS
+
     p = UsageParser(prog="grade", description="Grade an assignment of the Transformer course kit. "
-                    "Other commands: grade stubs, grade expected, grade train (see grade COMMAND --help).")
+                    f"Other commands: {', '.join(f'grade {c}' for c in COMMANDS)} (see grade COMMAND --help).")
     p.add_argument("assignment", help="the assignment to grade, e.g. assignment1")
     p.add_argument("--submission", metavar="DIR", help="the submission tree (default: the course's assignments/)")
     p.add_argument("--json", metavar="PATH", help="also write the JSON report to PATH ('-' for stdout)")

@@ -1,0 +1,153 @@
+"""Canvas's and Moodle's bulk downloads graded by `grade batch` (grader.batch.lms), and the grades written
+back into each LMS's own sheet by `grade export` (grader.batch.export), on files in the formats the
+two LMSs document: Canvas's gradebook export (Student, ID, SIS User ID, SIS Login ID, Section, the
+assignments as "NAME (ID)", a "Points Possible" row) and Moodle's offline grading worksheet
+(Identifier "Participant N", ..., Grade, Maximum Grade, ..., Feedback comments)."""
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+
+from grader.batch import export, lms
+from tests.kit.conftest import SOLUTIONS, mutant, run_grade
+from tests.kit.test_batch import LN_BUG, batch, read_csv
+
+A1 = sorted(p.name for p in (SOLUTIONS / "assignment1").glob("*.py"))
+
+CANVAS_GRADEBOOK = (
+    "Student,ID,SIS User ID,SIS Login ID,Section,Assignment 1 (88001),Quiz 1 (88002),Current Score,Final Score\n"
+    "    Points Possible,,,,,40,5,(read only),(read only)\n"
+    '"Lovelace, Ada",1001,s1001,ada,Section A,,4,80,80\n'
+    '"Babbage, Bob",1002,s1002,bob,Section A,,5,100,100\n'
+    '"Student, Test",1999,,,Section A,,,,\n')
+MOODLE_WORKSHEET = (
+    "Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,"
+    "Last modified (submission),Last modified (grade),Feedback comments\n"
+    "Participant 501,Ana C,ana@example.edu,Submitted for grading,,40.00,Yes,"
+    '"Friday, 27 November 2026, 9:00 AM",-,\n'
+    "Participant 502,Ben D,ben@example.edu,No submission,,40.00,Yes,-,-,\n")
+
+
+@pytest.mark.parametrize("name, parsed", [
+    ("lovelaceada_1001_5550001_layer_norm.py", ("canvas", "lovelaceada", "1001", "layer_norm.py")),
+    ("lovelaceada_LATE_1001_5550001_layer_norm-2.py", ("canvas", "lovelaceada", "1001", "layer_norm-2.py")),
+    ("lovelaceada_late_1001_5550001_work.zip", ("canvas", "lovelaceada", "1001", "work.zip")),
+    ("Ana C_501_assignsubmission_file_layer_norm.py", ("moodle", "Ana C", "501", "layer_norm.py")),
+    ("José María O_Brien_77_assignsubmission_file_", ("moodle", "José María O_Brien", "77", "")),
+    ("ada", None), ("layer_norm.py", None), ("ada_1001_layer_norm.py", None),
+])
+def test_lms_file_names_are_read(name, parsed):
+    is_dir = parsed is not None and parsed[0] == "moodle" and not parsed[3]
+    assert lms.parse(name, is_dir) == parsed
+
+
+@pytest.mark.parametrize("file, plain", [("layer_norm-1.py", ("layer_norm.py", 1)),
+                                         ("layer_norm-12.py", ("layer_norm.py", 12)),
+                                         ("layer_norm.py", ("layer_norm.py", 0)),
+                                         ("feed-forward.py", ("feed-forward.py", 0))])
+def test_canvas_resubmission_suffixes_come_off(file, plain):
+    assert lms.original_name(file) == plain
+
+
+def canvas_download(root: Path, tmp: Path) -> Path:
+    """Ada hands in the solution; Bob a broken file, then the LN bug as resubmission -1, late; two
+    students named alike (ids 1003 and 1004) hand in nothing of the assignment."""
+    root.mkdir(parents=True)
+    bug = mutant(tmp / "m", LN_BUG) / "assignment1"
+    for name in A1:
+        (root / f"lovelaceada_1001_7001_{name}").write_bytes((SOLUTIONS / "assignment1" / name).read_bytes())
+        (root / f"babbagebob_LATE_1002_7002_{name.replace('.py', '-1.py')}").write_bytes((bug / name).read_bytes())
+    (root / "babbagebob_1002_6002_layer_norm.py").write_text("raise SystemExit\n")
+    (root / "smithsam_1003_7003_notes.txt").write_text("hello\n")
+    (root / "smithsam_1004_7004_notes.txt").write_text("hi\n")
+    return root
+
+
+def test_a_canvas_download_is_one_student_per_id(tmp_path):
+    folder, ids = lms.stage(canvas_download(tmp_path / "dl", tmp_path), tmp_path / "staged")
+    assert ids == {"lovelaceada": "1001", "babbagebob": "1002", "smithsam_1003": "1003", "smithsam_1004": "1004"}
+    assert sorted(p.name for p in (folder / "babbagebob").iterdir()) == A1  # the -1 files, renamed
+    assert (folder / "babbagebob" / "layer_norm.py").read_text() != "raise SystemExit\n"
+
+
+def test_a_moodle_download_in_folders_or_flat_files(tmp_path):
+    folders, flat = tmp_path / "folders", tmp_path / "flat"
+    for name in A1:
+        target = folders / "Ana C_501_assignsubmission_file_" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((SOLUTIONS / "assignment1" / name).read_bytes())
+        flat.mkdir(exist_ok=True)
+        (flat / f"Ben D_502_assignsubmission_file_{name}").write_bytes((SOLUTIONS / "assignment1" / name).read_bytes())
+    staged, ids = lms.stage(folders, tmp_path / "s1")
+    assert ids == {"Ana C": "501"} and sorted(p.name for p in (staged / "Ana C").iterdir()) == A1
+    staged, ids = lms.stage(flat, tmp_path / "s2")
+    assert ids == {"Ben D": "502"} and sorted(p.name for p in (staged / "Ben D").iterdir()) == A1
+    # a folder per student of the kit's own kind is left as it is
+    (tmp_path / "class" / "ada").mkdir(parents=True)
+    assert lms.stage(tmp_path / "class", tmp_path / "s3") == (tmp_path / "class", {})
+
+
+GRADES = ("student,LayerNorm,PositionwiseFeedForward,PositionalEncoding,TokenEmbedding,TransformerEmbedding,"
+          "total,status,lms_id,overrides\n"
+          "Ana C,10,8,10,6,6,40,graded,501,\n"
+          "Cy E,9,8,10,6,6,39,graded,503,LayerNorm\n"
+          "folder_student,0,0,0,0,0,0,empty,,\n")
+
+
+def test_the_moodle_worksheet_gets_grades_and_a_one_line_comment(tmp_path):
+    (tmp_path / "grades.csv").write_text(GRADES)
+    (tmp_path / "worksheet.csv").write_text(MOODLE_WORKSHEET)
+    filled = export.moodle(tmp_path / "grades.csv", tmp_path / "worksheet.csv")
+    rows = list(csv.DictReader(io.StringIO(filled.text)))
+    assert list(rows[0]) == next(csv.reader(io.StringIO(MOODLE_WORKSHEET)))
+    assert (rows[0]["Grade"], rows[0]["Maximum Grade"]) == ("40", "40.00")
+    assert rows[0]["Feedback comments"].startswith("Total 40: LayerNorm 10, PositionwiseFeedForward 8")
+    assert (rows[1]["Grade"], rows[1]["Feedback comments"]) == ("", "")  # no submission: as it was
+    assert filled.unmatched == ["no submission graded: Ben D (Participant 502)", "not in the worksheet: Cy E (id 503)",
+                                "not in the worksheet: folder_student (no LMS id: graded from a folder, not an "
+                                "LMS download)"]
+
+
+def test_lms_downloads_are_graded_and_go_back_into_each_lms(tmp_path, quick_course):
+    out = tmp_path / "out"
+    proc = batch(str(canvas_download(tmp_path / "canvas", tmp_path)), "--assignment", "assignment1",
+                 "--out", str(out), "--course", str(quick_course))
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    rows = read_csv(out / "grades.csv")
+    assert {s: (r["lms_id"], r["total"], r["status"]) for s, r in rows.items()} == {
+        "lovelaceada": ("1001", "40", "graded"), "babbagebob": ("1002", "32.5", "graded"),
+        "smithsam_1003": ("1003", "0", "empty"), "smithsam_1004": ("1004", "0", "empty")}
+    (tmp_path / "gradebook.csv").write_text(CANVAS_GRADEBOOK)
+    export_ = run_grade("export", "canvas", str(out / "grades.csv"), "--gradebook", str(tmp_path / "gradebook.csv"),
+                        "--column", "Assignment 1", "--out", str(tmp_path / "import.csv"))
+    assert export_.returncode == 0, export_.stderr
+    filled = list(csv.reader(open(tmp_path / "import.csv")))
+    original = list(csv.reader(io.StringIO(CANVAS_GRADEBOOK)))
+    assert filled[:2] == original[:2]  # the header and the Points Possible row, as Canvas wrote them
+    assert [(r[0], r[5]) for r in filled[2:]] == [("Lovelace, Ada", "40"), ("Babbage, Bob", "32.5"),
+                                                  ("Student, Test", "")]
+    assert [r[6] for r in filled[2:]] == ["4", "5", ""]  # other columns untouched
+    assert export_.stdout.splitlines()[:3] == ["no submission graded: Student, Test (ID 1999)",
+                                               "not in the gradebook: smithsam_1003 (id 1003)",
+                                               "not in the gradebook: smithsam_1004 (id 1004)"]
+    bad = run_grade("export", "canvas", str(out / "grades.csv"), "--gradebook", str(tmp_path / "gradebook.csv"),
+                    "--column", "Assignment 9")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "'Assignment 9'" in bad.stderr
+
+    moodle = tmp_path / "moodle" / "Ana C_501_assignsubmission_file_"
+    moodle.mkdir(parents=True)
+    for name in A1:
+        (moodle / name).write_bytes((SOLUTIONS / "assignment1" / name).read_bytes())
+    (tmp_path / "moodle" / "Ben D_502_assignsubmission_file_").mkdir()
+    out = tmp_path / "out_moodle"
+    proc = batch(str(tmp_path / "moodle"), "--assignment", "assignment1", "--out", str(out),
+                 "--course", str(quick_course))
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert {s: r["lms_id"] for s, r in read_csv(out / "grades.csv").items()} == {"Ana C": "501", "Ben D": "502"}
+    (tmp_path / "worksheet.csv").write_text(MOODLE_WORKSHEET)
+    export_ = run_grade("export", "moodle", str(out / "grades.csv"), "--worksheet", str(tmp_path / "worksheet.csv"))
+    assert export_.returncode == 0, export_.stderr
+    rows = list(csv.DictReader(open(out / "moodle-import.csv")))
+    assert [(r["Identifier"], r["Grade"]) for r in rows] == [("Participant 501", "40"), ("Participant 502", "0")]
