@@ -222,8 +222,11 @@ def load(path: Path) -> Course:
                 for check_id in c.get(tier, "ids", []):
                     if any(x.id == check_id for x in checks):
                         raise ConfigError(f"{path.name}: {c.key}.{tier}: check {check_id!r} listed twice")
-                    checks.append(Check(check_id, tier, weights.get(check_id, "number", 1.0)))
+                    # weight 0: informational, reported and never counted (grader.scoring)
+                    checks.append(Check(check_id, tier, weights.get(check_id, "points", 1.0)))
             weights.done()
+            if not any(x.weight > 0 for x in checks):
+                raise ConfigError(f"{path.name}: {c.key}.weights: every check has weight 0 (at least one must count)")
             if not checks:
                 raise ConfigError(f"{path.name}: {c.key}: lists no checks")
             depends = tuple(c.get("depends", "names", []))

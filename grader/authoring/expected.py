@@ -169,13 +169,8 @@ def write_all(course: Course, check: bool = False) -> list[Path]:
     from grader import diagnosis
 
     stale = []
-    bugs = compute_bugs(course)
-    path = diagnosis.path_for(course)
-    if bugs and (not path.exists() or json.loads(path.read_text()) != bugs):
-        stale.append(path)
-        if not check:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(bugs, indent=1, sort_keys=True) + "\n")
+    # the stored outputs first: the bugs are graded by the public checks, which read them (a new
+    # check's outputs missing here made every bug's run of it an error, and a second run necessary)
     for assignment in course.assignments:
         fresh = compute(course, assignment)
         if not fresh:
@@ -187,4 +182,11 @@ def write_all(course: Course, check: bool = False) -> list[Path]:
         if not check:
             path.parent.mkdir(parents=True, exist_ok=True)
             torch.save(fresh, path)
+    bugs = compute_bugs(course)
+    path = diagnosis.path_for(course)
+    if bugs and (not path.exists() or json.loads(path.read_text()) != bugs):
+        stale.append(path)
+        if not check:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(bugs, indent=1, sort_keys=True) + "\n")
     return stale
