@@ -1,0 +1,39 @@
+"""What `grade release` tells students: how to set up, grade, debug and use a notebook, and what
+becomes of the performance feedback (pure functions of the course: no release is built here)."""
+
+import re
+import tomllib
+from importlib import metadata
+
+from grader import load_course, repro
+from grader.authoring.release import course_text, readme_text
+from tests.kit.conftest import ROOT
+
+COURSE = load_course(ROOT / "course.toml")
+
+
+def test_student_readme_says_how_to_set_up_grade_and_debug():
+    text = readme_text(COURSE)
+    torch = metadata.version("torch").split("+")[0]
+    assert f"pip install torch=={torch}\n" in text  # the version the kit grades with, exactly
+    for words in ("python3 -m venv .venv", "source .venv/bin/activate", "pip install -e .",
+                  "grade assignmentN --watch", "grade assignmentN --verbose", "grade assignmentN --only CHECK",
+                  "grade assignmentN --repro CHECK", "python -m pdb repro_CHECK.py", 'grader.check("assignment1")',
+                  "Linux, macOS or WSL2", "On Windows"):
+        assert words in text, words
+    # every check the README offers to reproduce is one --repro knows
+    offered = set(re.findall(r"`(\w+)`", text.split("## Debugging a failed check")[1].split("##")[0]))
+    known = {check for a in COURSE.assignments.values() for check in repro.reproducible(COURSE, a)}
+    assert {"sdpa_matches_torch", "noam_lr_matches_formula"} <= offered <= known, offered - known
+
+
+def test_student_course_keeps_the_performance_feedback_the_readme_describes(tmp_path):
+    assert COURSE.performance is not None and COURSE.performance.points == 0
+    path = tmp_path / "course.toml"
+    path.write_text(course_text(COURSE, performance=True).replace('"tests/grading"', f'"{ROOT / "tests/grading"}"'))
+    assert tomllib.loads(path.read_text())["performance"] == tomllib.loads((ROOT / "course.toml").read_text())[
+        "performance"]
+    assert load_course(path).performance == COURSE.performance
+    text = " ".join(readme_text(COURSE).split())
+    assert "It is feedback only and costs no points; the report shows it with `--verbose`." in text
+    assert "`MultiHeadAttention` (against `nn.MultiheadAttention`)" in text
