@@ -12,7 +12,7 @@ from pathlib import Path
 from grader.course import ConfigError
 
 # `grade NAME ...` runs grader.commands.NAME; anything else is `grade assignmentN ...`
-COMMANDS = ("stubs", "expected", "train", "batch", "release", "nbgrader", "gradescope", "doctor", "export")
+COMMANDS = ("stubs", "expected", "train", "batch", "release", "nbgrader", "gradescope", "doctor", "export", "adequacy")
 
 
 class UsageParser(argparse.ArgumentParser):
