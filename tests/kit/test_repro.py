@@ -87,35 +87,82 @@ def test_the_reports_example_reads_back_exactly():
         parse_example(describe(q=torch.zeros(100)))
 
 
-# bugs of the table: a check compared with torch whose example the grader shrinks (through the command
-# line), a stored-reference check of modules given weights, and a formula's (through the library)
-@pytest.mark.parametrize("assignment, bug, check", [
-    ("assignment2", "no_sqrt_d_k", "sdpa_matches_torch"),
-    ("assignment3", "encoder_layer_skips_the_mask", "encoder_layer_matches_stored_reference"),
-    ("assignment4", "noam_lr_warmup_exponent_sign", "noam_lr_matches_formula"),
-])
-def test_repro_script_fails_on_the_bug_and_passes_on_the_fix(tmp_path, capsys, assignment, bug, check):
-    tree = mutant(tmp_path, patches(bug))
+def test_repro_script_from_the_command_line_fails_on_the_bug_and_passes_on_the_fix(tmp_path):
+    # attention without its scale: the example is the one the grader shrinks, graded for the purpose
+    tree = mutant(tmp_path, patches("no_sqrt_d_k"))
     here = tmp_path / "work"
     here.mkdir()
-    script = here / f"repro_{check}.py"
-    if assignment == "assignment2":
-        proc = run_grade(assignment, "--submission", str(tree), "--repro", check, cwd=here)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert proc.stdout.strip() == str(script)
-    else:
-        from grader import load_course, repro
-
-        course = load_course(ROOT / "course.toml")
-        assert repro.main(course=course, assignment=assignment, check=check, submission=tree, folder=here) == 0
-        assert capsys.readouterr().out.strip() == str(script)
+    proc = run_grade("assignment2", "--submission", str(tree), "--repro", "sdpa_matches_torch", cwd=here)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    script = here / "repro_sdpa_matches_torch.py"
+    assert proc.stdout.strip() == str(script)
     assert imports(script) <= ALLOWED_IMPORTS, imports(script)
     assert "solutions" not in script.read_text()  # values only, never the reference's code or path
 
     failing = run_script(script)
     assert failing.returncode == 1, failing.stdout[-3000:] + failing.stderr[-3000:]
-    for word in ("=== inputs", "expected", "got", "error", "FAIL"):
-        assert word in failing.stdout, failing.stdout
-    fix(tree, bug)
+    for words in ("=== inputs", "q = tensor(", "=== attention weights", "expected:", "got:", "largest error",
+                  "FAIL"):
+        assert words in failing.stdout, failing.stdout
+    fix(tree, "no_sqrt_d_k")
     fixed = run_script(script)
     assert fixed.returncode == 0 and "PASS" in fixed.stdout, fixed.stdout[-3000:] + fixed.stderr[-3000:]
+
+
+# Runs scripts one after another in one Python (torch imported once), each as `python SCRIPT` would:
+# its exit status, with the student's package imported afresh for each
+RUNNER = """
+import contextlib, io, json, runpy, sys
+codes = []
+for path in sys.argv[1:]:
+    for name in [m for m in sys.modules if m == "submission" or m.startswith("submission.")]:
+        del sys.modules[name]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            runpy.run_path(path, run_name="__main__")
+            codes.append(0)
+        except SystemExit as e:
+            codes.append(e.code if isinstance(e.code, int) else 1)
+        except BaseException:
+            codes.append(1)  # a traceback: python exits with status 1
+print(json.dumps(codes))
+"""
+
+
+def test_repro_scripts_fail_on_every_bug_of_the_table_and_pass_on_the_fix(tmp_path):
+    """For each bug of the table and each check it fails that --repro knows, the script written from
+    the failing example that `grade expected` recorded (bugs.json: what the report shows) fails on the
+    bug's tree and passes on the solutions."""
+    import json
+    import os
+
+    from grader import load_course, repro
+    from grader.diagnosis import load
+    from tests.grading.bugs import BUGS
+
+    course = load_course(ROOT / "course.toml")
+    known = {check for a in course.assignments.values() for check in repro.reproducible(course, a)}
+    fixed = tmp_path / "fixed"
+    shutil.copytree(SOLUTIONS, fixed, ignore=shutil.ignore_patterns("__pycache__"))
+    scripts: list[tuple[Path, int]] = []
+    for bug, entry in load(course).items():
+        tree = mutant(tmp_path / bug, BUGS[bug].patches)
+        for check, outcome in entry["failing"].items():
+            if check not in known:
+                continue
+            example = repro.parse_example(outcome["example"]) if check in repro.EXAMPLES else None
+            for submission, status in ((tree, 1), (fixed, 0)):
+                folder = tmp_path / "scripts" / bug / str(status)
+                folder.mkdir(parents=True, exist_ok=True)
+                script = repro.write(course=course, assignment=BUGS[bug].assignment, check=check,
+                                     submission=submission, example=example, folder=folder)
+                scripts.append((script, status))
+    assert len({script.stem for script, _ in scripts}) >= 10 and len(scripts) >= 60, scripts
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run([sys.executable, "-c", RUNNER, *(str(s) for s, _ in scripts)], capture_output=True,
+                          text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    codes = json.loads(proc.stdout)
+    wrong = [(str(s.relative_to(tmp_path)), want, got) for (s, want), got in zip(scripts, codes, strict=True)
+             if (got != 0) != (want != 0)]
+    assert not wrong, wrong
