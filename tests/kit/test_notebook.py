@@ -71,3 +71,13 @@ def test_progress_shows_on_a_terminal_only(tmp_path):
         assert not real_terminal(pipe, environ={})
     os.close(leader)
     os.close(read)
+
+
+def test_import_grader_stays_light_with_check():
+    import subprocess
+    import sys
+
+    code = ("import sys, grader; heavy = sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'torch', 'pytest', 'hypothesis', 'rich', 'numpy'}); print(heavy, callable(grader.check))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert proc.stdout.strip() == "[] True", proc.stdout + proc.stderr
