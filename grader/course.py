@@ -23,6 +23,10 @@ class Limits:
     file_size_mb: int = 16
     output_kb: int = 4
     scratch_mb: int = 64  # what the submission may write, in namespaces (a tmpfs of this size)
+    # what the submission's answers may take in all, per component and per grading (README: "How
+    # grading is kept fair and safe"); the grader's own work is not counted
+    component_seconds: float = 300.0
+    grading_seconds: float = 900.0
     isolation: str = "auto"  # "auto", "namespaces", "seccomp" or "process" (grader.sandbox.isolation)
     source: str = field(default="course.toml", compare=False)  # the file they were read from, for messages
 

@@ -59,13 +59,13 @@ def _entry(course: Course, student, kind: str, target: str, device: str, repeat:
         got = student.profile(kind, target, device, repeat, dict(profile.SHAPE))
     except StudentError as e:
         return {"status": "error", "message": f"your code raised {e.type}: {e.message}"[:300]}
-    except WorkerFault as e:
+    except WorkerFault as e:  # a malformed frame included (the worker was killed): the submission's fault
         return {"status": "error", "message": e.detail[:300]}
     finally:
         student.reset()
     try:
         own, torch_ = _timing(got["student"]), _timing(got["torch"])
-    except (KeyError, TypeError, ValueError):
+    except Exception:  # whatever it sent (a float too large for one, a list): its own fault, never the grader's
         return {"status": "error", "message": "the submission's process sent malformed timings"}
     entry = {"status": "measured", "seconds": own[0], "memory_bytes": own[1], "torch_seconds": torch_[0],
              "torch_memory_bytes": torch_[1], "time_vs_torch": _ratio(own[0], torch_[0]),

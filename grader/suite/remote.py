@@ -52,6 +52,7 @@ class Submission:
         self.hung: set[tuple[str, tuple[str, ...]]] = set()  # configs with a request that timed out
         self.slowest: dict[str, float] = {}  # component -> its slowest answer in time, in seconds
         self.answers: list[float] = []  # every answer's time, in seconds: how loaded the machine is
+        self.spent: dict[str, float] = {}  # component -> the submission's seconds in its requests (time budget)
 
     def new_output(self, limit: int) -> str:
         """What the submission printed since the last call (at most `limit` bytes)."""
@@ -73,6 +74,7 @@ class Submission:
         self.executed, self.executed_in = [e for e, _ in kept], [c for _, c in kept]
         self.hung = {config for config in self.hung if config[0] != component}
         self.slowest.pop(component, None)
+        self.spent.pop(component, None)
         self.bad_modules = {m: f for m, f in self.bad_modules.items() if f.check not in checks}
 
     def _request(self, message: dict, timeout: float | None = None):
@@ -81,18 +83,47 @@ class Submission:
         # fails every later use of that file, without paying for it again.
         if self.check_fault is not None:
             raise self.check_fault
+        timeout, budget = self._budget(timeout)
+        before = self.sandbox.student_seconds
+        try:
+            return self._within_budget(message, timeout, budget)
+        finally:
+            if self.component:
+                self.spent[self.component] = self.spent.get(self.component, 0.0) + (
+                    self.sandbox.student_seconds - before)
+
+    def _budget(self, timeout: float | None) -> tuple[float | None, str | None]:
+        """This request's deadline within the time budgets (course.toml [limits] component_seconds and
+        grading_seconds) and what a timeout's message says of it; a budget spent fails the check at once
+        as timed out, without asking the worker."""
+        limits = self.sandbox.limits
+        usual = timeout or limits.timeout_seconds
+        component_left = limits.component_seconds - self.spent.get(self.component, 0.0) if self.component \
+            else float("inf")
+        grading_left = limits.grading_seconds - self.sandbox.student_seconds
+        left, name = min((component_left, "component_seconds"), (grading_left, "grading_seconds"))
+        whose = f"{self.component} has" if name == "component_seconds" else "this grading's requests have"
+        if left <= 0:
+            self.check_fault = WorkerFault("timeout", f"not run: {whose} used their time budget "
+                                                      f"({limits.where(name)})")
+            raise self.check_fault
+        if left < usual:
+            return left, f"what was left of the time budget, {limits.where(name)}"
+        return timeout, None
+
+    def _within_budget(self, message: dict, timeout: float | None, budget: str | None):
         target = message.get("target")
         if isinstance(target, str) and target.startswith("assignment"):
             self.modules.setdefault(self.component, set()).add(target.partition(":")[0])
             self._import(target.partition(":")[0])
-        component, where = self.component, None
+        component, where = self.component, budget
         if self.config in self.hung:
             limits = self.sandbox.limits
             usual = timeout or limits.timeout_seconds
             typical = statistics.median(self.answers) if self.answers else 0.0
             short = max(MIN_SHORT_SECONDS, RELATIVE_SLACK * max(self.slowest.get(component, 0.0), typical))
             if short < usual:
-                set_at = "this check's own timeout" if timeout else limits.where("timeout_seconds")
+                set_at = budget or ("this check's own timeout" if timeout else limits.where("timeout_seconds"))
                 timeout, where = short, f"shortened from {usual:g} s ({set_at}): {component} hung in an earlier check"
         started = time.monotonic()
         try:

@@ -7,6 +7,11 @@ on the `meta` device (the device-placement checks run modules there) has no byte
 as (dtype, shape, "meta") and arrives on `meta` again.
 Inside the JSON, a tensor is {"$t": index}, a tuple {"$tuple": [...]}, an object kept
 in the worker {"$h": id, "type": name}, and a dict {"$d": [[key, value], ...]}.
+
+What the worker sends is the submission's to write (its code runs in that process and can write
+frames itself), so the grader reads it under `ANSWERS`: bounded header, tensor bytes, nesting,
+string lengths, dimensions and elements; anything else, and any error decoding it, is a
+ProtocolError (the grader kills the worker: the submission's fault, never the grader's).
 """
 
 import json
@@ -14,10 +19,29 @@ import os
 import re
 import struct
 import traceback
+from dataclasses import dataclass
 
 import torch
 
 MAX_FRAME = 512 * 2**20
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What one frame may hold. The grader's own frames (read by the worker) are bounded loosely;
+    the worker's answers, read by the grader, by `ANSWERS`: an honest grading's largest answer is
+    a few kB of header (4.3 kB measured, assignment2) and a few kB of tensors, nested 10 deep."""
+
+    header: int = MAX_FRAME  # bytes of the JSON header
+    tensors: int = MAX_FRAME  # bytes of all its tensors together
+    depth: int = 1000  # lists, tuples and dicts inside each other
+    string: int = MAX_FRAME  # characters of one string
+    dims: int = 64  # dimensions of one tensor
+    elements: int = 2**40  # elements of one tensor (a meta tensor has no bytes to bound it)
+
+
+LOOSE = Bounds()
+ANSWERS = Bounds(header=2**20, tensors=64 * 2**20, depth=32, string=16_384, dims=16, elements=2**31)
 
 DTYPES = {
     "float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
@@ -81,64 +105,74 @@ def encode(value, keep=None) -> bytes:
     return struct.pack(">Q", len(header)) + header + b"".join(blobs)
 
 
-def decode_header(raw: bytes) -> dict:
+def decode_header(raw: bytes | bytearray) -> dict:
     try:
         header = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ProtocolError(f"malformed header: {e}") from None
+        raise ProtocolError(f"malformed header: {str(e)[:80]}") from None
+    except RecursionError:  # nested past what the JSON parser takes: no frame of ours is
+        raise ProtocolError("header nested too deeply") from None
     if not isinstance(header, dict) or not isinstance(header.get("tensors"), list):
         raise ProtocolError("malformed header")
     return header
 
 
-def tensor_sizes(header: dict) -> list[tuple[torch.dtype, tuple[int, ...], int, bool]]:
+def tensor_sizes(header: dict, bounds: Bounds = LOOSE) -> list[tuple[torch.dtype, tuple[int, ...], int, bool]]:
     """(dtype, shape, bytes that follow, on meta) of each tensor the header lists."""
     out = []
     for meta in header["tensors"]:
-        if (not isinstance(meta, list) or len(meta) not in (2, 3) or meta[0] not in DTYPES
-                or not isinstance(meta[1], list) or not all(type(n) is int and n >= 0 for n in meta[1])
-                or len(meta) == 3 and meta[2] != "meta"):
+        if (not isinstance(meta, list) or len(meta) not in (2, 3) or type(meta[0]) is not str
+                or meta[0] not in DTYPES or not isinstance(meta[1], list)
+                or not all(type(n) is int and n >= 0 for n in meta[1]) or len(meta) == 3 and meta[2] != "meta"):
             raise ProtocolError(f"malformed tensor description {str(meta)[:80]}")
+        if len(meta[1]) > bounds.dims:
+            raise ProtocolError(f"tensor of {len(meta[1])} dimensions (at most {bounds.dims})")
         dtype, shape, on_meta = DTYPES[meta[0]], tuple(meta[1]), len(meta) == 3
         numel = 1
         for n in shape:
             numel *= n
-        if numel > 2**40:  # a meta tensor costs no bytes: its size is bounded here instead
-            raise ProtocolError(f"tensor of {numel} elements")
+        if numel > bounds.elements:  # a meta tensor costs no bytes: its size is bounded here instead
+            raise ProtocolError(f"tensor of {numel} elements (at most {bounds.elements})"[:120])
         out.append((dtype, shape, 0 if on_meta else numel * torch.empty((), dtype=dtype).element_size(), on_meta))
     return out
 
 
-def decode_value(header: dict, blobs: list[bytes], metas) -> object:
+def decode_value(header: dict, blobs: list[bytes] | list[bytearray], metas, bounds: Bounds = LOOSE) -> object:
     tensors = []
     for (dtype, shape, _, on_meta), blob in zip(metas, blobs, strict=True):
         if on_meta:
             tensors.append(torch.empty(shape, dtype=dtype, device="meta"))
             continue
-        buf = bytearray(blob)
+        buf = blob if isinstance(blob, bytearray) else bytearray(blob)  # read_frame's are not copied again
         if dtype in (torch.float16, torch.bfloat16):
             t = torch.frombuffer(buf, dtype=torch.int16).view(dtype) if buf else torch.empty(0, dtype=dtype)
         else:
             t = torch.frombuffer(buf, dtype=dtype) if buf else torch.empty(0, dtype=dtype)
         tensors.append(t.reshape(shape))
 
-    return _decode(header.get("v"), tensors)
+    return _decode(header.get("v"), tensors, bounds, 0)
 
 
-def _decode(v, tensors: list):
+def _decode(v, tensors: list, bounds: Bounds, depth: int):
     # a module-level function, not a closure: a recursive closure is a reference cycle that
     # would keep every decoded tensor (and the autograd graphs they join) alive until gc runs
+    if type(v) is str and len(v) > bounds.string:
+        raise ProtocolError(f"a string of {len(v)} characters (at most {bounds.string})")
     if v is None or type(v) in (bool, int, float, str):
         return v
+    if depth >= bounds.depth:
+        raise ProtocolError(f"values nested more than {bounds.depth} deep")
+    depth += 1
     if type(v) is list:
-        return [_decode(x, tensors) for x in v]
+        return [_decode(x, tensors, bounds, depth) for x in v]
     if type(v) is dict:
         if set(v) == {"$t"} and type(v["$t"]) is int and 0 <= v["$t"] < len(tensors):
             return tensors[v["$t"]]
         if set(v) == {"$tuple"} and type(v["$tuple"]) is list:
-            return tuple(_decode(x, tensors) for x in v["$tuple"])
+            return tuple(_decode(x, tensors, bounds, depth) for x in v["$tuple"])
         if set(v) == {"$d"} and type(v["$d"]) is list and all(type(p) is list and len(p) == 2 for p in v["$d"]):
-            return {_hashable(_decode(k, tensors)): _decode(x, tensors) for k, x in v["$d"]}
+            return {_hashable(_decode(k, tensors, bounds, depth)): _decode(x, tensors, bounds, depth)
+                    for k, x in v["$d"]}
         if set(v) == {"$dtype"} and v["$dtype"] in DTYPES:
             return DTYPES[v["$dtype"]]
         if set(v) == {"$device"} and type(v["$device"]) is str and re.fullmatch(r"(cpu|meta|cuda)(:\d{1,2})?",
@@ -155,30 +189,39 @@ def _hashable(k):
     raise ProtocolError("malformed dict key")
 
 
-def read_exact(fd: int, n: int, wait=None) -> bytes:
-    """Read n bytes from fd; `wait()` is called before each read (it raises on a deadline)."""
-    chunks, got = [], 0
+def read_exact(fd: int, n: int, wait=None) -> bytearray:
+    """Read n bytes from fd; `wait()` is called before each read (it raises on a deadline). Read
+    into one buffer, which the tensors decoded from it then share: a frame costs its size once."""
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
     while got < n:
         if wait is not None:
             wait()
-        chunk = os.read(fd, min(n - got, 1 << 20))
-        if not chunk:
+        read = os.readv(fd, [view[got:got + (1 << 20)]])
+        if not read:
             raise EOFError
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+        got += read
+    view.release()
+    return buf
 
 
-def read_frame(fd: int, wait=None):
+def read_frame(fd: int, wait=None, bounds: Bounds = LOOSE):
+    """The next frame's value. Under `bounds` (the grader reads the worker's answers under ANSWERS)
+    any frame that is not well-formed, and any error decoding it, raises ProtocolError."""
     (size,) = struct.unpack(">Q", read_exact(fd, 8, wait))
-    if size > MAX_FRAME:
-        raise ProtocolError(f"frame header of {size} bytes")
-    header = decode_header(read_exact(fd, size, wait))
-    metas = tensor_sizes(header)
-    if sum(m[2] for m in metas) > MAX_FRAME:
-        raise ProtocolError("frame larger than the limit")
-    blobs = [read_exact(fd, m[2], wait) for m in metas]
-    return decode_value(header, blobs, metas)
+    if size > bounds.header:
+        raise ProtocolError(f"frame header of {size} bytes (at most {bounds.header})")
+    try:
+        header = decode_header(read_exact(fd, size, wait))
+        metas = tensor_sizes(header, bounds)
+        if sum(m[2] for m in metas) > bounds.tensors:
+            raise ProtocolError(f"tensors of more than {bounds.tensors} bytes in one frame")
+        blobs = [read_exact(fd, m[2], wait) for m in metas]
+        return decode_value(header, blobs, metas, bounds)
+    except (ProtocolError, EOFError):
+        raise
+    except Exception as e:  # whatever decoding it raised (a shape torch refuses, memory): the sender's fault
+        raise ProtocolError(f"undecodable frame ({type(e).__name__})") from None
 
 
 def write_all(fd: int, data: bytes) -> None:
