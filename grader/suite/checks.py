@@ -87,11 +87,12 @@ def assert_close(got, expected: torch.Tensor, *, name: str, example: str = "", h
     got = expect_tensor(got, name=name, shape=expected.shape, dtype=expected.dtype, example=example, hint=hint)
     if expected.dtype.is_floating_point:
         g, e = got.double(), expected.double()
-        finite = torch.isfinite(g) | ~torch.isfinite(e)
+        # NaN and inf never match, not even themselves: an expected value built from the submission's
+        # own output (a NaN everywhere) would otherwise pass; the reference's outputs are finite
+        finite = torch.isfinite(g) & torch.isfinite(e)
         err = torch.where(finite, (g - e).abs(), torch.full_like(g, float("inf")))
-        err = torch.where(torch.isnan(e) & torch.isnan(g), torch.zeros_like(err), err)
-        tol = torch.as_tensor(atol, dtype=torch.float64) + rtol * e.abs()
-        bad = err > tol
+        tol = torch.as_tensor(atol, dtype=torch.float64) + rtol * torch.where(finite, e.abs(), torch.zeros_like(e))
+        bad = ~finite | (err > tol)
     else:
         err = (got != expected).double()
         bad = err > 0

@@ -56,8 +56,12 @@ class ReferenceParts:
     request comes from the submission's process, so each is checked before it is served."""
 
     MAX_INT = 10_000
-    MAX_NUMEL = 20_000_000
+    MAX_NUMEL = 20_000_000  # elements of one part built, or of one call's inputs and weights
     MAX_GRAPHS = 4096
+    # what the submission can make the grader hold (it asks for parts, never frees them): the parts built
+    # in one check and the graphs kept in it, and the modules cached for the whole grading
+    MAX_CHECK_NUMEL = 40_000_000
+    MAX_CACHED_NUMEL = 5_000_000
 
     def __init__(self, call_back):
         self.call_back = call_back  # (handle, *args) -> what the submission's callable returns
@@ -70,6 +74,8 @@ class ReferenceParts:
         self.graphs: dict[int, tuple[list, list, list, list]] = {}  # call -> outputs, input/param leaves, anchors
         self.ids = itertools.count(1)  # never reused: a stale id from an earlier check names nothing
         self.package = PACKAGE
+        self.held = 0  # elements of the parts built and the graphs kept in this check
+        self.cached = 0  # elements of the modules in self.modules
 
     def allow(self, reference, parts):
         if reference is not None:
@@ -78,6 +84,10 @@ class ReferenceParts:
         if not parts or not parts >= self.allowed:  # a new check: what the last one built and kept goes
             self.built.clear()
             self.graphs.clear()
+            self.held = 0
+            # a layout holds its module: only the cached modules' outlive their check
+            kept = {id(m) for module, _, _ in self.modules.values() for m in module.modules()}
+            self.layouts = {k: v for k, v in self.layouts.items() if k in kept}
         self.allowed = parts
 
     def _target(self, part):
@@ -136,6 +146,7 @@ class ReferenceParts:
         key = repr((part, args, kwargs)) if all(map(plain, [*args, *kwargs.values()])) else None
         if key in self.modules:  # the same module, description and random state as building it again
             module, tree, after = self.modules[key]
+            self._hold(sum(t.numel() for t in module.state_dict().values()))
             state.seed(0)
             torch.default_generator.set_state(after)
             build = next(self.ids)
@@ -149,14 +160,22 @@ class ReferenceParts:
             self.built[build] = module
             return {"id": build, "object": {k: v for k, v in vars(module).items()
                                             if not k.startswith("_") and data(v)}}
-        if sum(t.numel() for t in module.state_dict().values()) > self.MAX_NUMEL:
+        numel = sum(t.numel() for t in module.state_dict().values())
+        if numel > self.MAX_NUMEL:
             raise ValueError("part too large")
+        self._hold(numel)
         build = next(self.ids)
         self.built[build] = module
         tree = self._describe(module)
-        if key is not None:
+        if key is not None and self.cached + numel <= self.MAX_CACHED_NUMEL:  # past it: built again each time
             self.modules[key] = (module, tree, torch.default_generator.get_state())
+            self.cached += numel
         return {"id": build, "tree": tree}
+
+    def _hold(self, numel: int) -> None:
+        if self.held + numel > self.MAX_CHECK_NUMEL:
+            raise ValueError(f"parts and graphs of more than {self.MAX_CHECK_NUMEL:,} elements in one check")
+        self.held += numel
 
     def _describe(self, m: nn.Module) -> dict:
         kind, prefix = type(m), self.package + "."
@@ -216,6 +235,7 @@ class ReferenceParts:
         if grad:
             if len(self.graphs) >= self.MAX_GRAPHS:
                 raise ValueError(f"more than {self.MAX_GRAPHS} calls with gradients kept at once")
+            self._hold(sum(t.numel() for t in [*inputs, *outputs]))
             answer["call"] = next(self.ids)
             self.graphs[answer["call"]] = (outputs, [t if t.requires_grad else None for t in inputs], params,
                                            anchors)
