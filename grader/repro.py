@@ -11,8 +11,9 @@ The checks it knows (`reproducible`):
 - every public check that compares with stored reference outputs (`*_matches_stored_reference`,
   whose cases are read from the public suite): the stored cases themselves, weights included;
 - checks whose failing example the report prints in full (Hypothesis shrinks it to a few values):
-  sdpa_matches_torch, sdpa_weights_rows_sum_to_one, label_smoothing_loss_matches_torch,
-  noam_lr_matches_formula. Their example comes from grading that check alone on the submission.
+  sdpa_matches_torch, sdpa_weights_rows_sum_to_one, pad_mask_matches_definition,
+  tgt_mask_matches_definition, label_smoothing_loss_matches_torch, noam_lr_matches_formula. Their
+  example comes from grading that check alone on the submission.
 Any other check: a one-line message naming these, exit status 2.
 """
 
@@ -27,6 +28,7 @@ from pathlib import Path
 from grader.course import Assignment, ConfigError, Course
 
 SDPA = "assignment2.attention:scaled_dot_product_attention"
+PAD_MASK, TGT_MASK = "assignment2.masks:make_pad_mask", "assignment2.masks:make_tgt_mask"
 LOSS = "assignment4.training:LabelSmoothingLoss"
 NOAM = "assignment4.training:noam_lr"
 
@@ -182,6 +184,36 @@ def main() -> int:
 '''
 
 
+def _mask(target: str, tokens: str, what: str, expected) -> Callable[[dict], str]:
+    """A mask builder's check against its definition: `expected`, of (tokens, pad_idx), carried as values."""
+    function = target.split(":")[1]
+
+    def body(ex: dict) -> str:
+        return f'''
+{tokens} = {literal(ex[tokens])}
+pad_idx = {ex["pad_idx"]!r}
+# {what}
+expected = {literal(expected(ex[tokens], ex["pad_idx"]))}
+
+
+def main() -> int:
+    {function} = load("{target}")
+    show({tokens}={tokens}, pad_idx=pad_idx)
+    return verdict(compare("{function}'s mask", {function}({tokens}, pad_idx), expected, atol=0))
+'''
+    return body
+
+
+def _pad_mask(tokens, pad_idx):
+    return (tokens != pad_idx)[:, None, None, :]
+
+
+def _tgt_mask(tgt, pad_idx):
+    import torch
+
+    return (tgt != pad_idx)[:, None, None, :] & torch.ones(tgt.shape[1], tgt.shape[1], dtype=torch.bool).tril()
+
+
 def _label_smoothing(ex: dict) -> str:
     import torch.nn.functional as F
 
@@ -231,6 +263,10 @@ def main() -> int:
 EXAMPLES: dict[str, Recipe] = {
     "sdpa_matches_torch": Recipe(("q", "k", "v", "mask"), _sdpa_matches_torch),
     "sdpa_weights_rows_sum_to_one": Recipe(("q", "k", "mask"), _sdpa_rows_sum_to_one),
+    "pad_mask_matches_definition": Recipe(("tokens", "pad_idx"), _mask(
+        PAD_MASK, "tokens", "(tokens != pad_idx)[:, None, None, :]: True where a key may be attended", _pad_mask)),
+    "tgt_mask_matches_definition": Recipe(("tgt", "pad_idx"), _mask(
+        TGT_MASK, "tgt", "not padding (B, 1, 1, T) and causal (T, T, lower triangle): (B, 1, T, T)", _tgt_mask)),
     "label_smoothing_loss_matches_torch": Recipe(("logits", "targets", "pad_idx", "smoothing"), _label_smoothing),
     "noam_lr_matches_formula": Recipe(("step", "d_model", "warmup"), _noam),
 }
