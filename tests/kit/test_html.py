@@ -112,10 +112,17 @@ def test_similar_pairs_are_in_summary_json_txt_and_class_html(graded):
     assert first["similarity"] == [1.0, 1.0] and {f["file"] for f in first["files"]} == {
         "layer_norm.py", "feed_forward.py", "embedding.py", "positional_encoding.py"}
     assert not [p for p in pairs if "empty" in p or "bad_zip" in p]
+    # the class's trees are built from the solutions: one group holds the three copies and the others
+    [group] = [g for g in found["groups"] if "correct" in g["students"]]
+    assert {"correct", "flat_files", "zipped"} <= set(group["students"]) and group["pairs"] >= 3
+    assert found["groups"][0]["similarity"] == 1.0
     text = (out / "summary.txt").read_text()
-    assert "Similar submissions" in text and "layer_norm.py" in text
+    assert "Similar pairs" in text and "layer_norm.py" in text
+    assert text.index("Groups sharing code") < text.index("Total score") < text.index("Per component")
     page = (out / "class.html").read_text()
     assert "<h3>correct and zipped: 100% / 100%</h3>" in page and page.count("<mark>") > 20
+    assert page.index("Groups sharing code") < page.index("Total score") < page.index("<h2>Students</h2>") \
+        < page.index("<h3>correct and zipped")
 
 
 def test_without_matplotlib_the_class_page_has_its_tables_and_says_so(graded, tmp_path):
