@@ -59,7 +59,9 @@ def matrix(course: Course, assignment: str) -> dict:
             named = [n for n, b in stored.items()
                      if b["component"] == bug.component and b["failing"] == signatures[name]]
             bugs[name] = {"component": bug.component, "public": [c.id for c in caught if c.tier == "public"],
-                          "hidden": [c.id for c in caught if c.tier == "hidden"], "named": named == [name]}
+                          # diagnosis names a bug from its failing public checks: none, no name
+                          "hidden": [c.id for c in caught if c.tier == "hidden"],
+                          "named": bool(signatures[name]) and named == [name]}
     names = list(bugs)
     same = [[a, b] for i, a in enumerate(names) for b in names[i + 1:]
             if bugs[a]["component"] == bugs[b]["component"] and signatures[a] == signatures[b]]
