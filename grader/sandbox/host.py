@@ -314,8 +314,8 @@ class Sandbox:
     def read_output(self, start: int, limit: int) -> tuple[str, int]:
         """What the submission printed since byte `start` (at most `limit` bytes), and the new end."""
         end = self.output.stat().st_size
-        if end < start:  # it truncated its own output (os.ftruncate(1, 0)): read on from where it is now
-            start = end
+        if end < start:  # it truncated its own output (os.ftruncate(1, 0)): what it wrote since starts at 0
+            start = 0
         with open(self.output, "rb") as f:
             f.seek(start)
             data = f.read(min(end - start, limit))

@@ -29,6 +29,25 @@ class Attack:
     needs_namespaces: bool = False  # only namespace isolation stops it (the README says so of the fallback)
 
 
+DETACH = """import os, time
+def _detach(orphan):
+    pid = os.fork()
+    if pid:
+        if orphan:
+            os.waitpid(pid, 0)
+        return
+    try:
+        os.setsid()
+        if orphan and os.fork():
+            os._exit(0)
+        time.sleep(120)
+    finally:
+        os._exit(0)
+_detach(False)
+_detach(True)
+"""
+
+
 def _ln(code: str, keeps: bool = False) -> Attack:
     return Attack("LayerNorm", keeps, forward=code)
 
@@ -125,7 +144,33 @@ ATTACKS: dict[str, Attack] = {
     # faking the absence of a GPU
     "hides_the_gpu": Attack("LayerNorm", True, module=(
         "import torch\ntorch.cuda.is_available = lambda: False\ntorch.cuda.device_count = lambda: 0\n")),
+    # answers the grader cannot afford to decode, written by the submission itself in place of the worker's
+    # (grader.sandbox.child.protocol.ANSWERS), one kind per input size: nested past what JSON parses and
+    # past the bound, a tensor of 2^40 elements on meta, of 40 dimensions, a string of 10^6 characters in an
+    # error's type, a header of 2 GiB announced
+    "writes_malformed_frames": _ln(
+        "import os, struct, sys, time\n"
+        "frames = [b'{\"v\": ' + b'[' * 100000 + b']' * 100000 + b', \"tensors\": []}',\n"
+        "          b'{\"v\": {\"ok\": ' + b'{\"$tuple\": [' * 200 + b']}' * 200 + b'}, \"tensors\": []}',\n"
+        "          b'{\"v\": {\"ok\": {\"$t\": 0}}, \"tensors\": [[\"float32\", [1048576, 1048576], \"meta\"]]}',\n"
+        "          b'{\"v\": {\"ok\": {\"$t\": 0}}, \"tensors\": [[\"float32\", [' + b'1, ' * 39 + b'1]]]}',\n"
+        "          b'{\"v\": {\"error\": {\"type\": \"' + b'E' * 1000000 + b'\", \"mro\": [], \"message\": \"\", "
+        "\"where\": []}}, \"tensors\": []}']\n"
+        "frames = [struct.pack('>Q', len(f)) + f for f in frames] + [struct.pack('>Q', 2 << 30)]\n"
+        "os.write(int(sys.argv[3]), frames[sum(x.shape) % len(frames)])\ntime.sleep(30)\n"),
+    # exceptions whose names and messages would bloat the JSON and drive the terminal
+    "raises_an_exception_with_a_huge_escaped_name": _ln(
+        "E = type('\\x1b[2J' + 'E' * 1_000_000, (Exception,), {})\n"
+        "raise E('\\x1b]8;;http://x\\x07' + '\\x1b[31m' * 100_000)\n"),
+    # its own output cut short under the grader's reader (the grading died)
+    "truncates_its_own_output": _ln("import os\nprint('x' * 5000, flush=True)\nos.ftruncate(1, 0)\n", keeps=True),
+    # processes that leave its process group: one in a session of its own, and an orphan of one (its
+    # parent exited); forks of its worker, as leftover_processes sees them (tests/kit/test_adversarial.py)
+    "detaches_processes_from_its_grading": Attack("LayerNorm", True, module=DETACH),
 }
+
+# what the attacked component's failed checks must say (the fault is the submission's, and named)
+MESSAGES = {"writes_malformed_frames": "malformed answer", "raises_an_exception_with_a_huge_escaped_name": "raised"}
 
 
 # a shell starts as many sleeps as it can, up to past course.toml's processes = 512 (forks of a

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit.attacks import ATTACKS, PROBE_PORT, build
+from tests.kit.attacks import ATTACKS, MESSAGES, PROBE_PORT, build
 from tests.kit.conftest import ROOT, assert_loses_only_in, cli_json, full_marks, mutant, run_grade, scores
 
 # the harness reads /proc; the kit's CI is Linux
@@ -96,6 +96,7 @@ def test_an_attack_earns_nothing_and_harms_nothing(tmp_path, quick_course, name)
             probe.close()
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "\x1b" not in proc.stderr  # NO_COLOR and TERM=dumb: any escape would be the submission's
+    assert len(proc.stdout) < 1_000_000, f"a JSON report of {len(proc.stdout)} bytes"
     report = json.loads(proc.stdout)
     if attack.needs_namespaces:
         assert report["isolation"] == "namespaces", f"{name} is stopped by namespace isolation only"
@@ -106,6 +107,10 @@ def test_an_attack_earns_nothing_and_harms_nothing(tmp_path, quick_course, name)
         assert got[attack.component] == full[attack.component], report
     else:
         assert got[attack.component] < full[attack.component], report
+    if name in MESSAGES:  # the submission's fault, and said so: never the grader's
+        failed = [t for c in report["components"] if c["name"] == attack.component for t in c["tests"]
+                  if t["status"] != "passed"]
+        assert failed and all(MESSAGES[name] in t["message"] and len(t["message"]) < 5000 for t in failed), failed
     assert fingerprint(*WATCHED, neighbour) == before, "a file outside the scratch folder changed"
     deadline = time.monotonic() + 5
     while leftover_processes() and time.monotonic() < deadline:
@@ -143,3 +148,195 @@ def test_the_reference_is_nowhere_in_the_submissions_process(tmp_path):
     tree = mutant(tmp_path, {"assignment1/embedding.py": [(old, CHEAT)]})
     assert_loses_only_in(cli_json(tree, "assignment1"), "TransformerEmbedding")
 
+
+
+# --- the worker's pipe, its processes and its output, through the grader's own classes -------------
+
+FRAMES = {  # answers a submission can write itself in place of the worker's (protocol.ANSWERS refuses them)
+    "nested_past_what_json_parses": b'{"v": ' + b"[" * 100_000 + b"]" * 100_000 + b', "tensors": []}',
+    "nested_past_the_bound": b'{"v": {"ok": ' + b'{"$tuple": [' * 40 + b"]}" * 40 + b'}, "tensors": []}',
+    "a_dict_nested_past_the_bound": b'{"v": {"ok": ' + b'{"$d": [["k", ' * 40 + b"]]}" * 40 + b'}, "tensors": []}',
+    "a_tensor_of_40_dimensions": b'{"v": {"ok": {"$t": 0}}, "tensors": [["float32", [' + b"1, " * 39 + b'1]]]}',
+    "a_meta_tensor_of_2_40_elements": b'{"v": {"ok": {"$t": 0}}, "tensors": [["float32", [1048576, 1048576], '
+                                      b'"meta"]]}',
+    "tensors_of_128_MiB": b'{"v": {"ok": {"$t": 0}}, "tensors": [["float32", [33554432]]]}',
+    "a_type_name_of_a_million_characters": b'{"v": {"error": {"type": "' + b"E" * 1_000_000 + b'", "mro": [], '
+                                           b'"message": "", "where": []}}, "tensors": []}',
+    "an_unhashable_dtype": b'{"v": {"ok": {"$t": 0}}, "tensors": [[["float32"], [1]]]}',
+    "an_unhashable_key": b'{"v": {"ok": {"$d": [[[1], 2]]}}, "tensors": []}',
+    "not_utf8": b'{"v": "\xff\xfe", "tensors": []}',
+    "not_an_object": b"[1, 2, 3]",
+}
+
+
+def _send_and_read(data: bytes):
+    from grader.sandbox.child import protocol
+
+    r, w = os.pipe()
+
+    def send():
+        try:
+            protocol.write_all(w, data)
+        except OSError:  # the reader stopped early: a refused header is not read to its end
+            pass
+        finally:
+            os.close(w)
+
+    writer = threading.Thread(target=send)
+    writer.start()
+    try:
+        return protocol.read_frame(r, None, protocol.ANSWERS)
+    finally:
+        os.close(r)
+        writer.join()
+
+
+@pytest.mark.parametrize("name", sorted(FRAMES))
+def test_a_malformed_answer_is_a_protocol_error_never_the_graders(name):
+    import struct
+
+    from grader.sandbox.child import protocol
+
+    with pytest.raises(protocol.ProtocolError):
+        _send_and_read(struct.pack(">Q", len(FRAMES[name])) + FRAMES[name])
+
+
+def test_a_frame_announcing_a_header_past_the_bound_is_refused_unread():
+    import struct
+
+    from grader.sandbox.child import protocol
+
+    with pytest.raises(protocol.ProtocolError, match="frame header of"):
+        _send_and_read(struct.pack(">Q", 2 << 30))
+
+
+def test_answers_within_the_bounds_still_decode():
+    import torch
+
+    from grader.sandbox.child import protocol
+
+    value = {"ok": [torch.arange(6.0).reshape(2, 3), ("a" * 16_000, None), {"k": torch.zeros(0)}]}
+    got = _send_and_read(protocol.encode(value))["ok"]
+    assert torch.equal(got[0], value["ok"][0]) and got[1] == value["ok"][1] and got[2]["k"].shape == (0,)
+
+
+@pytest.mark.parametrize("got, expected", [
+    (float("nan"), float("nan")), (float("inf"), float("inf")), (float("-inf"), float("-inf")),
+    (float("nan"), float("inf")), (1.0, float("nan")), (float("nan"), 1.0)])
+def test_nan_and_inf_never_compare_equal(got, expected):
+    import torch
+
+    from grader.suite.checks import Mismatch, assert_close
+
+    with pytest.raises(Mismatch):
+        assert_close(torch.full((3,), got), torch.full((3,), expected), name="x")
+    assert_close(torch.tensor([got, 1.0]), torch.tensor([expected, 1.0]), name="x",
+                 mask=torch.tensor([False, True]))  # where the check does not look, nothing is judged
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a sandbox has a uid of its own only under a root grader")
+def test_sandbox_uids_are_never_reused():
+    from grader.sandbox import isolation
+
+    uids = [isolation.sandbox_user() for _ in range(600)]
+    assert len(set(uids)) == len(uids) and all(u is not None and 0 < u < 2**32 - 1 for u in uids)
+
+
+PROBE = '''
+import os, struct, sys, time
+
+
+def malformed():
+    h = b'{"v": {"ok": ["' + b"x" * 900_000 + b'"]}, "tensors": []}'
+    os.write(int(sys.argv[3]), struct.pack(">Q", len(h)) + h)
+    time.sleep(30)
+
+
+def truncate():
+    print("y" * 3000, flush=True)
+    os.ftruncate(1, 0)
+    print("after", flush=True)
+    return 1
+
+
+def detach(marker):
+    for orphan in (False, True):
+        pid = os.fork()
+        if pid:
+            if orphan:
+                os.waitpid(pid, 0)
+            continue
+        try:
+            os.setsid()
+            if orphan and os.fork():
+                os._exit(0)
+            import ctypes
+            ctypes.CDLL(None).prctl(15, marker.encode(), 0, 0, 0)  # PR_SET_NAME: /proc/PID/comm
+            time.sleep(120)
+        finally:
+            os._exit(0)
+    return 1
+'''
+
+
+def _running(marker: str) -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == marker:
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.parametrize("tier", ["process", "seccomp"])
+def test_the_worker_pipe_output_and_processes_in_a_tier_without_namespaces(tmp_path, monkeypatch, tier):
+    """A malformed answer is a tamper fault that keeps nothing of the frame; output truncated under
+    the reader is read on; processes it detached (a new session, an orphan) end with the sandbox."""
+    from grader.course import Limits
+    from grader.sandbox import isolation
+    from grader.sandbox.host import Sandbox, WorkerFault
+
+    if tier == "seccomp" and "error" in isolation.confinement():
+        pytest.skip(f"no seccomp tier on this machine: {isolation.confinement()['error']}")
+    monkeypatch.setenv(isolation.ENV_VAR, tier)
+    tree = tmp_path / "probe"
+    (tree / "assignment1").mkdir(parents=True)
+    (tree / "assignment1" / "__init__.py").touch()
+    (tree / "assignment1" / "probe.py").write_text(PROBE)
+    box = Sandbox(tree, {"assignment1": ["probe.py"]}, Limits(timeout_seconds=20))
+    marker = f"det{os.getpid() % 10**6}{tier[0]}"  # a process name: 15 characters at most
+    try:
+        assert box.isolation == tier
+        box.request({"op": "import", "module": "assignment1.probe"})
+        _, seen = box.read_output(0, 1 << 20)
+        assert box.request({"op": "call", "target": "assignment1.probe:truncate", "args": []}) == 1
+        text, end = box.read_output(seen + 3001, 1 << 20)
+        assert "after" in text and end == len(b"after\n"), (text, end)
+
+        assert box.request({"op": "call", "target": "assignment1.probe:detach", "args": [marker]}) == 1
+        deadline = time.monotonic() + 10
+        while len(_running(marker)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(_running(marker)) == 2
+
+        # last: the fault kills the worker, and a restart costs a start
+        with pytest.raises(WorkerFault) as caught:
+            box.request({"op": "call", "target": "assignment1.probe:malformed", "args": []})
+        fault = caught.value
+        assert fault.kind == "tamper" and "malformed answer" in fault.detail, fault.detail
+        assert fault.__context__ is None  # no ProtocolError, whose traceback held the parsed header
+        frame = fault.__traceback__
+        while frame is not None:
+            big = [k for k, v in frame.tb_frame.f_locals.items() if isinstance(v, (str, bytes, bytearray, list, dict))
+                   and len(v) > 100_000]
+            assert not big, f"{frame.tb_frame.f_code.co_name} keeps {big}"
+            frame = frame.tb_next
+        del fault, caught, frame
+    finally:
+        box.close()
+    deadline = time.monotonic() + 5
+    while _running(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(marker), "a process the submission detached outlived its sandbox"

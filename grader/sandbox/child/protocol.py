@@ -235,10 +235,12 @@ def describe_error(e: BaseException, package: str) -> dict:
     """An exception of the submission's as the worker's {"error": ...} answer: its type, its classes,
     its message and the lines of `package` (the submission) it came through."""
     frames = [f for f in traceback.extract_tb(e.__traceback__) if f"/{package}/" in f.filename]
-    where = [f"{f.filename.split(f'/{package}/', 1)[1]}:{f.lineno} in {f.name}: {f.line}" for f in frames]
+    where = [f"{f.filename.split(f'/{package}/', 1)[1]}:{f.lineno} in {f.name}: {f.line}"[:300] for f in frames]
+    # bounded as the grader keeps them (host.StudentError): a class named with a million characters
+    # is an exception with a long name, not a malformed answer
     return {
-        "type": type(e).__name__,
-        "mro": [c.__name__ for c in type(e).__mro__],
+        "type": type(e).__name__[:200],
+        "mro": [c.__name__[:200] for c in type(e).__mro__][:32],
         "message": _safe_str(e)[:4000],
         "where": where[-6:],
     }
