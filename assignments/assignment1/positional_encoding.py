@@ -23,12 +23,18 @@ class PositionalEncoding(nn.Module):
     The grader relies on these names:
         pe       the (max_len, d_model) table, registered with register_buffer (it is
                  not learned, so it must not be a Parameter, but it must follow
-                 .to(device) and .to(dtype) and appear in state_dict)
+                 .to(device) and .to(dtype)); persistent or not (persistent=False
+                 leaves it out of state_dict): either is accepted
         dropout  nn.Dropout(dropout)
 
     A sequence longer than max_len raises ValueError naming T and max_len.
     Computing the table in float32 with exp/log is fine: checks allow an error of
     1e-5 + 2e-7 * p at row p.
+
+    max_len defaults to 5000. In eval() mode it is deterministic: dropout is off.
+    Runs on the device its inputs are on: any tensor it makes is made on the input's
+    device (no .cpu(), .tolist() or .numpy() on the way), so it runs on a GPU as on
+    the CPU.
     """
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):

@@ -33,12 +33,20 @@ class MultiHeadAttention(nn.Module):
         dropout             nn.Dropout(dropout), applied to the attention weights
         attention_weights   after every forward, the weights (B, n_heads, T_q, T_k)
                             before dropout (each unmasked row sums to 1)
-    d_model % n_heads != 0 raises ValueError.
+    d_model % n_heads != 0 raises ValueError with a message that names both values
+    (d_model and n_heads).
 
     Do not call torch.nn.MultiheadAttention,
     torch.nn.functional.multi_head_attention_forward or
     torch.nn.functional.scaled_dot_product_attention; use your own
     scaled_dot_product_attention.
+
+    Batch elements are independent: changing one sequence of the batch changes no
+    other's output. In eval() mode it is deterministic: dropout is off. Gradients
+    reach every parameter: build it from differentiable tensor operations (no
+    .detach(), no .item()). Runs on the device its inputs are on: any tensor it
+    makes is made on the input's device (no .cpu(), .tolist() or .numpy() on the
+    way), so it runs on a GPU as on the CPU.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):

@@ -32,6 +32,13 @@ class DecoderLayer(nn.Module):
 
     Do not use torch.nn.TransformerDecoderLayer (it is what the grader compares against)
     or any other torch.nn.Transformer* module.
+
+    No position sees a later target position: tgt_mask is causal. Every output
+    depends on the memory (cross-attention). In eval() mode it is deterministic:
+    dropout is off. Gradients reach every parameter: build it from differentiable
+    tensor operations (no .detach(), no .item()). Runs on the device its inputs are
+    on: any tensor it makes is made on the input's device (no .cpu(), .tolist() or
+    .numpy() on the way), so it runs on a GPU as on the CPU.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
@@ -56,11 +63,16 @@ class Decoder(nn.Module):
     DecoderLayer -> (B, T, d_model).
 
     The grader relies on these names:
-        layers  nn.ModuleList of n_layers distinct DecoderLayer (build each one:
-                repeating one instance would share its parameters)
+        layers  nn.ModuleList of n_layers distinct
+                DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first) (build each
+                one: repeating one instance would share its parameters)
         norm    LayerNorm(d_model), always created, applied only when norm_first
 
     Do not use torch.nn.TransformerDecoder or any other torch.nn.Transformer* module.
+
+    No position sees a later target position: tgt_mask is causal. Runs on the device
+    its inputs are on: any tensor it makes is made on the input's device (no .cpu(),
+    .tolist() or .numpy() on the way), so it runs on a GPU as on the CPU.
     """
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,

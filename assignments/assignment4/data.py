@@ -17,6 +17,8 @@ class Vocab:
 
     Then every other token that occurs at least `min_freq` times, most frequent
     first (ties broken alphabetically, so the same data always gives the same ids).
+    Every occurrence counts: a token twice in one sentence is seen twice (count
+    tokens, not the sentences they occur in).
 
     The grader relies on these names:
         PAD, SOS, EOS, UNK   the class attributes 0, 1, 2, 3

@@ -25,6 +25,12 @@ class EncoderLayer(nn.Module):
 
     Do not use torch.nn.TransformerEncoderLayer (it is what the grader compares against)
     or any other torch.nn.Transformer* module.
+
+    A key that the mask blocks (padding) has no effect on any output. In eval() mode
+    it is deterministic: dropout is off. Gradients reach every parameter: build it
+    from differentiable tensor operations (no .detach(), no .item()). Runs on the
+    device its inputs are on: any tensor it makes is made on the input's device (no
+    .cpu(), .tolist() or .numpy() on the way), so it runs on a GPU as on the CPU.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
@@ -55,11 +61,16 @@ class Encoder(nn.Module):
     -> (B, S, d_model).
 
     The grader relies on these names:
-        layers  nn.ModuleList of n_layers distinct EncoderLayer (build each one:
-                repeating one instance would share its parameters)
+        layers  nn.ModuleList of n_layers distinct
+                EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first) (build each
+                one: repeating one instance would share its parameters)
         norm    LayerNorm(d_model), always created, applied only when norm_first
 
     Do not use torch.nn.TransformerEncoder or any other torch.nn.Transformer* module.
+
+    A key that the mask blocks (padding) has no effect on any output. Runs on the
+    device its inputs are on: any tensor it makes is made on the input's device (no
+    .cpu(), .tolist() or .numpy() on the way), so it runs on a GPU as on the CPU.
     """
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,

@@ -34,9 +34,21 @@ class Transformer(nn.Module):
 
     Initialisation: every parameter with more than one dimension (weight matrices and
     embedding tables) gets nn.init.xavier_uniform_; then the embeddings' padding rows
-    are set back to zero (under torch.no_grad()).
+    are set back to zero (under torch.no_grad()). Passing padding_idx=pad_idx on to
+    the embeddings (as above) also gives the padding rows no gradient, so that they
+    stay zero in training: the grader checks that gradient on a freshly built model.
+    Every part is built with the arguments above (the settings given to the
+    Transformer, passed on), and checked as built, before weights are loaded.
 
     Do not use torch.nn.Transformer or any torch.nn.Transformer* module.
+
+    Batch elements are independent: changing one sequence of the batch changes no
+    other's output. A key that the mask blocks (padding) has no effect on any
+    output. No position sees a later target position: tgt_mask is causal. Gradients
+    reach every parameter: build it from differentiable tensor operations (no
+    .detach(), no .item()). Runs on the device its inputs are on: any tensor it
+    makes is made on the input's device (no .cpu(), .tolist() or .numpy() on the
+    way), so it runs on a GPU as on the CPU.
     """
 
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int = 512,

@@ -29,6 +29,11 @@ def greedy_decode(model, src: torch.Tensor, max_len: int, sos_idx: int, eos_idx:
     teacher-forced forward pass model(src, ys) at that position.
 
     Shapes: src (B, S) int64 -> (B, L) int64, each row starting with sos_idx.
+
+    sos_idx and eos_idx are the ids given (not always the Vocab's 1 and 2), and the
+    padding is model.pad_idx. Runs on the device its inputs are on: any tensor it
+    makes is made on the input's device (no .cpu(), .tolist() or .numpy() on the
+    way), so it runs on a GPU as on the CPU.
     """
     ### BEGIN SOLUTION
     model.eval()

@@ -27,6 +27,11 @@ class LabelSmoothingLoss(nn.Module):
     If every target is padding, return 0 (not NaN).
 
     The grader relies on these names: vocab_size, pad_idx, smoothing.
+
+    Gradients with respect to the logits equal F.cross_entropy's (differentiable
+    tensor operations only). Runs on the device its inputs are on: any tensor it
+    makes is made on the input's device (no .cpu(), .tolist() or .numpy() on the
+    way), so it runs on a GPU as on the CPU.
     """
 
     def __init__(self, vocab_size: int, pad_idx: int, smoothing: float = 0.1):
@@ -62,7 +67,8 @@ def noam_lr(step: int, d_model: int, warmup: int) -> float:
 
     With torch.optim.lr_scheduler.LambdaLR (whose counter starts at 0) and an
     optimiser created with lr=1.0, use  lambda s: noam_lr(s + 1, d_model, warmup).
-    Returns a Python float.
+    Returns a number: a Python float, or any finite real number (an int, a NumPy
+    float such as np.power gives); not a tensor, not a bool.
     """
     ### BEGIN SOLUTION
     if step < 1:
@@ -84,7 +90,13 @@ def train_epoch(model, batches, optimizer, loss_fn, scheduler=None) -> float:
         scheduler.step()            # only if a scheduler is given: once per batch, not per epoch
 
     Put the model in training mode first (dropout on). Return the mean of the
-    batch losses as a Python float (use loss.item(), so no graph is kept alive).
+    batch losses, each batch counting once whatever its size or padding (not an
+    average weighted by sentences or tokens), as a number: a Python float or any
+    finite real number, not a tensor (use loss.item(), so no graph is kept alive).
+
+    Trained this way (with your Transformer, Vocab, collate, LabelSmoothingLoss and
+    noam_lr) on the kit's date task, the loss goes down and exact match reaches 75%
+    on held-out dates.
     """
     ### BEGIN SOLUTION
     model.train()

@@ -162,3 +162,72 @@ DEVICE_VARIANTS = {
 HALF_PRECISION_BUGS = {"attention_masks_with_minus_1e9": _one(
     "scaled_dot_product_attention", ATT, "masked_fill(~mask, torch.finfo(scores.dtype).min)",
     "masked_fill(~mask, -1e9)")}
+
+
+# Bugs that once lost nothing, by class (issue 36): each case must cost its own component and
+# nothing elsewhere (tests/kit/test_survivors.py). Several cases per class, written differently.
+EMB_TOKEN = "self.token = TokenEmbedding(vocab_size, d_model, padding_idx)"
+TRAIN_APPEND = "        losses.append(loss.item())\n    return sum(losses) / max(len(losses), 1)"
+SURVIVORS: dict[str, dict[str, Bug]] = {
+    # a composite that builds a part with other arguments than the contract says: every other check of
+    # the composite loads weights over the student's before measuring, so only a check of the module
+    # as built sees it
+    "a setting not passed on to a part": {
+        "transformer_embedding_drops_padding_idx": _one(
+            "TransformerEmbedding", EMB, EMB_TOKEN, "self.token = TokenEmbedding(vocab_size, d_model)"),
+        "transformer_embedding_pads_token_0": _one(
+            "TransformerEmbedding", EMB, EMB_TOKEN, "self.token = TokenEmbedding(vocab_size, d_model, 0)"),
+        "transformer_embeds_without_pad_idx": Bug("Transformer", {TRANSFORMER: [
+            (f"{s}_embed = TransformerEmbedding({s}_vocab_size, d_model, max_len, dropout, padding_idx=pad_idx)",
+             f"{s}_embed = TransformerEmbedding({s}_vocab_size, d_model, max_len, dropout)") for s in ("src", "tgt")]}),
+        "transformer_embeds_with_padding_idx_0": Bug("Transformer", {TRANSFORMER: [
+            (f"{s}_embed = TransformerEmbedding({s}_vocab_size, d_model, max_len, dropout, padding_idx=pad_idx)",
+             f"{s}_embed = TransformerEmbedding({s}_vocab_size, d_model, max_len, dropout, padding_idx=0)")
+            for s in ("src", "tgt")]}),
+    },
+    # a count over the wrong unit: sentences a token occurs in, not its occurrences
+    "a count over the wrong unit": {
+        "vocab_counts_sentences_with_set": _one(
+            "Vocab", DATA, "Counter(tok for seq in sequences for tok in seq)",
+            "Counter(tok for seq in sequences for tok in set(seq))"),
+        "vocab_counts_sentences_with_dict_fromkeys": _one(
+            "Vocab", DATA, "Counter(tok for seq in sequences for tok in seq)",
+            "Counter(tok for seq in sequences for tok in dict.fromkeys(seq))"),
+        "vocab_counts_sentences_in_a_loop": _one(
+            "Vocab", DATA, "counts = Counter(tok for seq in sequences for tok in seq)\n",
+            "counts = Counter()\n        for seq in sequences:\n            counts.update(set(seq))\n"),
+    },
+    # an average weighted by the wrong count
+    "an average weighted by the wrong count": {
+        "train_epoch_mean_weighted_by_sentences": _one(
+            "train_epoch", TRAINING, TRAIN_APPEND,
+            "        losses += [loss.item()] * src.size(0)\n    return sum(losses) / max(len(losses), 1)"),
+        "train_epoch_mean_weighted_by_target_positions": _one(
+            "train_epoch", TRAINING, TRAIN_APPEND,
+            "        losses += [loss.item()] * tgt_out.numel()\n    return sum(losses) / max(len(losses), 1)"),
+        "train_epoch_mean_weighted_by_non_pad_tokens": _one(
+            "train_epoch", TRAINING, TRAIN_APPEND,
+            "        losses += [loss.item()] * int((tgt_out != 0).sum())\n"
+            "    return sum(losses) / max(len(losses), 1)"),
+        "label_smoothing_divides_by_all_positions": _one(
+            "LabelSmoothingLoss", TRAINING, "return (per_token * keep).sum() / keep.sum().clamp(min=1)",
+            "return (per_token * keep).sum() / keep.numel()"),
+        "label_smoothing_counts_the_padding": BUGS["label_smoothing_counts_the_padding"],
+    },
+}
+
+# Correct solutions that the contract allows and the checks once refused: each must keep every point
+# in the assignment named (the first of each pair: the component's own; a non-persistent pe is also
+# graded in the Transformer, whose checks load whole state dicts).
+NON_PERSISTENT_PE = {PE: [('self.register_buffer("pe", pe)', 'self.register_buffer("pe", pe, persistent=False)')]}
+NOAM = "return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)"
+ACCEPTED_VARIANTS: dict[str, tuple[str, dict[str, list[tuple[str, str]]]]] = {
+    "noam_lr_returns_a_numpy_float": ("assignment4", {TRAINING: [(
+        NOAM, "import numpy as np\n\n    return np.float64(d_model) ** -0.5 * np.minimum(np.power(float(step), -0.5), "
+              "step * np.power(float(warmup), -1.5))")]}),
+    "noam_lr_returns_a_float_subclass": ("assignment4", {TRAINING: [(
+        NOAM, "class Rate(float):\n        pass\n\n    return Rate(d_model ** -0.5 * min(step ** -0.5, "
+              "step * warmup ** -1.5))")]}),
+    "pe_buffer_not_persistent": ("assignment1", NON_PERSISTENT_PE),
+    "pe_buffer_not_persistent_in_a_transformer": ("assignment3", NON_PERSISTENT_PE),
+}

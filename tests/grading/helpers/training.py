@@ -1,12 +1,32 @@
 """assignment4's steps run on the kit's TinyTranslator: batches, the definition of train_epoch and of
 greedy decoding (here), and the same steps run by the submission (in the sandbox)."""
 
+import math
+
 import torch
 
 from grader.suite.checks import Mismatch, describe, expect_tensor, short
 from grader.suite.kit import TinyTranslator
+from grader.suite.remote import Remote
 from grader.training.library import greedy_by_forward as greedy_expected  # the definition, through forward
 from tests.grading.helpers.names import EOS_ID, GREEDY, PAD_ID, SOS_ID, TRAIN_EPOCH
+
+# Types that have float() but are not a number in the contract's sense (numbers.Real, not bool)
+NOT_NUMBERS = ("Tensor", "Parameter", "ndarray", "Decimal", "str", "bytes")
+
+
+def expect_number(value, *, name: str, example: str = "", hint: str = "") -> float:
+    """`value` as a Python float, where it is a finite real number of any type (a float, an int, a
+    float subclass such as NumPy's float64, which np.power gives): the contract asks for a number,
+    not one Python type. A bool, a tensor or an array is refused. A value that cannot travel as
+    plain data (a NumPy float) is asked for its float() where it lives."""
+    got = value
+    if isinstance(value, Remote) and value.type not in NOT_NUMBERS:
+        got = value.method("__float__")
+    if type(got) not in (float, int) or not math.isfinite(got):
+        raise Mismatch(f"{name} should be a finite number", expected="a float (any real number type)",
+                       got=short(value), example=example, hint=hint)
+    return float(got)
 
 
 def collate_expected(pairs, pad_idx):
@@ -17,13 +37,15 @@ def collate_expected(pairs, pad_idx):
     return (pad([a for a, _ in pairs]), pad([[SOS_ID, *b] for _, b in pairs]), pad([[*b, EOS_ID] for _, b in pairs]))
 
 
-def tiny_batches(seed: int, n_batches: int = 3, vocab: int = 9):
-    """Batches (src, tgt_in, tgt_out) with some padding, as collate makes them."""
+def tiny_batches(seed: int, n_batches: int = 3, vocab: int = 9, sizes: tuple[int, ...] | None = None):
+    """Batches (src, tgt_in, tgt_out) with some padding, as collate makes them: 3 pairs each, or
+    sizes[i] pairs in batch i (batches of different sizes and padding tell a mean of the batch
+    losses from one weighted by sentences or tokens)."""
     g = torch.Generator().manual_seed(seed)
     out = []
-    for _ in range(n_batches):
+    for size in sizes or (3,) * n_batches:
         pairs = []
-        for _ in range(3):
+        for _ in range(size):
             n, m = (int(x) for x in torch.randint(1, 5, (2,), generator=g))
             pairs.append((torch.randint(4, vocab, (n,), generator=g).tolist(),
                           torch.randint(4, vocab, (m,), generator=g).tolist()))

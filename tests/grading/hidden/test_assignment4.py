@@ -12,6 +12,7 @@ from tests import strategies as s
 from tests.grading.helpers.names import COLLATE, LOSS, NOAM, VOCAB
 from tests.grading.helpers.training import (
     check_greedy,
+    expect_number,
     run_train_epoch,
     tiny_batches,
     train_date_task,
@@ -53,10 +54,11 @@ def test_label_smoothing_loss_matches_reference(student, reference, case):
 @given(step=st.integers(1, 10**7), d_model=st.integers(1, 1024), warmup=st.integers(1, 10**5))
 def test_noam_lr_matches_reference(student, reference, step, d_model, warmup):
     want = resolve(reference, NOAM)(step, d_model, warmup)
-    got = student.call(NOAM, step, d_model, warmup)
-    if type(got) is not float or not math.isclose(got, want, rel_tol=1e-9):
-        raise Mismatch("noam_lr differs from the reference", expected=f"{want:.10g}", got=short(got),
-                       example=describe(step=step, d_model=d_model, warmup=warmup))
+    example = describe(step=step, d_model=d_model, warmup=warmup)
+    got = expect_number(student.call(NOAM, step, d_model, warmup), name="noam_lr's result", example=example)
+    if not math.isclose(got, want, rel_tol=1e-9):
+        raise Mismatch("noam_lr differs from the reference", expected=f"{want:.10g}", got=f"{got:.10g}",
+                       example=example)
 
 
 def test_train_epoch_steps_the_scheduler_after_the_optimizer(student):

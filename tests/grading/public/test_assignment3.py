@@ -623,6 +623,25 @@ def test_transformer_padding_rows_are_zero(student):
     check_padding_rows(student)
 
 
+def test_transformer_padding_rows_get_no_gradient(student):
+    # a setting made at construction (padding_idx passed on to the embeddings), seen before any weights
+    # are loaded: nn.Embedding gives the padding row no gradient, so it stays zero in training
+    pad = 3
+    src, tgt = torch.tensor([[1, 2, 5, 3], [4, 5, 3, 3]]), torch.tensor([[1, 6, 3], [2, 3, 3]])
+    m = student.new(TRANSFORMER, 8, 8, d_model=D_MODEL, n_heads=N_HEADS, n_layers=N_LAYERS, d_ff=D_FF,
+                    dropout=0.0, max_len=16, pad_idx=pad)
+    example = describe(src=src, tgt=tgt, pad_idx=pad)
+    _, _, grads = m.backward(src, tgt, grad_output=s.tensor([2, 3, 8], 1), wrt=())
+    for name in ("src_embed.token.embedding.weight", "tgt_embed.token.embedding.weight"):
+        grad = expect_tensor(grads.get(name), name=f"gradient of {name}", shape=(8, D_MODEL), example=example,
+                             hint="No gradient for this table. Likely causes: the embeddings are not "
+                                  "TransformerEmbedding modules named src_embed and tgt_embed.")
+        assert_close(grad[pad], torch.zeros(D_MODEL), name=f"gradient of row {pad} (pad_idx) of {name}", atol=0,
+                     rtol=0, example=example,
+                     hint="The padding row gets a gradient, so training moves it off zero. Likely causes: pad_idx "
+                          "not passed on to the embeddings: TransformerEmbedding(..., padding_idx=pad_idx).")
+
+
 def test_transformer_gradients_reach_every_parameter(student):
     src, tgt = torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0]]), torch.tensor([[1, 6, 2], [3, 0, 0]])
     for nf in (False, True):

@@ -22,6 +22,7 @@ from tests.grading.helpers.training import (
     SMALL,
     check_greedy,
     collate_expected,
+    expect_number,
     greedy_expected_train,
     run_train_epoch,
     tiny_batches,
@@ -99,16 +100,19 @@ def test_vocab_maps_unknown_tokens_to_unk(student):
 
 
 def test_vocab_min_freq_drops_rare_tokens(student):
-    seqs = [["a", "b", "a"], ["b", "c", "a"], ["d"]]
+    # 'e' occurs twice in one sentence: counted per occurrence (the contract) it is kept, counted per
+    # sentence it is not
+    seqs = [["a", "b", "a"], ["b", "c", "a"], ["d"], ["e", "f", "e"]]
     v = student.new(VOCAB, seqs, min_freq=2)
     example = describe(sequences=seqs, min_freq=2)
     n = v.method("__len__")
-    ids = expect_list(v.method("encode", ["a", "b", "c", "d"]), name="encode(['a', 'b', 'c', 'd'])", kind=int,
-                      example=example)
-    if n != 6 or ids[2:] != [UNK_ID, UNK_ID] or UNK_ID in ids[:2] or ids[0] == ids[1]:
-        raise Mismatch("with min_freq=2 only tokens seen at least twice are kept", got=f"len {n!r}, ids {ids}",
-                       expected="len 6; 'a' and 'b' get their own ids, 'c' and 'd' (seen once) are <unk> (3)",
-                       example=example, hint="Count the tokens (collections.Counter) and keep count >= min_freq.")
+    probe = ["a", "b", "e", "c", "d", "f"]
+    ids = expect_list(v.method("encode", probe), name=f"encode({probe})", kind=int, example=example)
+    if n != 7 or ids[3:] != [UNK_ID] * 3 or UNK_ID in ids[:3] or len(set(ids[:3])) != 3:
+        raise Mismatch("with min_freq=2 only tokens that occur at least twice are kept", got=f"len {n!r}, ids {ids}",
+                       expected="len 7; 'a', 'b' and 'e' get their own ids, 'c', 'd' and 'f' (seen once) are <unk> (3)",
+                       example=example, hint="Count every occurrence (collections.Counter over all the tokens, "
+                                             "twice in one sentence is twice) and keep count >= min_freq.")
 
 
 def test_vocab_decode_maps_ids_as_they_are(student):
@@ -212,12 +216,9 @@ def noam(step, d_model, warmup):
 
 
 def call_noam(student, step, d_model, warmup):
-    got = student.call(NOAM, step, d_model, warmup)
-    if type(got) is not float:
-        raise Mismatch("noam_lr should return a Python float", expected="float", got=short(got),
-                       example=describe(step=step, d_model=d_model, warmup=warmup),
-                       hint="Compute with Python numbers (** and min), not tensors.")
-    return got
+    return expect_number(student.call(NOAM, step, d_model, warmup), name="noam_lr's result",
+                         example=describe(step=step, d_model=d_model, warmup=warmup),
+                         hint="Compute with numbers (** and min, or math / NumPy), not tensors.")
 
 
 @given(step=st.integers(1, 100_000), d_model=st.sampled_from([16, 64, 512]),
@@ -281,13 +282,13 @@ def test_train_epoch_updates_like_the_definition(student):
 
 
 def test_train_epoch_returns_the_mean_batch_loss(student):
-    batches = tiny_batches(2)
+    # batches of 1, 4 and 2 pairs, padded differently: a mean weighted by sentences or tokens differs
+    batches = tiny_batches(2, sizes=(1, 4, 2))
     want, _ = train_epoch_expected(batches, 2, 0.3)
     got, _, _ = run_train_epoch(student, batches, 2, 0.3)
-    example = describe(batches=f"{len(batches)} batches", optimizer="SGD(lr=0.3, momentum=0.5)")
-    if type(got) is not float:
-        raise Mismatch("train_epoch should return a Python float", expected="float", got=short(got),
-                       example=example, hint="Collect loss.item() per batch and return their mean.")
+    example = describe(batches=f"{len(batches)} batches of 1, 4 and 2 pairs", optimizer="SGD(lr=0.3, momentum=0.5)")
+    got = expect_number(got, name="train_epoch's result", example=example,
+                        hint="Collect loss.item() per batch and return their mean.")
     if not math.isclose(got, want, rel_tol=1e-5, abs_tol=1e-6):
         raise Mismatch("train_epoch should return the mean of the batch losses", expected=f"{want:.6g}",
                        got=f"{got:.6g}", example=example,
@@ -304,9 +305,8 @@ def test_train_epoch_steps_the_scheduler_once_per_batch(student):
                            got=f"{steps} calls", example=describe(batches=f"{n} batches"),
                            hint="Step the scheduler after optimizer.step(), inside the loop over batches.")
     got, _, _ = run_train_epoch(student, tiny_batches(3, n_batches=2), 3, 0.1)  # scheduler=None works too
-    if type(got) is not float:
-        raise Mismatch("train_epoch without a scheduler should return a float", expected="float", got=short(got),
-                       hint="The scheduler is optional: step it only when it is not None.")
+    expect_number(got, name="train_epoch's result without a scheduler",
+                  hint="The scheduler is optional: step it only when it is not None.")
 
 
 # greedy_decode ----------------------------------------------------------------------------
