@@ -195,13 +195,3 @@ def _digest_file(path: Path) -> str:
     except OSError:
         return ""
 
-
-def course_fingerprint(course: Course, assignment: str) -> str:
-    """A digest of what decides grades besides the submission: course.toml, the suites, the reference."""
-    h = hashlib.sha256(course.path.read_bytes())
-    for folder in (course.suites, course.reference):
-        if folder.is_dir():
-            for path in sorted(folder.rglob("*")):
-                if path.is_file() and "__pycache__" not in path.parts and not path.name.startswith("."):
-                    h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()
