@@ -340,3 +340,20 @@ def test_the_worker_pipe_output_and_processes_in_a_tier_without_namespaces(tmp_p
     while _running(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _running(marker), "a process the submission detached outlived its sandbox"
+
+
+def test_a_malformed_answer_to_the_performance_timing_is_the_submissions_fault(tmp_path, quick_course):
+    """Only when the grader times it (the performance request), scaled_dot_product_attention writes a
+    frame nested past what JSON parses: the timing says so, the grading goes on, every check passes."""
+    from tests.kit.conftest import grade_json
+
+    attack = ("    import os, struct, sys, traceback\n"
+              "    if any(f.f_code.co_name == 'op_profile' for f, _ in traceback.walk_stack(None)):\n"
+              "        h = b'{\"v\": ' + b'[' * 100000 + b']' * 100000 + b', \"tensors\": []}'\n"
+              "        os.write(int(sys.argv[3]), struct.pack('>Q', len(h)) + h)\n")
+    begin = "    ### BEGIN SOLUTION\n"
+    tree = mutant(tmp_path, {"assignment2/attention.py": [(begin, attack + begin)]})
+    report = grade_json(tree, "assignment2", course=quick_course)
+    assert report["score"] == report["max_score"], scores(report)
+    timed = [e for e in report["performance"]["entries"] if e["component"] == "scaled_dot_product_attention"]
+    assert timed and all(e["status"] == "error" and "malformed answer" in e["message"] for e in timed), timed

@@ -52,3 +52,20 @@ def test_a_composite_that_hung_through_its_part_gets_the_full_deadline_on_the_re
     assert_loses_only_in(report, "PositionalEncoding")
     failing = [t for t in checks_of(report, "TransformerEmbedding") if t["status"] != "passed"]
     assert failing and all(t.get("excused_by") == ["PositionalEncoding"] for t in failing), failing
+
+
+def test_a_component_slow_in_every_answer_stops_at_its_time_budget(tmp_path, quick_course):
+    """Each forward sleeps 0.4 s, well inside the 3 s deadline of a request: only the component's time
+    budget (component_seconds) stops it. Its later checks time out without running; the other
+    components keep every point."""
+    course = tmp_path / "course.toml"
+    course.write_text(quick_course.read_text().replace("component_seconds = 300", "component_seconds = 4"))
+    ln = "assignment1/layer_norm.py"
+    forward = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+    tree = mutant(tmp_path, {ln: [(forward, forward + "        __import__('time').sleep(0.4)\n")]})
+    report = grade_json(tree, "assignment1", course=course)
+    assert_loses_only_in(report, "LayerNorm")
+    timed_out = [t["message"] for t in checks_of(report, "LayerNorm") if t["status"] == "timeout"]
+    budget = "course.toml [limits] component_seconds = 4"
+    assert timed_out and all(budget in m for m in timed_out), timed_out
+    assert any(m.startswith("not run: LayerNorm has used") for m in timed_out), timed_out
