@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from grader.batch import safe
 from grader.batch.outputs import gradescope
 
 ISOLATION = {
@@ -32,18 +33,23 @@ def results(report: dict, *, execution_time: float, notes: Sequence[str] = ()) -
         hidden = _hidden_detail(component)
         if hidden:
             tests.append({"name": f"{component['name']}: hidden checks", "status": test["status"],
-                          "output": hidden, "visibility": "after_published"})
+                          "output": safe.inert(hidden, keep="\n"), "visibility": "after_published"})
     isolation = report.get("isolation") or ""
     detail = ISOLATION.get(isolation) or report.get("isolation_detail") or isolation
     top = [f"{report['assignment']}: {report['score']:g} / {report['max_score']:g} points.",
            *([f"Isolation: {detail}."] if isolation else []),
            *notes, *([data["output"]] if data["output"] else [])]
-    return {**data, "execution_time": round(execution_time, 2), "output": "\n".join(top), "tests": tests}
+    # the submission's text (exception types and messages, its output) shown inert: no escape reaches a page
+    return {**data, "execution_time": round(execution_time, 2), "output": safe.inert("\n".join(top), keep="\n"),
+            "tests": tests}
+
+
+MAX_MESSAGE = 4500  # a check's message in the output: what the grader keeps of an exception, and its wording
 
 
 def _hidden_detail(component: dict) -> str:
     lines = []
     for t in component["tests"]:
         if t.get("hidden") and t["status"] != "passed" and not t.get("excused_by"):
-            lines.append(f"{t['status']}: {t['id']}: {t.get('message', '')}".strip())
+            lines.append(f"{t['status']}: {t['id']}: {t.get('message', '')[:MAX_MESSAGE]}".strip())
     return "\n".join(lines)

@@ -357,3 +357,23 @@ def test_a_malformed_answer_to_the_performance_timing_is_the_submissions_fault(t
     assert report["score"] == report["max_score"], scores(report)
     timed = [e for e in report["performance"]["entries"] if e["component"] == "scaled_dot_product_attention"]
     assert timed and all(e["status"] == "error" and "malformed answer" in e["message"] for e in timed), timed
+
+
+@pytest.mark.parametrize("text", ["\x1b[2J\x1b[H", "\x1b]8;;http://x\x07link", "\r\x08 \x9b31m", "\u202eevil"])
+def test_the_submissions_text_reaches_gradescope_inert(text):
+    """Exception types and messages, in the visible and the hidden checks' output and in the top
+    output, carry no control character, ANSI escape or direction override of the submission's."""
+    from grader.gradescope.results import results
+
+    message = f"your code raised {text}E: {text}" + "m" * 100_000
+    tests = [{"id": f"check_{tier}", "status": "error", "hidden": tier == "hidden", "message": message}
+             for tier in ("public", "hidden")]
+    report = {"assignment": "assignment1", "score": 0.0, "max_score": 6.0, "notes": [f"note {text}"],
+              "isolation": "namespaces",
+              "components": [{"name": "LayerNorm", "score": 0.0, "max_score": 6.0, "tests": tests}]}
+    got = results(report, execution_time=1.0)
+    outputs = [got["output"], *(t["output"] for t in got["tests"])]
+    assert len(outputs) == 3  # the component's test, its hidden detail, the top
+    for out in outputs:
+        assert not any(c in out for c in "\x1b\x07\r\x08\x9b\u202e"), out[:200]
+    assert all(len(t["output"]) < 20_000 for t in got["tests"] if t["name"].endswith("hidden checks"))
