@@ -79,6 +79,9 @@ def parse_example(text: str) -> dict:
     import torch
 
     starts = list(ENTRY.finditer(text))
+    if not starts or text[:starts[0].start()].strip():
+        # an exception's example is Hypothesis's own repr of what it drew, tensors rounded to 4 digits
+        raise ValueError("the report shows it rounded, as Hypothesis printed it")
     values: dict = {}
     for m, end in zip(starts, [*(s.start() for s in starts[1:]), len(text)], strict=True):
         name, dtype, shape, body = m.group(1), m.group(2), m.group(3), text[m.end():end].strip()
@@ -516,7 +519,8 @@ def main(*, course: Course, assignment: str, check: str, submission: Path, folde
                 raise ValueError(f"the example has no {', '.join(missing)}")
         except (ValueError, SyntaxError) as e:
             reason = e if text else "the report shows no example"
-            print(f"{check} {outcome.status} ({outcome.message}), but its example cannot be rebuilt: {reason}.")
+            print(f"{check} {outcome.status} ({outcome.message}), but its example cannot be rebuilt exactly "
+                  f"({reason}): `grade {assignment} --only {check}` shows it.")
             return 1
     path = write(course=course, assignment=assignment, check=check, submission=submission, example=example,
                  folder=folder)
