@@ -228,6 +228,8 @@ ACCEPTED_VARIANTS: dict[str, tuple[str, dict[str, list[tuple[str, str]]]]] = {
     "noam_lr_returns_a_float_subclass": ("assignment4", {TRAINING: [(
         NOAM, "class Rate(float):\n        pass\n\n    return Rate(d_model ** -0.5 * min(step ** -0.5, "
               "step * warmup ** -1.5))")]}),
+    "train_epoch_returns_a_numpy_float": ("assignment4", {TRAINING: [(
+        "return sum(losses) / max(len(losses), 1)", "import numpy as np\n\n    return np.mean(losses)")]}),
     "pe_buffer_not_persistent": ("assignment1", NON_PERSISTENT_PE),
     "pe_buffer_not_persistent_in_a_transformer": ("assignment3", NON_PERSISTENT_PE),
 }

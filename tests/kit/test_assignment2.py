@@ -2,7 +2,10 @@
 
 import pytest
 
+from grader import load_course
 from tests.kit.conftest import (
+    ROOT,
+    SOLUTIONS,
     full_marks,
     grade_json,
     grade_one_bug,
@@ -10,6 +13,8 @@ from tests.kit.conftest import (
     scores,
 )
 from tests.kit.mutants import BUGS, DROPOUT, VARIANTS
+
+COURSE = load_course(ROOT / "course.toml")
 
 
 @pytest.mark.parametrize("bug", sorted(b for b in BUGS if BUGS[b].assignment == "assignment2" and b not in DROPOUT))
@@ -28,17 +33,29 @@ def test_a_correct_solution_written_differently_gets_full_marks(tmp_path, varian
         (t["id"], t["message"]) for c in report["components"] for t in c["tests"] if t["status"] != "passed"]
 
 
-def test_a_syntax_error_in_one_file_costs_only_its_own_component_even_through_the_packages_init(tmp_path):
-    """assignment2/__init__.py imports every file, multi_head_attention.py does not compile: the
-    components of the other files are graded on their own files (both tiers), MultiHeadAttention
-    gets nothing."""
-    tree = mutant(tmp_path, {
-        "assignment2/__init__.py": [('"""\n', '"""\n\nfrom .attention import *  # noqa\nfrom .masks import *  # noqa\n'
-                                     'from .multi_head_attention import *  # noqa\n')],
-        "assignment2/multi_head_attention.py": [("def forward(self,", "def forward(self,,")]})
-    report = grade_json(tree, "assignment2")
+
+# (assignment, the file with a syntax error, the components that lose everything: those of that file and
+# of the files that import it); the assignment's __init__.py imports every file
+BROKEN_FILES = [
+    ("assignment2", "multi_head_attention.py", {"MultiHeadAttention"}),
+    ("assignment2", "masks.py", {"make_pad_mask", "make_causal_mask", "make_tgt_mask"}),
+    ("assignment1", "positional_encoding.py", {"PositionalEncoding", "TokenEmbedding", "TransformerEmbedding"}),
+]
+
+
+@pytest.mark.parametrize(("assignment", "broken", "losers"), BROKEN_FILES, ids=[b for _, b, _ in BROKEN_FILES])
+def test_a_syntax_error_costs_only_the_components_of_that_file_and_of_those_importing_it(tmp_path, assignment,
+                                                                                         broken, losers):
+    """Even through the package's __init__.py, which imports every file: the other components are graded
+    on their own files (both tiers)."""
+    init = (SOLUTIONS / assignment / "__init__.py").read_text()
+    imports = "".join(f"from .{f.removesuffix('.py')} import *  # noqa\n" for f in COURSE.assignment(assignment).files)
+    first = next(line for line in (SOLUTIONS / assignment / broken).read_text().splitlines() if line.startswith("def ")
+                 or line.startswith("class "))
+    tree = mutant(tmp_path, {f"{assignment}/__init__.py": [(init, init + "\n" + imports)],
+                             f"{assignment}/{broken}": [(first, first.replace("(", "(,", 1))]})
+    report = grade_json(tree, assignment)
     got, full = scores(report), full_marks(report)
-    assert got["MultiHeadAttention"] == 0
-    assert {n: s for n, s in got.items() if n != "MultiHeadAttention"} == {
-        n: s for n, s in full.items() if n != "MultiHeadAttention"}, [
+    assert {n for n, s in got.items() if s == 0} == losers, got
+    assert {n: s for n, s in got.items() if n not in losers} == {n: s for n, s in full.items() if n not in losers}, [
         (c["name"], t["id"], t["message"]) for c in report["components"] for t in c["tests"] if t["status"] != "passed"]

@@ -148,7 +148,8 @@ REQUIRES: dict[str, list[str]] = {
     "causal_mask_is_lower_triangular": ["lower-triangular, diagonal included"],
     "causal_mask_accepts_a_device": ["on `device`"],
     "causal_mask_is_built_on_the_given_device": ["on `device`"],
-    "mha_matches_torch_with_a_causal_mask": ["(B, 1, T, T) from make_tgt_mask", "the layout of torch.nn.MultiheadAttention"],
+    "mha_matches_torch_with_a_causal_mask": ["(B, 1, T, T) from make_tgt_mask",
+                                             "the layout of torch.nn.MultiheadAttention"],
     "mha_heads_use_contiguous_columns": ["head i uses columns i*d_k:(i+1)*d_k"],
     "mha_keeps_attention_weights": ["attention_weights after every forward, the weights (B, n_heads, T_q, T_k)"],
     "mha_rejects_d_model_not_divisible_by_n_heads": [
