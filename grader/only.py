@@ -56,5 +56,6 @@ def narrow(spec: Assignment, only: frozenset[str]) -> Assignment:
 def note(only: frozenset[str], spec: Assignment) -> str:
     """What the report says of a narrowed grading."""
     ordered = [i for i in check_ids(spec) if i in only]
-    return (f"--only: {len(ordered)} check{'s' * (len(ordered) != 1)} run ({', '.join(ordered)}); the score counts "
-            "them alone and is not the assignment's grade.")
+    one = len(ordered) == 1
+    return (f"--only: {len(ordered)} check{'' if one else 's'} run ({', '.join(ordered)}); the score counts "
+            f"{'it' if one else 'them'} alone and is not the assignment's grade.")
