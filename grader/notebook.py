@@ -10,6 +10,7 @@ with FORCE_COLOR=1 (ipykernel), so neither rich nor isatty tells a notebook from
 variables that Jupyter's kernel launcher (JPY_PARENT_PID) and Colab (COLAB_RELEASE_TAG) set do.
 """
 
+import json
 import os
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
@@ -69,4 +70,4 @@ def check(assignment: str, submission: str | Path | None = None, *, only: str | 
     result = Grader(config, template=False).grade(assignment=assignment, submission=tree, only=chosen)
     # in a notebook rich shows the report as the cell's output (HTML, in colour); elsewhere as text
     report.render(result, Console(), verbose=verbose)
-    return to_json(result)
+    return json.loads(json.dumps(to_json(result)))  # exactly what `grade --json` writes, read back
