@@ -29,8 +29,8 @@ def parser() -> UsageParser:
                    help="run and report only these checks (ids as in the report); the score counts them alone")
     p.add_argument("--repro", metavar="CHECK",
                    help="write repro_CHECK.py here: a plain script (torch and your files only) that rebuilds the "
-                        "check's failing example, runs your code on it and exits 0 once it is fixed; see "
-                        "grader/repro.py for the checks it knows")
+                        "check's failing example, runs your code on it and exits 0 once it is fixed (for a "
+                        "check it cannot write, it names those it can)")
     p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     return p
 
