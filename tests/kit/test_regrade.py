@@ -91,10 +91,10 @@ def cells(path: Path) -> list[str]:
 
 
 def test_a_regrade_writes_changes_and_overrides_survive_it(tmp_path, quick_course):
-    """Two graded students, then hostile-named folders (empty: rows without grading); the second run
-    adds an override, the third runs without --overrides (it is kept), the fourth drops it."""
+    """Two graded students (one named for a terminal and rich to act on) and hostile-named folders
+    (empty: rows without grading); the second run adds an override, the third runs without
+    --overrides (it is kept), a bad override is refused, the last run drops it."""
     root = tmp_path / "class"
-    copy_tree(SOLUTIONS / "assignment1", root / "ada")
     copy_tree(mutant(tmp_path / "m", LN_BUG) / "assignment1", root / "bob")
     marked = "~[bold red]zed\x1b[31m"  # graded last: the progress bar's last name
     copy_tree(SOLUTIONS / "assignment1", root / marked)
@@ -112,8 +112,8 @@ def test_a_regrade_writes_changes_and_overrides_survive_it(tmp_path, quick_cours
     assert "~[bold red]zed\\x1b[31m" in first.stdout  # the progress bar: text, not markup
     assert not [c for c in cells(out / "grades.csv") if c.startswith(("=", "+", "-", "@", "\t", "\r"))]
     reports = {json.loads(p.read_text())["batch"]["student"] for p in (out / "reports").glob("*.json")}
-    assert reports == {"ada", "bob", marked, *hostile}  # each exact name kept inside its report
-    assert len(read_csv(out / "grades.csv")) == 3 + len(hostile)
+    assert reports == {"bob", marked, *hostile}  # each exact name kept inside its report
+    assert len(read_csv(out / "grades.csv")) == 2 + len(hostile)
 
     overrides = tmp_path / "overrides.csv"
     overrides.write_text("student,component,points,reason\nbob,LayerNorm,9,regrade request granted\n"
@@ -127,7 +127,7 @@ def test_a_regrade_writes_changes_and_overrides_survive_it(tmp_path, quick_cours
     assert {(r["student"], r["before"], r["after"], r["change"], r["components"], r["why"].split()[-1])
             for r in changes} == {("bob", "32.5", "39", "+6.5", "LayerNorm", "override"),
                                   ("'" + FORMULAS[0], "0", "6", "+6", "TokenEmbedding", "override")}
-    assert "2 of 12 totals changed since the last run" in " ".join((out / "summary.txt").read_text().split())
+    assert "2 of 11 totals changed since the last run" in " ".join((out / "summary.txt").read_text().split())
     report = json.loads((out / "reports" / "bob.json").read_text())
     assert report["components"][0]["override"] == {"points": 9.0, "reason": "regrade request granted",
                                                    "graded": 2.5}
@@ -138,7 +138,7 @@ def test_a_regrade_writes_changes_and_overrides_survive_it(tmp_path, quick_cours
 
     third = batch(*args)  # no --overrides: OUT's are kept
     assert read_csv(out / "grades.csv")["bob"]["total"] == "39"
-    assert "0 of 12 totals changed" in " ".join(third.stdout.split())
+    assert "0 of 11 totals changed" in " ".join(third.stdout.split())
     assert (out / "feedback" / "bob.txt").read_text().count("regrade request granted") == 1
 
     overrides.write_text("student,component,points,reason\nnobody,LayerNorm,9,x\n")
