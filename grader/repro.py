@@ -492,8 +492,8 @@ def write(*, course: Course, assignment: str, check: str, submission: Path, exam
 
 def main(*, course: Course, assignment: str, check: str, submission: Path, folder: Path | None = None) -> int:
     """`grade ASSIGNMENT --repro CHECK`: write the script and print its path. Exit status 0 when it is
-    written (or the check passes: nothing to reproduce), 1 when the failure has no example to rebuild,
-    2 for a check it cannot reproduce."""
+    written (or the check passes: nothing to reproduce), 1 when the failure has no example to rebuild
+    exactly (a stub, or an exception's rounded example), 2 for a check it cannot reproduce."""
     from grader.only import check_ids, unknown
 
     spec = course.assignment(assignment)
@@ -511,6 +511,9 @@ def main(*, course: Course, assignment: str, check: str, submission: Path, folde
         if outcome.status == "passed":
             print(f"{check} passes on {submission}: nothing to reproduce.")
             return 0
+        if outcome.reason == "not_attempted":  # a stub: its NotImplementedError is all there is to see
+            print(f"{check}: {outcome.message}: nothing to reproduce yet.")
+            return 1
         text = str(outcome.details.get("example", ""))
         try:
             example = parse_example(text)
