@@ -60,7 +60,7 @@ class ReferenceParts:
     MAX_GRAPHS = 4096
     # what the submission can make the grader hold (it asks for parts, never frees them): the parts built
     # in one check and the graphs kept in it, and the modules cached for the whole grading
-    MAX_CHECK_NUMEL = 40_000_000
+    MAX_CHECK_NUMEL = 20_000_000  # 80 MB of float32; an honest grading builds parts of thousands
     MAX_CACHED_NUMEL = 5_000_000
 
     def __init__(self, call_back):

@@ -377,3 +377,25 @@ def test_the_submissions_text_reaches_gradescope_inert(text):
     for out in outputs:
         assert not any(c in out for c in "\x1b\x07\r\x08\x9b\u202e"), out[:200]
     assert all(len(t["output"]) < 20_000 for t in got["tests"] if t["name"].endswith("hidden checks"))
+
+
+THREADED = {  # LayerNorm's forward on torch's layer_norm, reached without naming it, in a thread of its own
+    "thread_pool": ("        import concurrent.futures\n"
+                    "        fn = getattr(torch.nn.functional, 'layer' + '_norm')\n"
+                    "        with concurrent.futures.ThreadPoolExecutor(1) as pool:\n"
+                    "            return pool.submit(fn, x, (x.size(-1),), self.gamma, self.beta, self.eps).result()\n"),
+    "bare_thread": ("        import _thread, queue\n"
+                    "        fn, out = getattr(torch.nn.functional, 'layer' + '_norm'), queue.Queue()\n"
+                    "        _thread.start_new_thread(lambda: out.put(fn(x, (x.size(-1),), self.gamma, self.beta,\n"
+                    "                                                    self.eps)), ())\n"
+                    "        return out.get()\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(THREADED))
+def test_a_forbidden_api_run_in_another_thread_is_recorded(tmp_path, name):
+    from tests.kit.conftest import grade_json
+    from tests.kit.test_forbidden import LN_BODY, assert_zeroed_only
+
+    tree = mutant(tmp_path, {"assignment1/layer_norm.py": [(LN_BODY, THREADED[name])]})
+    assert_zeroed_only(grade_json(tree, "assignment1"), "LayerNorm", "torch.nn.functional.layer_norm", "executed")

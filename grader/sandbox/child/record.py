@@ -9,12 +9,19 @@ fast path calls no forbidden function). A hit is kept with the line of the submi
 that made the call; the grader (grader.forbidden) decides what it costs. Nothing here is
 believed: it is right for code that leaves it alone, and the grader's source scan flags the
 tools that would not.
+
+A TorchFunctionMode holds in the thread that pushed it only: a thread started while a watch is
+on (threading, concurrent.futures, _thread) runs under a relay of that watch, so a forbidden API
+run outside the request's own thread is recorded too. What runs in another process (a fork, a
+multiprocessing pool) is not seen here.
 """
 
+import _thread
 import inspect
 import linecache
 import os
 import sys
+import threading
 from pathlib import Path
 from types import FrameType
 
@@ -63,6 +70,7 @@ class Watch(TorchFunctionMode):
                 self.alive.append(obj)
 
     def __enter__(self):
+        global _ON
         # re-entered when the grader calls back into the worker in the middle of a request
         self.depth += 1
         if self.depth == 1:
@@ -73,9 +81,11 @@ class Watch(TorchFunctionMode):
             if self.functions:
                 super().__enter__()
                 self.active = True
+                _ON = self
         return self
 
     def __exit__(self, *exc):
+        global _ON
         self.depth -= 1
         if self.depth == 0:
             if self.hook is not None:
@@ -83,13 +93,15 @@ class Watch(TorchFunctionMode):
                 self.hook = None
             if self.active:
                 self.active = False
+                _ON = None
                 super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         hit = self.functions.get(id(func))
         if hit is not None and (not hit[1] or _given(func, hit[1], args, kwargs)):
-            self._note(hit[0])
+            relay = _relay_of()
+            self._note(hit[0], relay.origin if relay is not None else None)
         return func(*args, **kwargs)
 
     def _module_runs(self, module, args):
@@ -98,23 +110,79 @@ class Watch(TorchFunctionMode):
                 if isinstance(module, cls):
                     self._note(name)
 
-    def _note(self, name: str) -> None:
+    def _note(self, name: str, origin: list | None = None) -> None:
         """Keep the hit if the submission's code made the call: the first frame out of torch and the
-        standard library decides; the kit's fixtures and stand-ins are not the student's."""
-        frame: FrameType | None = sys._getframe(2)
-        while frame is not None:
-            file = os.path.realpath(frame.f_code.co_filename)
-            if file.startswith(_STUDENT):
-                if len(self.hits) < _MAX_HITS:
-                    self.hits.append([name, file[len(_STUDENT):], frame.f_lineno, frame.f_code.co_qualname])
-                return
-            if file.startswith(_KIT):
-                return
-            frame = frame.f_back
+        standard library decides; the kit's fixtures and stand-ins are not the student's. In a thread
+        the submission started, with none of its frames (a pool called torch's function itself),
+        the code that started the thread made the call (`origin`)."""
+        found = _first_student_frame(sys._getframe(2))
+        if found is None and origin is not None:
+            found = origin
+        if found is not None and found != "kit" and len(self.hits) < _MAX_HITS:
+            self.hits.append([name, *found])
 
     def take(self) -> list[list]:
         hits, self.hits = self.hits, []
         return hits
+
+
+def _first_student_frame(frame: FrameType | None):
+    """[file, line, scope] of the submission's first frame from `frame` outward, "kit" where the kit's
+    own code (outside this module) comes first, None where neither does."""
+    while frame is not None:
+        file = os.path.realpath(frame.f_code.co_filename)
+        if file.startswith(_STUDENT):
+            return [file[len(_STUDENT):], frame.f_lineno, frame.f_code.co_qualname]
+        if file.startswith(_KIT) and file != str(_HERE):
+            return "kit"
+        frame = frame.f_back
+    return None
+
+
+class _Relay(TorchFunctionMode):
+    """A watch's mode in a thread the submission started while the watch was on; `origin`: where."""
+
+    def __init__(self, watch: Watch, origin):
+        super().__init__()
+        self.watch, self.origin = watch, origin
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return self.watch.__torch_function__(func, types, args, kwargs)
+
+
+_ON: Watch | None = None  # the watch whose mode is pushed, while a request runs the submission's code
+_RELAYS = threading.local()
+
+
+def _relay_of() -> "_Relay | None":
+    return getattr(_RELAYS, "relay", None)
+
+
+def _relayed(function):
+    watch = _ON
+    if watch is None:
+        return function
+    origin = _first_student_frame(sys._getframe(2))
+
+    def run(*args, **kwargs):
+        relay = _RELAYS.relay = _Relay(watch, origin if isinstance(origin, list) else None)
+        with relay:
+            return function(*args, **kwargs)
+    return run
+
+
+def _starting(start):
+    def start_thread(function, *args, **kwargs):
+        return start(_relayed(function), *args, **kwargs)
+    start_thread.__wrapped__ = start  # type: ignore[attr-defined]
+    return start_thread
+
+
+# every way Python starts a thread ends in one of these; threading keeps its own reference
+for _module, _name in ((_thread, "start_new_thread"), (_thread, "start_new"), (_thread, "start_joinable_thread"),
+                       (threading, "_start_new_thread"), (threading, "_start_joinable_thread")):
+    if hasattr(_module, _name) and not hasattr(getattr(_module, _name), "__wrapped__"):
+        setattr(_module, _name, _starting(getattr(_module, _name)))
 
 
 def student_frames(frame: FrameType | None, limit: int = 4) -> list[str]:
