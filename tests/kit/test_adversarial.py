@@ -399,3 +399,45 @@ def test_a_forbidden_api_run_in_another_thread_is_recorded(tmp_path, name):
 
     tree = mutant(tmp_path, {"assignment1/layer_norm.py": [(LN_BODY, THREADED[name])]})
     assert_zeroed_only(grade_json(tree, "assignment1"), "LayerNorm", "torch.nn.functional.layer_norm", "executed")
+
+
+ASKS = '''
+import gc, time
+
+
+def slow():
+    time.sleep(1.8)
+    return 1
+
+
+def asks(n):
+    worker = next(o for o in gc.get_objects() if type(o).__name__ == "Worker")
+    got = [worker.ask({"n": i}) for i in range(n)]
+    time.sleep(0.5)  # its answer is not there yet when the grader next looks
+    return got
+'''
+
+
+def test_what_the_submission_takes_when_the_grader_calls_it_back_counts_against_its_deadline(tmp_path):
+    """While the grader answers an ask it may call the submission's code back (a sublayer): that
+    time is the submission's. Two call-backs of 1.8 s each, each inside its own 3 s deadline, take
+    the asking request past its 3 s (they used to extend it: one request ran 40 s against 15 s);
+    the grader's own time answering does not count (asks answered in 1.8 s each, twice, pass)."""
+    from grader.course import Limits
+    from grader.sandbox.host import Sandbox, WorkerFault
+
+    tree = tmp_path / "probe"
+    (tree / "assignment1").mkdir(parents=True)
+    (tree / "assignment1" / "__init__.py").touch()
+    (tree / "assignment1" / "probe.py").write_text(ASKS)
+    box = Sandbox(tree, {"assignment1": ["probe.py"]}, Limits(timeout_seconds=3))
+    try:
+        box.request({"op": "import", "module": "assignment1.probe"})
+        box.on_ask = lambda message: time.sleep(1.8) or message["n"]  # the grader's own work
+        assert box.request({"op": "call", "target": "assignment1.probe:asks", "args": [2]}) == [0, 1]
+        box.on_ask = lambda message: box.request({"op": "call", "target": "assignment1.probe:slow", "args": []})
+        with pytest.raises(WorkerFault) as caught:
+            box.request({"op": "call", "target": "assignment1.probe:asks", "args": [2]})
+        assert caught.value.kind == "timeout" and "no answer within 3 s" in caught.value.detail, caught.value.detail
+    finally:
+        box.close()
