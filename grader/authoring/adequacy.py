@@ -3,7 +3,8 @@ graded with both tiers of its component's checks, and the matrix says which chec
 
 Flags, which the text report leads with:
 - `catches_nothing`: a check that fails for no bug of the table (it may guard what no entry has,
-  or it may be unable to fail: either way worth a look, or a bug entry);
+  or it may be unable to fail: either way worth a look, or a bug entry), unless bugs.py's
+  `UNCAUGHT` states why (`catches_nothing_for_a_stated_reason`: check id -> the reason);
 - `no_hidden_check`: a bug only the public tier catches (a student who fits the public tier's
   fixed examples is not caught by the instructor's grade);
 - `same_public_signature`: two bugs of one component whose failing public checks say the same
@@ -13,6 +14,7 @@ Flags, which the text report leads with:
 
 from __future__ import annotations
 
+import fnmatch
 import tempfile
 from pathlib import Path
 
@@ -65,10 +67,30 @@ def matrix(course: Course, assignment: str) -> dict:
     names = list(bugs)
     same = [[a, b] for i, a in enumerate(names) for b in names[i + 1:]
             if bugs[a]["component"] == bugs[b]["component"] and signatures[a] == signatures[b]]
+    stated = uncaught_reasons(course)
+    why = {c: next((r for pattern, r in stated.items() if fnmatch.fnmatchcase(c, pattern)), "")
+           for c, v in checks.items() if not v["catches"]}
     return {"assignment": assignment, "checks": checks, "bugs": bugs,
-            "flags": {"catches_nothing": [c for c, v in checks.items() if not v["catches"]],
+            "flags": {"catches_nothing": [c for c, r in why.items() if not r],
+                      "catches_nothing_for_a_stated_reason": {c: r for c, r in why.items() if r},
                       "no_hidden_check": [b for b, v in bugs.items() if not v["hidden"]],
                       "same_public_signature": same}}
+
+
+def uncaught_reasons(course: Course) -> dict[str, str]:
+    """The bug table's `UNCAUGHT` (optional): check id patterns (fnmatch) -> why a check of theirs is
+    expected to catch no entry of the table (it guards what the table's kind of bug cannot break)."""
+    import importlib.util
+
+    path = course.suites / "bugs.py"
+    if not path.exists():
+        return {}
+    spec = importlib.util.spec_from_file_location("_kit_bugs_reasons", path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return dict(getattr(module, "UNCAUGHT", {}))
 
 
 def render(found: dict):
@@ -81,7 +103,9 @@ def render(found: dict):
     n_checks, n_bugs = len(found["checks"]), len(found["bugs"])
     parts: list = [Text.assemble((found["assignment"], "bold"), f": {n_bugs} bugs of the table, {n_checks} "
                                  "checks (public and hidden)")]
-    lines = [(f"{len(flags['catches_nothing'])} checks catch no bug of the table", flags["catches_nothing"]),
+    explained = len(flags.get("catches_nothing_for_a_stated_reason", {}))
+    lines = [(f"{len(flags['catches_nothing'])} checks catch no bug of the table"
+              + (f" ({explained} more for a reason bugs.py states)" if explained else ""), flags["catches_nothing"]),
              (f"{len(flags['no_hidden_check'])} bugs no hidden check catches", flags["no_hidden_check"]),
              (f"{len(flags['same_public_signature'])} pairs of bugs the public checks cannot tell apart",
               [" = ".join(p) for p in flags["same_public_signature"]])]

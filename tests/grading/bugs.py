@@ -296,3 +296,13 @@ _DROPOUT: dict[str, Bug] = {
 }
 DROPOUT = tuple(_DROPOUT)  # their kit test also asks that a dropout check is what fails
 BUGS.update(_DROPOUT)
+
+# `grade adequacy`: checks (fnmatch patterns of their ids) that are expected to catch no entry of this
+# table, and why; any other check that catches none is flagged for a look (or a new entry)
+UNCAUGHT = {
+    "*_stays_on_the_inputs_device": "device placement: an entry here computes a wrong value on every device; "
+                                    "a placement bug (a tensor made on the CPU) is another kind "
+                                    "(tests/kit/mutants.py has some)",
+    "*_is_built_on_the_given_device": "device placement: as *_stays_on_the_inputs_device",
+    "*_has_named_*": "the contract's names, which loading the checks' weights relies on: every entry keeps them",
+}
