@@ -17,6 +17,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from grader.sandbox import isolation
 from tests.kit import seccomp
 from tests.kit.conftest import ROOT, SOLUTIONS, grade_json, mutant, run_grade
 from tests.kit.test_cli import one_line_error
@@ -82,8 +83,8 @@ def run_autograder(root: Path, upload: Callable[[Path], None], env: dict | None 
         shutil.rmtree(root / name, ignore_errors=True)
         (root / name).mkdir()
     upload(root / "submission")
-    env = {**os.environ, "AUTOGRADER_ROOT": str(root), **(env or {})}
-    env.pop("GRADER_ISOLATION", None)
+    env = {**{k: v for k, v in os.environ.items() if k != "GRADER_ISOLATION"}, "AUTOGRADER_ROOT": str(root),
+           **(env or {})}
     proc = subprocess.run([str(root / script)], capture_output=True, text=True, timeout=600, env=env,
                           preexec_fn=seccomp.refuse_namespaces if refuse_namespaces else None)
     assert proc.returncode == status, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -204,11 +205,24 @@ def test_a_link_to_the_reference_is_refused(autograder):
 
 
 @pytest.mark.skipif(not seccomp.SUPPORTED, reason="the namespace refusal is an x86-64 Linux filter")
-def test_without_namespaces_it_grades_nothing_and_says_why(autograder):
+@pytest.mark.skipif("error" in isolation.confinement(), reason="no seccomp tier here")
+def test_without_namespaces_it_grades_in_the_seccomp_tier_and_says_so(autograder):
+    """Gradescope's containers refuse namespaces (Docker's default seccomp profile): the default zip
+    grades there all the same (tests/kit/test_container.py does it in a real container)."""
     data = run_autograder(autograder, lambda s: shutil.copytree(SOLUTIONS / ASSIGNMENT, s / ASSIGNMENT),
                           refuse_namespaces=True)
+    assert data["score"] == 40
+    assert "Isolation: seccomp" in data["output"]
+
+
+@pytest.mark.skipif(not seccomp.SUPPORTED, reason="the namespace refusal is an x86-64 Linux filter")
+def test_with_resource_limits_only_it_grades_nothing_and_says_why(autograder):
+    """Where neither namespaces nor seccomp work (here: asked for the process tier), the course
+    would be in the submission's reach: the default zip does not grade."""
+    data = run_autograder(autograder, lambda s: shutil.copytree(SOLUTIONS / ASSIGNMENT, s / ASSIGNMENT),
+                          refuse_namespaces=True, env={"GRADER_ISOLATION": "process"})
     assert data["score"] == 0
-    assert "only in Linux namespaces" in data["output"] and "--unsafe-process-isolation" in data["output"]
+    assert "cannot read the course" in data["output"] and "--unsafe-process-isolation" in data["output"]
 
 
 @pytest.mark.parametrize("args, named", [
@@ -234,6 +248,6 @@ def test_built_with_unsafe_process_isolation_it_grades_and_says_so(autograder, t
         (autograder / "run_unsafe").write_bytes(z.read("run_autograder"))
     (autograder / "run_unsafe").chmod(0o755)
     data = run_autograder(autograder, lambda s: shutil.copytree(SOLUTIONS / ASSIGNMENT, s / ASSIGNMENT),
-                          refuse_namespaces=True, script="run_unsafe")
+                          refuse_namespaces=True, script="run_unsafe", env={"GRADER_ISOLATION": "process"})
     assert data["score"] == 40
     assert "Isolation: process (resource limits only" in data["output"]

@@ -20,17 +20,26 @@ from tests.kit.test_isolation import hostile
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="what a root grader does: run as root (CI does)"),
               pytest.mark.skipif(not seccomp.SUPPORTED, reason="the namespace refusal is an x86-64 Linux filter")]
 NAMESPACES = pytest.mark.skipif(bool(isolation.unavailable()), reason=f"no namespaces here: {isolation.unavailable()}")
+SECCOMP = pytest.mark.skipif("error" in isolation.confinement(),
+                             reason=f"no seccomp tier here: {isolation.confinement().get('error')}")
 # (attack, isolation): what namespaces stopped for a root grader already is not repeated
-CASES = [("fork_bomb", "process"), pytest.param("fork_bomb", "namespaces", marks=NAMESPACES),
-         ("reads_the_solution_through_the_graders_cwd", "process")]
+CASES = [("fork_bomb", "process"), pytest.param("fork_bomb", "seccomp", marks=SECCOMP),
+         pytest.param("fork_bomb", "namespaces", marks=NAMESPACES),
+         ("reads_the_solution_through_the_graders_cwd", "process"),
+         pytest.param("reads_the_solution_through_the_graders_cwd", "seccomp", marks=SECCOMP)]
+BELOW_NAMESPACES = ["process", pytest.param("seccomp", marks=SECCOMP)]
 
 
 def graded(tree: Path, mode: str, monkeypatch, *extra: str) -> dict:
-    """`grade` as root; "process": where the kernel refuses namespaces for real (a seccomp filter
-    as in Docker's default profile), so that the grader itself finds them refused and falls back."""
-    monkeypatch.delenv(isolation.ENV_VAR, raising=False)
+    """`grade` as root; below "namespaces": where the kernel refuses namespaces for real (a seccomp
+    filter as in Docker's default profile), so that the grader itself finds them refused and falls
+    back, to the seccomp tier ("auto") or, asked for, the process tier."""
+    if mode == "process":
+        monkeypatch.setenv(isolation.ENV_VAR, "process")
+    else:
+        monkeypatch.delenv(isolation.ENV_VAR, raising=False)
     proc = run_grade("assignment1", "--submission", str(tree), "--json", "-", *extra,
-                     refuse_namespaces=mode == "process")
+                     refuse_namespaces=mode != "namespaces")
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
     assert report["isolation"] == mode
@@ -48,7 +57,8 @@ def test_an_attack_on_a_root_grader_fails_in_either_isolation(tmp_path, monkeypa
     assert (got[attack.component] == full[attack.component]) == attack.keeps, report
 
 
-def test_the_process_sandbox_of_a_root_grader_is_another_user(tmp_path, monkeypatch):
+@pytest.mark.parametrize("mode", BELOW_NAMESPACES)
+def test_the_process_sandbox_of_a_root_grader_is_another_user(tmp_path, monkeypatch, mode):
     """What the grader writes (its JSON, Gradescope's results.json) lies in a folder every user can
     reach: a submission running as root could rewrite it, and signal the grader and this test."""
     out = Path(tempfile.mkdtemp(prefix="grader-out-"))
@@ -73,7 +83,7 @@ for pid in (os.getppid(), {os.getpid()}):
     except OSError as e:
         print("refused:", e)
 """
-        report = graded(hostile(tmp_path, attack), "process", monkeypatch)
+        report = graded(hostile(tmp_path, attack), mode, monkeypatch)
         assert scores(report) == full_marks(report)
         assert results.read_text() == '{"score": 0}' and not (out / "forged.json").exists()
     finally:

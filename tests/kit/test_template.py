@@ -24,7 +24,9 @@ from tests.kit.test_reproducible import BUGS, without_timings
 pytestmark = pytest.mark.skipif(bool(template.unavailable()), reason=template.unavailable() or "")
 
 NAMESPACES = pytest.mark.skipif(bool(isolation.unavailable()), reason=f"no namespaces here: {isolation.unavailable()}")
-MODES = ["process", pytest.param("namespaces", marks=NAMESPACES)]
+SECCOMP = pytest.mark.skipif("error" in isolation.confinement(),
+                             reason=f"no seccomp tier here: {isolation.confinement().get('error')}")
+MODES = ["process", pytest.param("seccomp", marks=SECCOMP), pytest.param("namespaces", marks=NAMESPACES)]
 
 PROBE = '''
 import os, re, resource, signal, sys, time
@@ -64,9 +66,11 @@ def facts():
 
 def places():
     """Every path a module computed (a global that is a string with a slash, or a list of them), the
-    environment and /tmp: what an import learns of where and as whom it runs. The sandbox's folder
-    reads <here>, its pipes <pipes>."""
-    found = {"environment": sorted(os.environ.items()), "/tmp": sorted(os.listdir("/tmp"))}
+    environment and the temporary folder (/tmp; the seccomp tier's TMPDIR, its own folder): what an
+    import learns of where and as whom it runs. The sandbox's folder reads <here>, its pipes <pipes>."""
+    import tempfile
+
+    found = {"environment": sorted(os.environ.items()), "/tmp": sorted(os.listdir(tempfile.gettempdir()))}
     for name, module in list(sys.modules.items()):
         for key, value in list(getattr(module, "__dict__", {}).items()):
             values = value if isinstance(value, (list, tuple)) else [value]
@@ -155,7 +159,7 @@ def test_a_forked_worker_is_the_worker_a_fresh_process_is(tmp_path, shared_templ
     assert forked.pop("threads_seen") >= 2 and fresh.pop("threads_seen") >= 2  # OpenMP's pool started in the fork
     uids = {fresh.pop("uid"), forked.pop("uid")}  # as root, one per sandbox (isolation.sandbox_user)
     assert forked == fresh
-    assert forked["here"] and forked["path0"] and forked["argv"] == 6
+    assert forked["here"] and forked["path0"] and forked["argv"] == 7
     assert 0 not in uids
     assert forked["fds"] == 5 and forked["default_threads"] == 1
     if mode == "namespaces":

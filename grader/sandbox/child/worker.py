@@ -313,12 +313,13 @@ def main():
     # of the submission's code runs or the baseline of global state is taken.
     thread = threading.Thread(target=placement.warm, daemon=True)
     thread.start()
+    if confined:  # the seccomp tier: Landlock holds the thread that asks and those it starts after
+        thread.join()
+        # before becoming another user: Landlock's rules open their paths as the grader may (pyenv under /root)
+        confine.confine(json.loads(confined))
     if become:  # a root grader's process sandbox: the submission's own user from here on (host.Sandbox)
         thread.join()  # what it imports may lie where only root can read
         jail.become(int(become))
-    if confined:  # the seccomp tier: Landlock holds the thread that asks and those it starts after
-        thread.join()
-        confine.confine(json.loads(confined))
     import_tree(f"{scratch}/{PACKAGE}", PACKAGE)
     thread.join()
     # Set only now: torch (already imported) keeps its cached bytecode, which takes seconds to

@@ -201,6 +201,9 @@ def as_if_started_here(job: dict):
         for name in ("USER_BASE", "USER_SITE"):
             setattr(site, name, None)
         site.getusersitepackages()
+    tempfile = sys.modules.get("tempfile")
+    if tempfile is not None:  # the folder it found at its first use, from TMPDIR (the seccomp tier's own)
+        tempfile.tempdir = None  # type: ignore[attr-defined]
     process = sys.modules.get("multiprocessing.process")
     if process is not None:  # the folder it was imported in
         process.ORIGINAL_DIR = os.path.abspath(os.getcwd())  # type: ignore[attr-defined]

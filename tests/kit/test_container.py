@@ -1,0 +1,205 @@
+"""The Gradescope autograder in a real Docker container made as Gradescope makes them (tests/kit/
+docker.py): Docker's default seccomp profile, which refuses namespaces, root, the host's network.
+`grade gradescope`'s default zip, unpacked at /autograder/source; setup.sh once; run_autograder per
+submission. It grades in the seccomp tier, with no flag: the reference earns full marks, a one-bug
+tree what `grade` gives it, and a hostile tree, every attack of which is refused, full marks (an
+attack that gets through makes its LayerNorm answer zeros). Then the same container as `nobody`,
+where the grader is not root: `grade` works, and the same attacks, a world-readable file outside
+the kit's paths and a signal to the grader (its own user's) included, are refused.
+
+CI installs Docker and debootstrap and starts the daemon (.ci/run); elsewhere these tests are
+skipped where Docker is missing, and say why."""
+
+import json
+import os
+import socket
+import stat
+import uuid
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.kit import docker
+from tests.kit.conftest import SOLUTIONS, grade_json, mutant, run_grade
+from tests.kit.test_isolation import hostile
+
+WHY = docker.unavailable()
+pytestmark = [pytest.mark.xdist_group("docker"),
+              pytest.mark.skipif(bool(WHY) and not os.environ.get("CI"), reason=f"no Docker here: {WHY}")]
+
+ASSIGNMENT = "assignment1"
+SOURCE = "/autograder/source"
+VENV_SITE = "/autograder/venv/lib/python3.11/site-packages"
+REFERENCE = f"{SOURCE}/course/reference/{ASSIGNMENT}/layer_norm.py"
+HIDDEN = f"{SOURCE}/course/tests/grading/hidden/test_{ASSIGNMENT}.py"
+OPEN_FILE = "/srv/open-to-all.txt"  # world-readable, outside every path the kit reads
+KIT = "/srv/kit"  # the course, readable by nobody, for `grade` run as that user
+
+
+def attacks(port: int, planted: str) -> str:
+    """Each attack in turn; one that gets through sets LEAK (its LayerNorm then answers zeros)."""
+    return f"""
+import ctypes, signal, socket
+libc = ctypes.CDLL(None, use_errno=True)
+def seize(pid):
+    # PTRACE_SEIZE does not stop the grader; the child that seized it detaches it by exiting
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.write(w, b"1" if libc.ptrace(0x4206, pid, 0, 0) == 0 else b"0")
+        os._exit(0)
+    os.close(w)
+    return os.read(r, 1) == b"1"
+def attempt(what, action):
+    global LEAK
+    try:
+        if action() is False:
+            print("refused:", what)
+            return
+    except Exception as e:
+        print("refused:", what, e)
+        return
+    print("GOT THROUGH:", what)
+    LEAK = True
+attempt("read the reference", lambda: open({REFERENCE!r}).read())
+attempt("read the hidden suite", lambda: open({HIDDEN!r}).read())
+attempt("read the reference every user may", lambda: open({KIT + "/reference/assignment1/layer_norm.py"!r}).read())
+attempt("read a file every user may", lambda: open({OPEN_FILE!r}).read())
+attempt("connect to the host's loopback", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=2))
+attempt("open an IPv6 socket", lambda: socket.socket(socket.AF_INET6))
+attempt("open a netlink socket", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW))
+attempt("write results.json", lambda: open("/autograder/results/results.json", "w").write('{{"score": 1000}}'))
+attempt("write into the venv", lambda: open({planted!r}, "w").write("import os"))
+attempt("signal the grader", lambda: os.kill(os.getppid(), 0))
+attempt("signal every process of its user", lambda: os.kill(-1, 0))
+attempt("ptrace the grader", lambda: seize(os.getppid()))
+attempt("read the grader's memory", lambda: open(f"/proc/{{os.getppid()}}/mem", "rb").read(1))
+attempt("make a user namespace", lambda: libc.unshare(0x10000000) == 0)
+attempt("set up io_uring", lambda: libc.syscall(425, 8, ctypes.create_string_buffer(120)) >= 0)
+"""
+
+
+@pytest.fixture(scope="module")
+def container(tmp_path_factory):
+    """A container that has run setup.sh, with run_autograder at /autograder: its name."""
+    if WHY:
+        pytest.fail(f"CI runs these with Docker: {WHY}")
+    image = docker.base_image()
+    base = tmp_path_factory.mktemp("container")
+    proc = run_grade("gradescope", str(base / "upload"), "--assignment", ASSIGNMENT)
+    assert proc.returncode == 0, proc.stderr
+    source = base / "source"
+    with zipfile.ZipFile(base / "upload" / "autograder.zip") as z:
+        z.extractall(source)
+        for info in z.infolist():
+            os.chmod(source / info.filename, stat.S_IMODE(info.external_attr >> 16))
+    name = f"kit-gradescope-{uuid.uuid4().hex[:12]}"
+    # no --security-opt: Docker's default seccomp profile, as on Gradescope
+    docker.docker("create", "--name", name, "--network", "host", *docker.pip_settings(),
+                  "-e", "AUTOGRADER_TORCH_INDEX=", image, "sleep", "infinity")
+    try:
+        docker.docker("start", name)
+        docker.docker("exec", name, "mkdir", "-p", "/autograder/submission", "/autograder/results", "/srv")
+        docker.docker("cp", f"{source}/.", f"{name}:{SOURCE}")
+        setup = docker.docker("exec", "-w", SOURCE, name, "bash", "setup.sh", check=False, timeout=1800)
+        assert setup.returncode == 0, setup.stdout[-3000:] + setup.stderr[-3000:]
+        sh(name, f"cp {SOURCE}/run_autograder /autograder/run_autograder && echo open > {OPEN_FILE} && "
+                 f"chmod 644 {OPEN_FILE} && cp -r {SOURCE}/course {KIT} && chmod -R a+rX {KIT}")
+        yield name
+    finally:
+        docker.docker("rm", "-f", name, check=False)
+
+
+def sh(name: str, command: str, user: str = "root", timeout: float = 300):
+    """`command` in the container, by bash, as `user` (runuser: no password, no new privileges)."""
+    argv = ["bash", "-c", command] if user == "root" else ["runuser", "-u", user, "--", "bash", "-c", command]
+    return docker.docker("exec", "-w", "/tmp", name, *argv, timeout=timeout)
+
+
+def run_autograder(name: str, tree: Path) -> dict:
+    """Hand in `tree`'s assignment folder, run /autograder/run_autograder, return results.json."""
+    sh(name, "rm -rf /autograder/submission/* /autograder/results/*")
+    docker.docker("cp", str(tree / ASSIGNMENT), f"{name}:/autograder/submission/{ASSIGNMENT}")
+    sh(name, "/autograder/run_autograder")
+    return json.loads(sh(name, "cat /autograder/results/results.json").stdout)
+
+
+def component_scores(data: dict) -> dict[str, float]:
+    return {t["name"]: t["score"] for t in data["tests"] if t["visibility"] == "visible"}
+
+
+def test_the_default_zip_grades_the_reference_to_full_marks_in_the_seccomp_tier(container):
+    data = run_autograder(container, SOLUTIONS)
+    assert data["score"] == 40, data["output"]
+    assert "Isolation: seccomp + Landlock" in data["output"], data["output"]
+    assert "no network or ptrace" in data["output"]
+
+
+def test_a_one_bug_tree_scores_what_grade_gives_it(container, tmp_path):
+    from tests.grading.bugs import BUGS
+
+    tree = mutant(tmp_path, BUGS["layer_norm_unbiased_variance"].patches)
+    expected = grade_json(tree, ASSIGNMENT)
+    data = run_autograder(container, tree)
+    assert data["score"] == expected["score"] < expected["max_score"]
+    assert component_scores(data) == {c["name"]: c["score"] for c in expected["components"]}
+
+
+def test_every_attack_of_a_hostile_submission_is_refused_as_root(container, tmp_path):
+    planted = f"{VENV_SITE}/planted-{uuid.uuid4().hex}.pth"
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.setblocking(False)
+        data = run_autograder(container, hostile(tmp_path, attacks(listener.getsockname()[1], planted)))
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    assert data["score"] == 40, data["output"] + json.dumps(data["tests"])[-3000:]
+    assert sh(container, f"test -e {planted} || echo absent").stdout.strip() == "absent"
+
+
+def grade_as_nobody(name: str, tmp_path: Path, tier: str) -> tuple[dict, bool]:
+    """`grade` of the hostile tree as nobody with GRADER_ISOLATION=`tier`: the JSON report, and
+    whether a connection reached the host's loopback."""
+    planted = f"{VENV_SITE}/planted-{uuid.uuid4().hex}.pth"
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.setblocking(False)
+        tree = hostile(tmp_path / tier, attacks(listener.getsockname()[1], planted))
+        sh(name, "rm -rf /tmp/student && mkdir /tmp/student")
+        docker.docker("cp", str(tree / ASSIGNMENT), f"{name}:/tmp/student/{ASSIGNMENT}")
+        sh(name, "chmod -R a+rX /tmp/student")
+        proc = sh(name, f"HOME=/tmp GRADER_ISOLATION={tier} /autograder/venv/bin/grade {ASSIGNMENT} "
+                        f"--submission /tmp/student --course {KIT}/course.toml --json -", user="nobody")
+        try:
+            listener.accept()[0].close()
+            connected = True
+        except BlockingIOError:
+            connected = False
+    sh(name, f"rm -f {planted}")  # the process tier's: as nobody it cannot write root's venv, but to be sure
+    return json.loads(proc.stdout), connected
+
+
+def test_as_nobody_grade_works_and_every_attack_is_refused(container, tmp_path):
+    """The grader runs as nobody (not root: no user of its own for the submission), namespaces refused.
+    The control: the same tree in the process tier gets through (the attacks are live)."""
+    report, connected = grade_as_nobody(container, tmp_path, "auto")
+    assert report["isolation"] == "seccomp" and "Landlock" in report["isolation_detail"]
+    assert not connected
+    assert {c["name"]: c["score"] for c in report["components"]} == \
+        {c["name"]: c["max_score"] for c in report["components"]}, json.dumps(report)[-3000:]
+    report, connected = grade_as_nobody(container, tmp_path, "process")
+    layer_norm = next(c for c in report["components"] if c["name"] == "LayerNorm")
+    assert connected and layer_norm["score"] < layer_norm["max_score"]
+
+
+@pytest.mark.parametrize("user", ["root", "nobody"])
+def test_grade_doctor_names_each_tier_and_why(container, user):
+    out = sh(container, f"HOME=/tmp COLUMNS=100 /autograder/venv/bin/grade doctor --course {KIT}/course.toml",
+             user=user).stdout
+    lines = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") >= 3}
+    assert "refused" in lines["namespaces"] and "unshare" in lines["namespaces"], out
+    assert "works" in lines["seccomp"], out
+    assert "ABI" in lines["Landlock"], out
+    assert "grading here: seccomp" in out
