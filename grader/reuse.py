@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import io
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,9 +32,10 @@ from grader.imports import imported
 from grader.results import Outcome
 from grader.split import merge
 
-# source that can run or read files the import graph does not show
-DYNAMIC = ("importlib", "__import__", "exec(", "eval(", "compile(", "open(", "runpy", "sys.modules", "pkgutil",
-           "read_text", "read_bytes", "__file__")
+# names in code (not in strings or comments) that can run or read files the import graph does not show:
+# anywhere, and as builtins only where not an attribute (`model.eval()`, `re.compile` are not)
+DYNAMIC = frozenset({"importlib", "__import__", "runpy", "pkgutil", "read_text", "read_bytes", "__file__"})
+BUILTINS = frozenset({"exec", "eval", "compile", "open"})
 
 
 @dataclass
@@ -135,10 +138,28 @@ class _Staged:
                 except (SyntaxError, ValueError, UnicodeDecodeError):  # it does not parse: its checks run
                     self.imports[path] = None
             more = self.imports[path]
-            if more is None or any(marker.encode() in self.sources[path] for marker in DYNAMIC):
+            if more is None or _dynamic(self.sources[path]):
                 return None
             todo += more - found
         h = hashlib.blake2b(digest_size=20)
         for path in sorted(found):
             h.update(f"{path.relative_to(self.root)}\0{len(self.sources[path])}\0".encode() + self.sources[path])
         return h.digest()
+
+
+def _dynamic(source: bytes) -> bool:
+    """Whether `source`'s code names what can import or read beyond its import statements (sys.modules
+    included); True where it does not tokenize."""
+    try:
+        tokens = [t for t in tokenize.tokenize(io.BytesIO(source).readline) if t.type in (tokenize.NAME, tokenize.OP)]
+    except (tokenize.TokenError, SyntaxError):
+        return True
+    for i, t in enumerate(tokens):
+        after_dot = i > 0 and tokens[i - 1].string == "."
+        if t.type != tokenize.NAME:
+            continue
+        if t.string in DYNAMIC or t.string in BUILTINS and not after_dot:
+            return True
+        if t.string == "modules" and after_dot and i > 1 and tokens[i - 2].string == "sys":
+            return True
+    return False
