@@ -144,14 +144,16 @@ def gradescope(report: dict) -> dict:
 def write_csv(path: Path, spec: Assignment, rows: list[tuple[str, dict]]) -> None:
     """grades.csv: student, one column per component (course.toml order), total, status, lms_id (the
     LMS's id of the student, from a Canvas or Moodle download; else empty), overrides (the components
-    whose points an override set)."""
+    whose points an override set), isolation (the tier the submission ran in: grader.sandbox.isolation)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", *(c.name for c in spec.components), "total", "status", "lms_id", "overrides"])
+    writer.writerow(["student", *(c.name for c in spec.components), "total", "status", "lms_id", "overrides",
+                     "isolation"])
     for student, report in rows:
         got = {c["name"]: c["score"] for c in report["components"]}
         writer.writerow([safe.cell(student), *(f"{got.get(c.name, 0.0):g}" for c in spec.components),
                          f"{report['score']:g}", report["batch"]["status"],
                          safe.cell(report["batch"].get("lms_id", "")),
-                         " ".join(c["name"] for c in report["components"] if c.get("override"))])
+                         " ".join(c["name"] for c in report["components"] if c.get("override")),
+                         report.get("isolation") or ""])
     write_atomic(path, buffer.getvalue())

@@ -77,7 +77,10 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
         public = public_score(spec, r)
         if abs(r["score"] - public) / max_score * 100 >= GAP:
             gaps.append({"student": student, "score": r["score"], "public": public})
+    # the tiers the submissions ran in, and what each kept from them (grader.sandbox.isolation.describe)
+    tiers = Counter(r.get("isolation_detail") or r.get("isolation") for _, r in rows if r.get("isolation"))
     return {"assignment": spec.name, "students": len(rows), "max_score": max_score,
+            "isolation": [{"tier": tier, "students": n} for tier, n in tiers.most_common()],
             "mean": round(sum(totals) / len(totals), 2) if totals else 0.0,
             "statuses": dict(Counter(r["batch"]["status"] for _, r in rows)),
             "histogram": [{"from": round(i * max_score / BINS, 2), "to": round((i + 1) * max_score / BINS, 2),
@@ -99,6 +102,8 @@ def render(summary: dict) -> RenderableType:
                          ", ".join(f"{k} {v}" for k, v in sorted(summary["statuses"].items())))
     if summary.get("changes"):
         head.append(f"\n{changed_line(summary)} (changes.csv)")
+    for tier in summary.get("isolation", []):
+        head.append(f"\nisolation: {inert(tier['tier'])} ({tier['students']})")
     hist = Table(title="Total score", title_justify="left", box=None, padding=(0, 1))
     hist.add_column("score", justify="right", no_wrap=True)
     hist.add_column("", no_wrap=True, style="cyan")

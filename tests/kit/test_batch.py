@@ -91,7 +91,9 @@ def test_every_submission_gets_a_row_whatever_it_does(graded, class_dir):
     rows = read_csv(out / "grades.csv")
     students = {p.stem if p.suffix == ".zip" else p.name for p in class_dir.iterdir()}
     assert set(rows) == students
-    assert list(rows["correct"]) == ["student", *components("assignment1"), "total", "status", "lms_id", "overrides"]
+    assert list(rows["correct"]) == ["student", *components("assignment1"), "total", "status", "lms_id", "overrides",
+                                     "isolation"]
+    assert rows["correct"]["isolation"] == reports_by_student(out)["correct"]["isolation"] != ""
     for student in ("correct", "zipped", "flat_files"):
         assert (rows[student]["total"], rows[student]["status"]) == ("40", "graded"), rows[student]
     assert rows["empty"]["status"] == "empty" and rows["empty"]["total"] == "0"
@@ -155,6 +157,9 @@ def test_the_class_summary_is_printed_and_written(graded):
     assert {(d["component"], d["bug"], d["students"]) for d in summary["diagnoses"]} >= {
         ("LayerNorm", "layer_norm_unbiased_variance", 1)}, summary["diagnoses"]
     assert "Classic bugs named in the reports" in text
+    # the tier the submissions ran in, and what it kept from them
+    tiers = {t["tier"]: t["students"] for t in summary["isolation"]}
+    assert sum(tiers.values()) >= 10 and all(f"isolation: {tier}" in text for tier in tiers), (tiers, text)
     results = json.loads((out / "gradescope" / "partial" / "results.json").read_text())
     norm = next(t for t in results["tests"] if t["name"] == "LayerNorm")
     assert norm["output"].startswith("Diagnosis: matches LayerNorm with the unbiased variance"), norm
