@@ -102,13 +102,12 @@ class Submission:
             else float("inf")
         grading_left = limits.grading_seconds - self.sandbox.student_seconds
         left, name = min((component_left, "component_seconds"), (grading_left, "grading_seconds"))
-        whose = f"{self.component} has" if name == "component_seconds" else "this grading's requests have"
+        whose = f"{self.component} has used its" if name == "component_seconds" else "this grading has used its"
         if left <= 0:
-            self.check_fault = WorkerFault("timeout", f"not run: {whose} used their time budget "
-                                                      f"({limits.where(name)})")
+            self.check_fault = WorkerFault("timeout", f"not run: {whose} time budget ({limits.where(name)})")
             raise self.check_fault
         if left < usual:
-            return left, f"what was left of the time budget, {limits.where(name)}"
+            return max(round(left, 1), 0.1), f"what was left of the time budget, {limits.where(name)}"
         return timeout, None
 
     def _within_budget(self, message: dict, timeout: float | None, budget: str | None):
