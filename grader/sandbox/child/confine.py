@@ -143,9 +143,30 @@ def filter_syscalls(seccomp, protect: list[int]) -> None:
     f.load()
 
 
+def _import_pyseccomp():
+    """pyseccomp, imported without ctypes.util.find_library's search where the libraries load by
+    their usual names: the search runs gcc and ldconfig, 60 ms or more of every worker's start."""
+    import ctypes.util
+
+    known = {}
+    for name, soname in (("seccomp", "libseccomp.so.2"), ("c", "libc.so.6")):
+        try:
+            ctypes.CDLL(soname)
+            known[name] = soname
+        except OSError:
+            pass
+    find = ctypes.util.find_library
+    ctypes.util.find_library = lambda name: known.get(name) or find(name)
+    try:
+        import pyseccomp
+    finally:
+        ctypes.util.find_library = find
+    return pyseccomp
+
+
 def confine(spec: dict) -> dict:
     """Apply the tier to this process; return what holds: {"landlock": ABI or 0, "why": ...}."""
-    import pyseccomp  # first: it looks for libseccomp with tools and files Landlock then bars
+    pyseccomp = _import_pyseccomp()  # first: it looks for libseccomp in files Landlock then bars
 
     if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         e = ctypes.get_errno()
