@@ -39,11 +39,13 @@ class Blame:
 
 
 def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome], run: Run,
-              swap: bool) -> dict[str, Blame]:
+              swap: bool, upstream: list[str] | None = None) -> dict[str, Blame]:
     """check id -> Blame, for the checks of every composite whose parts fail.
 
     With `swap` false (no reference tree: the students' public tier) nothing is re-run, and
-    only the failing checks are blamed, to point at the parts to fix first."""
+    only the failing checks are blamed: they wait for the parts (grader.scoring). `upstream`, a
+    list: filled with the parts of other assignments found failing their own checks, in course
+    order; without `swap` the parts of a failing one are run too, so that the earliest is found."""
     components = {c.name: c for a in course.assignments.values() for c in a.components}
     composites = [c for c in assignment.components if c.depends]
     graded = {c.name: [chk.id for chk in c.checks if chk.id not in c.isolated and chk.id in results
@@ -56,9 +58,16 @@ def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome
         outside = sorted({d for c in composites for d in c.depends if d not in here})
         ids = [chk.id for d in outside for chk in components[d].checks if chk.tier != "cuda"]
         status.update(run(dict.fromkeys(ids, ()), quick=frozenset(ids), one_failure=True))
+        if upstream is not None and not swap:
+            _deepen(components, here, outside, status, run)
 
     def fails(part: str) -> bool:
         return any(failed(status.get(chk.id)) for chk in components[part].checks)
+
+    if upstream is not None:
+        order = [c.name for a in course.assignments.values() for c in a.components]
+        upstream += [name for name in order if name not in here and name in components
+                     and any(chk.id in status for chk in components[name].checks) and fails(name)]
 
     blamed: dict[str, tuple[str, ...]] = {}
     for comp in composites:
@@ -73,3 +82,18 @@ def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome
     again = run({check: tuple(target(components[p]) for p in parts) for check, parts in blamed.items()},
                 quick=frozenset(check for check in blamed if failed(results[check])))
     return {check: Blame(parts, again.get(check, MISSING)) for check, parts in blamed.items()}
+
+
+def _deepen(components: dict[str, Component], here: set[str], ran: list[str], status: dict[str, Outcome],
+            run: Run) -> None:
+    """The parts of failing parts of other assignments, run in turn until none fails: a student's
+    report starts at the earliest failing part, which may lie two assignments back."""
+    done = set(ran)
+    while True:
+        failing = [d for d in done if any(failed(status.get(chk.id)) for chk in components[d].checks)]
+        deeper = sorted({p for d in failing for p in components[d].depends} - done - here)
+        if not deeper:
+            return
+        done |= set(deeper)
+        ids = [chk.id for d in deeper for chk in components[d].checks if chk.tier != "cuda"]
+        status.update(run(dict.fromkeys(ids, ()), quick=frozenset(ids), one_failure=True))

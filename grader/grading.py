@@ -107,7 +107,7 @@ def one_intra_op_thread():
 def _grade(course: Course, assignment: str, submission: Path, device: str, sandbox: Sandbox,
            helper: "Helper | None", cost: dict[str, float], reuse: "Reuse | None",
            only: frozenset[str] | None = None) -> Report:
-    from grader import attribution, diagnosis, forbidden, performance, scoring, split
+    from grader import attribution, diagnosis, forbidden, performance, scoring, split, telling
     from grader.suite.remote import Submission
 
     spec = course.assignment(assignment)
@@ -139,7 +139,8 @@ def _grade(course: Course, assignment: str, submission: Path, device: str, sandb
         if reuse is not None:
             reuse.keep(course, spec, staged, context, student, {c.name for c in spec.components} - set(kept), results)
             reuse.restore(student, results, kept)
-        blame = attribution.attribute(course, spec, results, run, swap=has_reference)
+        upstream: list[str] = []  # parts of earlier assignments that fail their own checks
+        blame = attribution.attribute(course, spec, results, run, swap=has_reference, upstream=upstream)
         results.update(_shrink_shown(results, blame, run))
         # --only: no timings (they are not what was asked for, and cost a second or more)
         speed = performance.measure(course, spec, student, results, gpu, has_reference) if not only else None
@@ -164,11 +165,18 @@ def _grade(course: Course, assignment: str, submission: Path, device: str, sandb
     report.isolation = sandbox.isolation
     report.isolation_detail = isolation.describe(sandbox.isolation)
     report.performance = speed
-    excused = frozenset(t.id for c in report.components for t in c.checks if t.excused_by)
+    # a check that waits on a failing part (no reference here) says nothing of its own component either
+    excused = frozenset(t.id for c in report.components for t in c.checks
+                        if t.excused_by or getattr(t, "waiting_on", ()))
     # a bug is named from all of a component's public checks: with --only some did not run
     named = diagnosis.diagnose(course, spec, results, excused) if not only else {}
+    table = diagnosis.load(course)
     for comp in report.components:
         comp.diagnosis = named.get(comp.name)
+        comp.telling = getattr(telling.most_telling(comp, table), "id", None)
+    if not has_reference:  # the student's copy starts at the earliest failing part, whatever its assignment
+        components = {c.name: c for a in course.assignments.values() for c in a.components}
+        report.upstream = [{"name": n, "file": f"{components[n].assignment}/{components[n].file}"} for n in upstream]
     if only:
         report.notes.append(note(only, course.assignment(assignment)))
     if device == "cuda":

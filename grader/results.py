@@ -33,10 +33,13 @@ class CheckResult:
     outcome: Outcome
     excused_by: tuple[str, ...] = ()  # failing parts whose reference versions make this check pass
     note: str = ""  # what the grader learned about the check's failing parts
+    # without the reference (a student's copy): failing parts this failure may come from; it is not
+    # charged until they pass their own checks (grader.scoring)
+    waiting_on: tuple[str, ...] = ()
 
     @property
     def earned(self) -> bool:
-        return self.outcome.status == "passed" or bool(self.excused_by)
+        return self.outcome.status == "passed" or bool(self.excused_by) or bool(self.waiting_on)
 
 
 @dataclass
@@ -53,6 +56,8 @@ class ComponentResult:
     flagged: list[dict] = field(default_factory=list)
     # the classic bug that explains every failing public check ({"bug", "message"}; grader.diagnosis)
     diagnosis: dict | None = None
+    # the check whose failure says most about the bug (grader.telling); None: as the renderer ranks them
+    telling: str | None = None
 
     @property
     def counted(self) -> list[CheckResult]:
@@ -68,8 +73,15 @@ class ComponentResult:
         if all(c.outcome.status == "passed" for c in counted):
             return "passed"
         if all(c.earned for c in counted):
-            return "excused"
+            return "waiting" if self.waiting_on else "excused"
         return "failed" if self.score == 0 else "partial"
+
+    @property
+    def waiting_on(self) -> tuple[str, ...]:
+        """The failing parts whose fix this component's uncharged failures wait for, in `depends` order."""
+        parts = {p for c in self.counted if c.outcome.status != "passed" for p in c.waiting_on}
+        return tuple(sorted(parts, key=lambda p: (p not in self.depends, self.depends.index(p)
+                                                  if p in self.depends else 0, p)))
 
 
 @dataclass
@@ -85,6 +97,9 @@ class Report:
     # timings against torch's built-ins and the reference (grader.performance); None: nothing timed
     performance: dict | None = None
     gpu: dict | None = None  # with --device cuda: whether the GPU tier ran, where, how long it took
+    # without the reference: parts of earlier assignments found failing their own public checks, in
+    # dependency order ({"name", "file"}): the report starts there (grader.attribution)
+    upstream: list[dict] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -96,7 +111,15 @@ class Report:
 
     def start_here(self) -> ComponentResult | None:
         """The first component in dependency order (the order of course.toml) that is not passed."""
-        return next((c for c in self.components if c.status not in ("passed", "excused")), None)
+        return next((c for c in self.components if c.status not in ("passed", "excused", "waiting")), None)
+
+    def start_at(self) -> dict | None:
+        """Where to start ({"name", "file"}): the earliest failing part in dependency order, across
+        assignments (a failing part of an earlier one comes before every component here)."""
+        if self.upstream:
+            return dict(self.upstream[0])
+        first = self.start_here()
+        return {"name": first.name, "file": first.file} if first else None
 
 
 def to_json(report: Report) -> dict:
@@ -116,11 +139,14 @@ def to_json(report: Report) -> dict:
                         "reason": t.outcome.reason, "message": t.outcome.message,
                         "duration_seconds": round(t.outcome.duration, 3), **t.outcome.details,
                         **({"excused_by": list(t.excused_by)} if t.excused_by else {}),
+                        **({"waiting_on": list(t.waiting_on)} if t.waiting_on else {}),
                         **({"note": t.note} if t.note else {}),
                         **({"output": t.outcome.output} if t.outcome.output else {})}
                        for t in c.checks],
-             "forbidden": c.forbidden, "flagged": c.flagged, "diagnosis": c.diagnosis}
+             "forbidden": c.forbidden, "flagged": c.flagged, "diagnosis": c.diagnosis,
+             "waiting_on": list(c.waiting_on), "telling": c.telling}
             for c in report.components],
+        "start_here": report.start_at(),
         "performance": report.performance,
         "gpu": report.gpu,
     }

@@ -24,6 +24,7 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
     (`forbidden`: name -> (hits, flags), grader.forbidden) scores 0; its checks keep their outcomes.
     """
     components = []
+    waiting: dict[str, tuple[str, ...]] = {}  # a component here that waits -> the parts it waits on
     for comp in assignment.components:
         checks = []
         for check in comp.checks:
@@ -33,7 +34,7 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
                 continue
             result = CheckResult(check.id, check.tier, check.weight, results.get(check.id, MISSING))
             if check.id in blame:
-                _attribute(result, blame[check.id])
+                _attribute(result, blame[check.id], waiting)
             checks.append(result)
         counted = [c for c in checks if c.outcome.reason not in NOT_COUNTED]
         total = sum(c.weight for c in counted)
@@ -42,6 +43,8 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
         hits, flags = (forbidden or {}).get(comp.name, ([], []))
         components.append(ComponentResult(comp.name, f"{assignment.name}/{comp.file}", 0.0 if hits else points,
                                           comp.points, checks, comp.depends, hits, flags))
+        if components[-1].status == "waiting":
+            waiting[comp.name] = components[-1].waiting_on
     notes = []
     # a student's copy: hidden checks listed but not here, or (a release) not even listed
     if any(o is not None and o.reason == "unavailable" for o in unavailable.values()) or not course.reference.exists():
@@ -51,12 +54,23 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
     return Report(assignment.name, assignment.title, submission, components, duration, notes)
 
 
-def _attribute(result: CheckResult, blame: Blame) -> None:
+def _attribute(result: CheckResult, blame: Blame, waiting: dict[str, tuple[str, ...]]) -> None:
     names = " and ".join(blame.parts)
     own, on_reference = result.outcome, blame.on_reference
     if on_reference is None:
-        result.note = (f"your {names} also fail{'s' * (len(blame.parts) == 1)} their own checks: fix {names} "
-                       "first, then look here")
+        # no reference to swap in (a student's copy): a failure that may come from the failing parts is
+        # not charged, so that the report charges what the instructor's does, where the bug is; it is
+        # judged once they pass. A part that itself only waits passes the wait on to its own parts.
+        if own.status != "passed" and own.reason != "not_attempted":
+            result.waiting_on = tuple(dict.fromkeys(q for p in blame.parts for q in waiting.get(p, (p,))))
+            roots = " and ".join(result.waiting_on)
+            result.note = (f"waiting: your {roots} fail{'s' * (len(result.waiting_on) == 1)} "
+                           f"{'its' if len(result.waiting_on) == 1 else 'their'} own checks, and this check runs "
+                           f"through {'it' if len(result.waiting_on) == 1 else 'them'}: not counted until "
+                           f"{'it passes' if len(result.waiting_on) == 1 else 'they pass'}, then judged here")
+        else:
+            result.note = (f"your {names} also fail{'s' * (len(blame.parts) == 1)} their own checks: fix {names} "
+                           "first, then look here")
     elif on_reference.status == "passed":
         if own.status != "passed":
             result.excused_by = blame.parts

@@ -10,9 +10,10 @@ from rich.text import Text
 
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Report
 
-STYLES = {"passed": "green", "excused": "cyan", "partial": "yellow", "failed": "red", "not attempted": "dim",
-          "error": "red", "timeout": "magenta", "skipped": "dim"}
+STYLES = {"passed": "green", "excused": "cyan", "waiting": "blue", "partial": "yellow", "failed": "red",
+          "not attempted": "dim", "error": "red", "timeout": "magenta", "skipped": "dim"}
 ELIDE_LINES = 6  # of a value (a tensor's rows) shown without --verbose
+TIGHT_LINES = 2  # the same where two components or more fail (issue 37: two fit 45 lines at 100 columns)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -36,15 +37,19 @@ def _summary(report: Report) -> Table:
     table.add_column("status", no_wrap=True)
     for c in report.components:
         passed = sum(t.outcome.status == "passed" for t in c.counted)
-        excused = sum(t.outcome.status != "passed" and t.earned for t in c.counted)
-        checks = f"{passed} / {len(c.counted)}" + (f" (+{excused} excused)" if excused else "")
+        excused = sum(t.outcome.status != "passed" and t.earned and not t.waiting_on for t in c.counted)
+        waiting = sum(t.outcome.status != "passed" and bool(t.waiting_on) for t in c.counted)
+        checks = f"{passed} / {len(c.counted)}" + (f" (+{excused} excused)" if excused else "") \
+            + (f" (+{waiting} waiting)" if waiting else "")
         table.add_row(c.name, f"{c.score:g} / {c.max_score:g}", checks, _status(c.status))
     table.add_section()
     table.add_row(Text("total", style="bold"), Text(f"{report.score:g} / {report.max_score:g}", style="bold"), "", "")
     return table
 
 
-def _details(t: CheckResult, verbose: bool = True, hint: bool = True) -> Table:
+def _details(t: CheckResult, verbose: bool = True, hint: bool = True, tight: bool = False) -> Table:
+    """`tight`: several components fail, each panel gets a share of the one screen (values cut to
+    TIGHT_LINES lines; the largest error's size and place, which --verbose shows, left out)."""
     o = t.outcome
     rows = Table.grid(padding=(0, 1))
     rows.add_column(style="bold", no_wrap=True)
@@ -52,11 +57,14 @@ def _details(t: CheckResult, verbose: bool = True, hint: bool = True) -> Table:
     rows.add_row("message", plain(o.message))
     if t.note:
         rows.add_row("parts", plain(t.note))
-    for key in ("expected", "got", "max_abs_error", "where", "example", "hint"):
+    for key in ("expected", "got", "looks_like", "max_abs_error", "where", "example", "hint"):
         if key in o.details and (hint or key != "hint"):
             value = o.details[key]
             text = f"{value:.3g}" if isinstance(value, float) else str(value)
-            rows.add_row(key.replace("_", " "), plain(text if verbose else _elided(text)))
+            if tight and (key == "max_abs_error" or key == "where" and text.startswith("largest error at")):
+                continue
+            rows.add_row(key.replace("_", " "), plain(text if verbose else _elided(text, TIGHT_LINES if tight
+                                                                                    else ELIDE_LINES)))
     if o.output:
         rows.add_row("your output", plain(o.output if verbose else _elided(o.output)))
     return rows
@@ -105,31 +113,43 @@ def _found(c: ComponentResult) -> list[Panel]:
     return panels
 
 
-def _component_panel(c: ComponentResult, verbose: bool) -> Panel:
+def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False) -> Panel:
     title = f"{c.name}: {c.score:g} / {c.max_score:g}  ({c.file})"
     if c.status == "not attempted":
         return Panel(Text(f"Not attempted: every check raised NotImplementedError. Start in {c.file}.", style="dim"),
                      title=title, title_align="left", border_style="dim")
+    if c.checks and all(t.outcome.reason == "missing_file" for t in c.checks if t.outcome.status != "passed") \
+            and any(t.outcome.reason == "missing_file" for t in c.checks):
+        return Panel(Text(next(t.outcome.message for t in c.checks if t.outcome.reason == "missing_file")
+                          + f" (every check of {c.name} needs it)."), title=title, title_align="left",
+                     border_style=STYLES.get(c.status, ""))
     panels: list = _found(c)
     if c.diagnosis:
         panels.append(Text.assemble(("Diagnosis: ", "bold"), plain(c.diagnosis["message"])))
     failed = [t for t in c.checks if t.outcome.status != "passed" and t.outcome.reason not in NOT_COUNTED
-              and not t.excused_by]
-    # one screen: the check that shows the bug best in full, the others by name (--verbose: all in full)
-    shown = failed if verbose or not failed else [_telling(failed)]
+              and not t.excused_by and not t.waiting_on]
+    # one screen: the check that shows the bug best in full, the others by name (--verbose: all in full);
+    # grading chose it from the bug table (grader.telling), and the rank here is for reports without it
+    best = next((t for t in failed if t.id == c.telling), None)
+    shown = failed if verbose or not failed else [best or _telling(failed)]
     for t in shown:
         tier = " (hidden)" if t.tier == "hidden" else ""
         # a diagnosis says the cause: the check's list of likely ones is for --verbose
-        details = _details(t, verbose, hint=verbose or not c.diagnosis)
+        details = _details(t, verbose, hint=verbose or not c.diagnosis, tight=tight)
         panels.append(Panel(details, title=Text.assemble(_status(t.outcome.status), f"  {t.id}{tier}"),
                             title_align="left", border_style=STYLES.get(t.outcome.status, "")))
     others = [t for t in failed if t not in shown]
     if others:
         ids = ", ".join(t.id + (" (hidden)" if t.tier == "hidden" else "") for t in others)
-        panels.append(Text(f"Also failed ({len(others)}): {ids}. grade --verbose shows each.", style="dim"))
+        panels.append(Text(f"Also failed: {len(others)} other check{'s' * (len(others) > 1)} (grade --verbose shows "
+                           f"each).", style="dim") if tight else
+                      Text(f"Also failed ({len(others)}): {ids}. grade --verbose shows each.", style="dim"))
     excused = [t for t in c.checks if t.excused_by and t.outcome.status != "passed"]
     if excused:
         panels.append(_excused(excused) if verbose else _excused_line(excused))
+    waiting = [t for t in c.checks if t.waiting_on and t.outcome.status != "passed"]
+    if waiting:
+        panels.append(_waiting_line(waiting, verbose))
     return Panel(Group(*panels), title=title, title_align="left", border_style=STYLES.get(c.status, ""))
 
 
@@ -141,6 +161,17 @@ def _folded(components: list[ComponentResult]) -> Text:
         said.append(f"{c.name} ({len(excused)} excused: fix your {parts})")
     return Text(f"Full marks with checks excused, which pass with the reference's parts (grade --verbose lists "
                 f"them): {'; '.join(said)}.", style="cyan")
+
+
+def _waiting_line(checks: list[CheckResult], verbose: bool = False) -> Text:
+    """Failures that may come from failing parts, with no reference here to tell: not charged, judged later."""
+    parts = " and ".join(dict.fromkeys(p for t in checks for p in t.waiting_on))
+    n, one = len(checks), " and " not in parts
+    ids = f" ({', '.join(t.id for t in checks)})" if verbose else ""
+    return Text(f"Waiting on your {parts}: {n} check{'s' * (n > 1)}{ids} here fail{'s' * (n == 1)} and run"
+                f"{'s' * (n == 1)} through {'it' if one else 'them'}, which fail{'s' * one} "
+                f"{'its' if one else 'their'} own checks. Not counted: judged once {parts} "
+                f"pass{'es' * one}.", style="blue")
 
 
 def _excused_line(checks: list[CheckResult]) -> Text:
@@ -191,18 +222,28 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     shown = [c for c in report.components if c.status != "passed" or c.flagged]
     # one screen: components that lose nothing, their failures all excused by failing parts, in one line
     folded = [] if verbose else [c for c in shown if c.status == "excused" and not c.flagged]
-    for c in shown:
-        if c not in folded:
-            console.print(_component_panel(c, verbose))
+    # components whose failures all wait for failing parts: one line, the parts come first
+    waiting = [] if verbose else [c for c in shown if c.status == "waiting" and not c.flagged]
+    full = [c for c in shown if c not in folded and c not in waiting]
+    for c in full:
+        console.print(_component_panel(c, verbose, tight=len(full) > 1))
     if folded:
         console.print(_folded(folded))
+    if waiting:
+        said = "; ".join(f"{c.name} (on {' and '.join(c.waiting_on)})" for c in waiting)
+        console.print(Text(f"Waiting, not counted until the parts they run through pass their own checks (grade "
+                           f"--verbose lists the checks): {said}.", style="blue"))
     # informational timings are for --verbose: the report's one screen is for what costs points
     if report.performance and (verbose or not report.performance["informational"]):
         console.print(_speed(report.performance))
     for note in report.notes:
         console.print(plain(note), style="dim")
-    first = report.start_here()
-    if first is None:
+    first, start = report.start_here(), report.start_at()
+    if start is not None and (first is None or start["name"] != first.name):
+        # a part of an earlier assignment fails its own checks: everything here that runs through it waits
+        console.print(Text.assemble(("Start here: ", "bold"), (start["name"], "bold red"), f" in {start['file']} ",
+                                    ("(fails its own public checks)", "red")))
+    elif first is None:
         console.print(Text(f"All checks passed: {report.score:g} / {report.max_score:g}.", style="bold green")
                       if all(c.status == "passed" for c in report.components) else
                       Text(f"Full marks: {report.score:g} / {report.max_score:g}.", style="bold green"))

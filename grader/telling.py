@@ -1,0 +1,58 @@
+"""The most telling check: of a component's failing checks, the one whose failure says most about the bug.
+
+The course's table of classic bugs (grader.diagnosis: `bugs.json`, what each bug makes its
+component's public checks say) tells which checks each bug fails. A failing check is ranked by
+
+1. how much its hint names a bug that fails it: word pairs of the bug's sentence ("heads split
+   with view(B, h, T, d_k) without the transpose") found, in order, in the hint (a hint that
+   says "not view(B, n_heads, T, d_k)" names that bug; one that gives the recipe "view(B, T, h,
+   d_k).transpose(1, 2)" much less), summed over those bugs (a diagnosed component: its bug only);
+2. how few of the component's bugs fail it (a check every bug fails says little);
+3. a wrong value over an exception or a timeout, then the smallest example.
+
+A public check comes before a hidden one: its example is the student's to run.
+"""
+
+from __future__ import annotations
+
+import re
+
+from grader.results import NOT_COUNTED, CheckResult, ComponentResult
+
+_WORD = re.compile(r"[a-z0-9_]+")
+# pairs of these alone ("with the", "of the") name nothing
+_STOP = frozenset("a an and as at be by for from in is it its of on or the their then to with".split())
+
+
+def pairs(text: str) -> set[tuple[str, str]]:
+    """Consecutive word pairs of `text`, lower case, code split at punctuation: view(B, h -> (view, b), (b, h)."""
+    words = _WORD.findall(text.lower())
+    return {(a, b) for a, b in zip(words, words[1:], strict=False) if not (a in _STOP and b in _STOP)}
+
+
+def shown(component: ComponentResult) -> list[CheckResult]:
+    """The failures the report charges here: not excused by the parts, not waiting for them."""
+    return [t for t in component.checks if t.outcome.status != "passed" and t.outcome.reason not in NOT_COUNTED
+            and not t.excused_by and not t.waiting_on]
+
+
+def rank(check: CheckResult, bugs: dict[str, dict]) -> tuple:
+    """The sort key of `check` among its component's failures (smallest first); `bugs`: the table's
+    entries of the component (name -> {"message", "failing", ...}), or its diagnosed bug alone."""
+    o = check.outcome
+    hint = pairs(str(o.details.get("hint", "")))
+    failing = [bug for bug in bugs.values() if check.id in bug.get("failing", {})]
+    named = sum(len(pairs(bug.get("message", "")) & hint) for bug in failing)
+    return (check.tier == "hidden", -named, len(failing), o.reason != "mismatch",
+            len(str(o.details.get("example", ""))) or 1 << 20)
+
+
+def most_telling(component: ComponentResult, table: dict[str, dict]) -> CheckResult | None:
+    """The failure to show in full for `component`; `table`: grader.diagnosis.load's bug table."""
+    failed = shown(component)
+    if not failed:
+        return None
+    bugs = {name: bug for name, bug in table.items() if bug.get("component") == component.name}
+    if component.diagnosis and component.diagnosis.get("bug") in bugs:
+        bugs = {component.diagnosis["bug"]: bugs[component.diagnosis["bug"]]}
+    return min(failed, key=lambda t: rank(t, bugs))
