@@ -10,6 +10,10 @@ code that computes what a bug computes fails the same checks on the same shrunk 
 same values. A component is diagnosed when exactly one bug of its table explains every one of its
 failing public checks, and no other: a partial match, or two bugs that match, is no diagnosis.
 Numbers are compared to 4 significant digits (the same bug written another way rounds alike).
+
+A component no entry explains gets its numerical forensics instead ("looks like": the failing
+values as a simple function of the expected ones, grader.suite.forensics), only where every part it
+is built on passes here: a part's bug would otherwise be said on its composite.
 """
 
 from __future__ import annotations
@@ -69,4 +73,38 @@ def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
             found[comp.name] = {"bug": matches[0],
                                 "message": f"matches {bug['message']} on all {n} failing public check"
                                            f"{'s' * (n > 1)}: {bug['fix']}."}
+        elif not matches and _own(spec, comp, results):
+            seen = forensic(spec, comp.name, results)
+            if seen:
+                found[comp.name] = seen
     return found
+
+
+def _own(spec: Assignment, comp, results: dict[str, Outcome]) -> bool:
+    """Whether a failure of `comp` can only be its own: every part it is built on is graded here
+    and passes every check (a part's bug shows in its composites' values too, and its "looks like"
+    would then be said on the wrong component)."""
+    parts = {c.name: c for c in spec.components}
+    for name in comp.depends:
+        part = parts.get(name)
+        if part is None or not _own(spec, part, results):
+            return False
+        if any(chk.id not in results or results[chk.id].status != "passed" for chk in part.checks
+               if chk.tier == "public"):
+            return False
+    return True
+
+
+def forensic(spec: Assignment, component: str, results: dict[str, Outcome]) -> dict | None:
+    """The numerical forensics of the component's failing public checks (grader.suite.forensics,
+    computed where the check compared tensors): the first failing check, in the component's order,
+    whose got values look like a simple function of the expected ones."""
+    comp = next(c for c in spec.components if c.name == component)
+    for chk in comp.checks:
+        o = results.get(chk.id)
+        if chk.tier != "public" or o is None or o.status == "passed" or not o.details.get("looks_like"):
+            continue
+        what = o.message.partition(" differs from the expected values")[0].partition(" has the wrong shape")[0]
+        return {"bug": f"looks_like:{chk.id}",
+                "message": f"{what} looks like {o.details['looks_like']} (in {chk.id})."}
+    return None

@@ -9,14 +9,16 @@ class Mismatch(AssertionError):
     """A failed check, with the parts the report shows: expected, got, the error and where, the example."""
 
     def __init__(self, what: str, *, expected: str = "", got: str = "", max_abs_error: float | None = None,
-                 where: str = "", example: str = "", hint: str = ""):
+                 where: str = "", example: str = "", hint: str = "", looks_like: str = ""):
         super().__init__(what)
         self.what, self.expected, self.got = what, expected, got
         self.max_abs_error, self.where, self.example, self.hint = max_abs_error, where, example, hint
+        self.looks_like = looks_like  # what got is, next to expected (grader.suite.forensics)
 
     def details(self) -> dict:
         return {k: v for k, v in {"expected": self.expected, "got": self.got, "max_abs_error": self.max_abs_error,
-                                  "where": self.where, "example": self.example, "hint": self.hint}.items()
+                                  "where": self.where, "example": self.example, "hint": self.hint,
+                                  "looks_like": self.looks_like}.items()
                 if v not in ("", None)}
 
 
@@ -76,8 +78,10 @@ def expect_tensor(value, *, name: str, shape=None, dtype=None, example: str = ""
         raise Mismatch(f"{name} has the wrong dtype", expected=str(dtype).removeprefix("torch."),
                        got=str(value.dtype).removeprefix("torch."), example=example, hint=hint)
     if shape is not None and tuple(value.shape) != tuple(shape):
+        from grader.suite.forensics import shape as swapped
+
         raise Mismatch(f"{name} has the wrong shape", expected=str(tuple(shape)), got=str(tuple(value.shape)),
-                       example=example, hint=hint)
+                       example=example, hint=hint, looks_like=swapped(tuple(value.shape), tuple(shape)))
     return value
 
 
@@ -109,8 +113,17 @@ def assert_close(got, expected: torch.Tensor, *, name: str, example: str = "", h
             got=f"{got[index].item():.6g} at index {list(index)}"
             + ("  (not finite)" if not bool(torch.isfinite(got[index]).all()) else ""),
             max_abs_error=float(err.max()), where=f"largest error at index {list(worst)}",
-            example=example, hint=hint)
+            example=example, hint=hint, looks_like=_looks_like(got, expected, mask))
     return got
+
+
+def _looks_like(got: torch.Tensor, expected: torch.Tensor, mask: torch.Tensor | None) -> str:
+    from grader.suite.forensics import looks_like
+
+    try:  # a phrase is a help, never a reason for a check to fail otherwise
+        return looks_like(got, expected, mask)
+    except Exception:  # noqa: BLE001
+        return ""
 
 
 def expect_error(fn, *, kind: str, names: list[str], example: str = "", hint: str = ""):
