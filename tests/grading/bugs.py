@@ -297,6 +297,70 @@ _DROPOUT: dict[str, Bug] = {
 DROPOUT = tuple(_DROPOUT)  # their kit test also asks that a dropout check is what fails
 BUGS.update(_DROPOUT)
 
+# Classic mistakes reported in the seeds' lineage (issue 37): the trackers of harvardnlp/annotated-transformer,
+# hyunwoongko/transformer, hkproj/pytorch-transformer and their kin, and the PyTorch forums. Each names its
+# source in a comment; grader.suite.forensics says what most of them look like even without this table.
+_REPORTED: dict[str, Bug] = {
+    # annotated-transformer #131: position / div_term where the formula has position * div_term
+    "positional_encoding_position_divided_by_the_frequencies": Bug("PositionalEncoding", {PE: [
+        ("pe[:, 0::2] = torch.sin(position * div)", "pe[:, 0::2] = torch.sin(position / div)"),
+        ("pe[:, 1::2] = torch.cos(position * div[: d_model // 2])",
+         "pe[:, 1::2] = torch.cos(position / div[: d_model // 2])")]},
+        "a positional table with position / div_term where the formula has position * div_term",
+        "multiply: sin(position * div_term), with div_term = exp(-log(10000) * 2i / d_model)"),
+    # the div_term's exponent with its sign lost (exp(+log(10000) 2i/d): frequencies that grow)
+    "positional_encoding_frequencies_grow": _one(
+        "PositionalEncoding", PE, "(-math.log(10000.0) / d_model)", "(math.log(10000.0) / d_model)",
+        "a positional table whose frequencies grow with the column (exp(+log(10000) 2i/d_model))",
+        "div_term = exp(2i * -log(10000) / d_model): frequencies that fall"),
+    # forums: LayerNorm that normalises by the variance, not the standard deviation
+    "layer_norm_divides_by_the_variance": _one(
+        "LayerNorm", LN, "/ torch.sqrt(var + self.eps)", "/ (var + self.eps)",
+        "LayerNorm divided by the variance instead of its square root", "divide by torch.sqrt(var + eps)"),
+    # forums: the statistics taken over the whole tensor, not each position's features
+    "layer_norm_statistics_over_the_whole_tensor": Bug("LayerNorm", {LN: [
+        ("mean = x.mean(dim=-1, keepdim=True)", "mean = x.mean()"),
+        ("var = x.var(dim=-1, keepdim=True, unbiased=False)", "var = x.var(unbiased=False)")]},
+        "LayerNorm with the mean and variance of the whole tensor, not of each position",
+        "x.mean(dim=-1, keepdim=True), x.var(dim=-1, keepdim=True, unbiased=False)"),
+    "feed_forward_gelu_for_relu": _one(
+        "PositionwiseFeedForward", FFN, "F.relu(self.linear1(x))", "F.gelu(self.linear1(x))",
+        "the feed-forward network with GELU where the paper has ReLU", "use F.relu, as the contract says"),
+    "token_embedding_divided_by_sqrt_d_model": _one(
+        "TokenEmbedding", EMB, "* math.sqrt(self.d_model)", "/ math.sqrt(self.d_model)",
+        "the token embedding divided by sqrt(d_model) instead of multiplied",
+        "multiply the embedding by math.sqrt(d_model)"),
+    # DI-engine #333 and forums: masked_fill is not in place; its result thrown away, the mask does nothing
+    "mask_fill_result_discarded": _one(
+        "scaled_dot_product_attention", ATT, "scores = scores.masked_fill(~mask,", "scores.masked_fill(~mask,",
+        "attention whose masked_fill result is thrown away (masked_fill is not in place: no mask)",
+        "scores = scores.masked_fill(~mask, ...), or masked_fill_ in place"),
+    "attention_scaled_by_d_k": _one(
+        "scaled_dot_product_attention", ATT, " / math.sqrt(d_k)", " / d_k",
+        "attention scaled by 1/d_k where the paper has 1/sqrt(d_k)", "divide the scores by math.sqrt(d_k)"),
+    "attention_multiplied_by_sqrt_d_k": _one(
+        "scaled_dot_product_attention", ATT, " / math.sqrt(d_k)", " * math.sqrt(d_k)",
+        "attention that multiplies the scores by sqrt(d_k) instead of dividing",
+        "divide the scores by math.sqrt(d_k)"),
+    # the annotated transformer's -1e9: fine in float32, refused in float16 (its largest value is 65504)
+    "attention_masks_with_minus_1e9": _one(
+        "scaled_dot_product_attention", ATT, "masked_fill(~mask, torch.finfo(scores.dtype).min)",
+        "masked_fill(~mask, -1e9)",
+        "attention that fills blocked scores with -1e9, which float16 cannot hold",
+        "fill with torch.finfo(scores.dtype).min, which fits every dtype"),
+    # hyunwoongko/transformer #40: the pad mask over the queries, (B, 1, T, 1), not the keys
+    "pad_mask_over_the_queries": _one(
+        "make_pad_mask", MASKS, "(tokens != pad_idx)[:, None, None, :]", "(tokens != pad_idx)[:, None, :, None]",
+        "a pad mask shaped (B, 1, T, 1): it masks queries, not keys",
+        "(tokens != pad_idx)[:, None, None, :], shape (B, 1, 1, T)"),
+    # PyTorch's generate_square_subsequent_mask convention (True/-inf = blocked) carried over
+    "causal_mask_true_means_blocked": _one(
+        "make_causal_mask", MASKS, ".tril()[None, None]", ".triu(1)[None, None]",
+        "a causal mask that is True on the future (PyTorch's blocked-is-True convention)",
+        "True means 'may attend': .tril(), j <= i"),
+}
+BUGS.update(_REPORTED)
+
 # `grade adequacy`: checks (fnmatch patterns of their ids) that are expected to catch no entry of this
 # table, and why; any other check that catches none is flagged for a look (or a new entry)
 UNCAUGHT = {

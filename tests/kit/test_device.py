@@ -122,7 +122,8 @@ def test_the_gpu_tier_with_the_cpu_standing_in_passes_the_solutions_and_catches_
     report = on_the_cpu(mutant(tmp_path, bug.patches), "assignment2")
     assert_loses_only_in(report, bug.component)
     failed = {i for i, t in checks(report).items() if t["status"] != "passed" and not t.get("excused_by")}
-    assert failed == {"sdpa_under_autocast"}, failed  # fine in float32, on the meta device too
+    # fine in float32, on the meta device too; the public tier catches it in float16 on the CPU (issue 37)
+    assert failed == {"sdpa_under_autocast", "sdpa_masks_in_half_precision"}, failed
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine: nothing to run the GPU "

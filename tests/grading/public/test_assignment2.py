@@ -24,8 +24,8 @@ from tests.grading.helpers.checks import (
     expect_names,
     perturb,
 )
-from tests.grading.helpers.device import Case, check_device_placement, stored_case
-from tests.grading.helpers.names import CAUSAL_MASK, MHA, PAD_MASK, TGT_MASK, causal, mha_shapes
+from tests.grading.helpers.device import HALF_HINT, Case, check_device_placement, stored_case
+from tests.grading.helpers.names import CAUSAL_MASK, MHA, PAD_MASK, SDPA, TGT_MASK, causal, mha_shapes
 from tests.grading.helpers.oracles import attention, graded_rows, mha_weights, torch_mha
 from tests.grading.support import check_stored, stored
 
@@ -170,6 +170,32 @@ def test_sdpa_output_is_a_convex_combination_of_values(student, a):
                        got=f"{float(out[i]):.4g}", example=example,
                        hint="An output lies outside the range of the visible values. Likely causes: weights that are "
                             "negative or do not sum to 1, or masked values mixed in.")
+
+
+def test_sdpa_masks_in_half_precision(student):
+    """float16 on the CPU, compared with the submission's own float32 answer: only what half precision
+    changes can fail here (a fill such as -1e9, which float16 cannot hold: masked_fill refuses it)."""
+    from grader.sandbox.host import StudentError
+
+    q, k, v = s.tensor([2, 4, 8], 11), s.tensor([2, 5, 8], 12), s.tensor([2, 5, 3], 13)
+    mask = torch.tensor([[True, True, False, True, False]])  # every query sees a key
+    example = describe(q=q.half(), k=k.half(), v=v.half(), mask=mask)
+    want, _ = call_sdpa(student, q, k, v, mask, example=example)
+    try:
+        got = student.call(SDPA, q.half(), k.half(), v.half(), mask)
+    except StudentError as e:
+        if e.not_attempted:
+            raise
+        raise Mismatch(f"attention raises {e.type} in float16: {e.message}"[:200], got=f"{e.type}: {e.message}"[:300],
+                       expected="the float32 result, to float16's precision", where="\n".join(e.where),
+                       example=example, hint=HALF_HINT) from None
+    out = got[0] if type(got) is tuple and got else got
+    out = expect_tensor(out, name="out in float16", shape=want.shape, example=example, hint=HALF_HINT)
+    if not bool(torch.isfinite(out.float()).all()):
+        raise Mismatch("attention in float16 returns NaN or inf", expected="finite values", got="NaN or inf",
+                       example=example, hint=HALF_HINT)
+    assert_close(out.float(), want, name="out in float16 compared with your float32 out", example=example,
+                 atol=0.02 * max(1.0, float(want.abs().max())), rtol=0.02, hint=HALF_HINT)
 
 
 def test_sdpa_applies_dropout_to_the_weights(student):
