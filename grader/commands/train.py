@@ -136,7 +136,7 @@ def train_tree(*, submission: Path, out: Path, config: TrainConfig, seed: int = 
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        console.print("[yellow]No pictures: pip install matplotlib (or the kit's [plots] extra) "
+        console.print("[yellow]No pictures: pip install matplotlib (or the kit's \\[plots] extra) "
                       "to get the training curve, attention map and positional encoding as PNGs.[/yellow]")
         return 0
     try:

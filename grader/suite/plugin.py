@@ -23,8 +23,12 @@ def classify(exc: BaseException) -> Outcome:
         return Outcome("failed", "mismatch", exc.what, exc.details())
     if isinstance(exc, StudentError):
         details = {"where": "\n".join(exc.where)} if exc.where else {}
+        missing = _missing_file(exc)
+        if missing:
+            return Outcome("error", "missing_file", f"{missing} is missing: nothing to import", {})
         example = falsifying_example(exc)
-        if example:
+        # a file that does not import fails whatever the inputs: an example would only mislead
+        if example and not {"SyntaxError", "ImportError"} & set(exc.mro):
             details["example"] = example
         if exc.not_attempted:
             return Outcome("error", "not_attempted", f"not attempted ({exc.type}: {exc.message})", details)
@@ -34,6 +38,14 @@ def classify(exc: BaseException) -> Outcome:
     if isinstance(exc, AssertionError):
         return Outcome("failed", "mismatch", str(exc) or "assertion failed")
     return Outcome("error", "grader", f"the check could not use what the code returned ({type(exc).__name__}: {exc})")
+
+
+def _missing_file(exc: StudentError) -> str:
+    """The submission's file that an import found missing ("assignment1/layer_norm.py"), else ""."""
+    prefix = "No module named 'submission."
+    if exc.type != "ModuleNotFoundError" or not exc.message.startswith(prefix):
+        return ""
+    return exc.message.removeprefix(prefix).partition("'")[0].replace(".", "/") + ".py"
 
 
 def falsifying_example(exc: BaseException, limit: int = 1500) -> str:
