@@ -52,15 +52,16 @@ def load(course: Course) -> dict[str, dict]:
 
 
 def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
-             excused: frozenset[str] = frozenset()) -> dict[str, dict]:
+             excused: frozenset[str] = frozenset(), table: dict[str, dict] | None = None) -> dict[str, dict]:
     """component -> {"bug": id, "message": the sentence for the student}, where one bug explains all.
 
     `excused`: the failed checks that pass with the reference's parts swapped in. A component with
     one of them fails (at least partly) because of a part, and a part's bug can make it say exactly
     what one of its own bugs says (a PositionalEncoding without dropout and a TransformerEmbedding
     that does not pass dropout on fail TransformerEmbedding's checks alike): the part is named, in
-    its own component, and the composite is not."""
-    table = load(course)
+    its own component, and the composite is not. `table`: the bug table to match (default: the
+    course's bugs.json; {} leaves the forensics alone, as for a bug outside the table)."""
+    table = load(course) if table is None else table
     found = {}
     for comp in spec.components:
         failing = failing_public(spec, comp.name, results)

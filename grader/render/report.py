@@ -135,7 +135,9 @@ def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False) -> 
     for t in shown:
         tier = " (hidden)" if t.tier == "hidden" else ""
         # a diagnosis says the cause: the check's list of likely ones is for --verbose
-        details = _details(t, verbose, hint=verbose or not c.diagnosis, tight=tight)
+        # ("looks like" says what the values are, not why: the hint stays)
+        details = _details(t, verbose, hint=verbose or not c.diagnosis or c.diagnosis["bug"].startswith("looks_like:"),
+                           tight=tight)
         panels.append(Panel(details, title=Text.assemble(_status(t.outcome.status), f"  {t.id}{tier}"),
                             title_align="left", border_style=STYLES.get(t.outcome.status, "")))
     others = [t for t in failed if t not in shown]

@@ -133,17 +133,18 @@ def looks_like(got: torch.Tensor, expected: torch.Tensor, graded: torch.Tensor |
     if not bool(torch.isfinite(e).all()):
         return ""
     scale = max(float(e.abs().max()), 1e-6)
-    if len(torch.unique(e)) < _EVIDENCE:
-        return ""  # a tiny example (a row of pe at position 0 is 0, 1, 0, 1...) fits too many stories
     if graded is not None and not bool(graded.all()):
         # only the graded positions can be trusted: the simple rules over them, flat
         m = graded.detach().cpu().bool().expand(e.shape)
         g, e = g[m], e[m]
-        if len(torch.unique(e)) < _EVIDENCE:
-            return ""
-        return _scaled(g, e, scale) or _only_where_zero(g, e, scale)
-    return (_nan_rows(g, e, scale) or _scaled(g, e, scale) or _moved(g, e, scale) or _sums(g, e)
-            or _only_where_zero(g, e, scale))
+    # a named factor shared by two different nonzero values is already a story; the other rules need
+    # more: a tiny example (a row of pe at position 0 is 0, 1, 0, 1...) fits too many of them
+    scaled = _scaled(g, e, scale) if len(torch.unique(e[e != 0].abs())) >= 2 else ""
+    if scaled or len(torch.unique(e)) < _EVIDENCE:
+        return scaled
+    if graded is not None and not bool(graded.all()):
+        return _only_where_zero(g, e, scale)
+    return _nan_rows(g, e, scale) or _moved(g, e, scale) or _sums(g, e) or _only_where_zero(g, e, scale)
 
 
 def _mask(got: torch.Tensor, expected: torch.Tensor) -> str:

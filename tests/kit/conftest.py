@@ -138,6 +138,14 @@ def grade_one_bug(tmp_path: Path, name: str) -> dict:
     named = {c["name"]: c["diagnosis"]["bug"] for c in report["components"] if c["diagnosis"]}
     wanted = {} if bug.undiagnosed else {bug.component: name}
     assert named == wanted, f"diagnosed {named}, expected {wanted} (stale? run grade expected)"
+    # the numerical forensics alone, as for a bug outside the table, may name this component, never another
+    from grader import diagnosis, load_course
+
+    course = load_course(ROOT / "course.toml")
+    results = {t.id: t.outcome for c in result.components for t in c.checks}
+    waits = frozenset(t.id for c in result.components for t in c.checks if t.excused_by or t.waiting_on)
+    alone = diagnosis.diagnose(course, course.assignment(bug.assignment), results, waits, table={})
+    assert set(alone) <= {bug.component}, f"forensics said {alone} of a bug in {bug.component}"
     return report
 
 

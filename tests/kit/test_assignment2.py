@@ -29,6 +29,7 @@ def test_a_classic_bug_costs_its_own_component_only_and_is_named_there_in_one_sc
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_a_correct_solution_written_differently_gets_full_marks(tmp_path, variant):
     report = grade_json(mutant(tmp_path, VARIANTS[variant]), "assignment2")
+    assert not any(c["diagnosis"] for c in report["components"])  # correct code: nothing named, no "looks like"
     assert scores(report) == full_marks(report), [
         (t["id"], t["message"]) for c in report["components"] for t in c["tests"] if t["status"] != "passed"]
 
