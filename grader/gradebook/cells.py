@@ -202,6 +202,11 @@ def describe(entry: dict, *, assignment: str = "assignmentN") -> list[str]:
             verb = "fails" if len(parts) == 1 else "fail"
             lines.append(f"  excused  {t.get('id')}: fails only because your {' and '.join(parts)} {verb} "
                          "(charged there)")
+        elif t.get("waiting_on"):  # a student's copy: not charged until the part passes (grader.scoring)
+            on = [str(p) for p in t["waiting_on"]]
+            lines.append(f"  waiting  {t.get('id')}: runs through your {' and '.join(on)}, which "
+                         + ("fails its own checks (judged once it passes)" if len(on) == 1 else
+                            "fail their own checks (judged once they pass)"))
         elif t.get("reason") in NOT_COUNTED:
             lines.append(f"  skipped  {t.get('id')}: {_one_line(t.get('message'))}")
         else:
@@ -209,7 +214,9 @@ def describe(entry: dict, *, assignment: str = "assignmentN") -> list[str]:
             lines.append(f"  FAILED   {t.get('id')}: {_one_line(t.get('message')) or t.get('reason')}")
     if failed:
         # one in full, as `grade` shows it without --verbose; a diagnosis says the cause, so no hint
-        lines += _details(_telling(failed), hint=not diagnosed)
+        # the check grading chose with the bug table (the JSON's `telling`, grader.telling), as `grade` shows
+        chosen = next((t for t in failed if t.get("id") == entry.get("telling")), None)
+        lines += _details(chosen or _telling(failed), hint=not diagnosed)
         if len(failed) > 1:
             lines.append(f"  (`grade {assignment} --verbose` in this folder shows every failed check in full)")
     hidden = [t for t in tests if t.get("hidden") and t.get("reason") not in NOT_COUNTED]

@@ -15,6 +15,7 @@ import pytest
 
 from grader import load_course
 from grader.authoring.release import _public_tier, course_text
+from grader.gradebook import cells
 from grader.results import CheckResult, ComponentResult, Outcome
 from tests.grading.bugs import BUGS
 from tests.kit.conftest import ROOT, full_marks, grade_json, mutant, run_grade, scores
@@ -64,6 +65,8 @@ def test_the_students_report_charges_what_the_instructors_does_and_starts_at_the
     for c in waiting:  # waits on the part itself, through the components that wait on it
         assert c["waiting_on"] == [part] and c["score"] == c["max_score"], c
         assert all(t["waiting_on"] == [part] for t in c["tests"] if t["status"] != "passed"), c["name"]
+        said = cells.describe(c, assignment=assignment)  # a notebook's cell says the same
+        assert any(line.startswith("  waiting  ") for line in said) and not any("FAILED" in s for s in said)
     text = " ".join(proc.stdout.split())
     assert f"Start here: {part} in {FILE[part]}" in text, text
     assert "Not counted" in text or "not counted until" in text, text

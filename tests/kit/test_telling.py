@@ -2,6 +2,7 @@
 (grader.telling), chosen with the bug table that grade expected stores (bugs.json)."""
 
 from grader import diagnosis, load_course
+from grader.gradebook import cells
 from grader.results import CheckResult, ComponentResult, Outcome
 from grader.telling import most_telling, pairs
 from tests.grading.bugs import BUGS
@@ -22,6 +23,8 @@ def test_heads_split_without_the_transpose_shows_the_check_that_names_the_fix(tm
     mha = next(c for c in as_json(graded)["components"] if c["name"] == "MultiHeadAttention")
     assert mha["telling"] == "mha_heads_use_contiguous_columns", mha["telling"]
     assert shown_in_full(report_lines(graded)) == ["mha_heads_use_contiguous_columns"]
+    # the nbgrader feedback's cell shows the same one in full
+    assert "  mha_heads_use_contiguous_columns, in full:" in cells.describe(mha, assignment="assignment2")
 
 
 def test_two_bugs_in_layer_norm_show_the_check_whose_hint_names_both(tmp_path):
