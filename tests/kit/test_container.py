@@ -35,12 +35,13 @@ REFERENCE = f"{SOURCE}/course/reference/{ASSIGNMENT}/layer_norm.py"
 HIDDEN = f"{SOURCE}/course/tests/grading/hidden/test_{ASSIGNMENT}.py"
 OPEN_FILE = "/srv/open-to-all.txt"  # world-readable, outside every path the kit reads
 KIT = "/srv/kit"  # the course, readable by nobody, for `grade` run as that user
+DAEMON = "kit-daemon-left-behind"  # in the command line of the hostile tree's daemon
 
 
 def attacks(port: int, planted: str) -> str:
     """Each attack in turn; one that gets through sets LEAK (its LayerNorm then answers zeros)."""
     return f"""
-import ctypes, signal, socket
+import ctypes, signal, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)
 def seize(pid):
     # PTRACE_SEIZE does not stop the grader; the child that seized it detaches it by exiting
@@ -50,6 +51,18 @@ def seize(pid):
         os._exit(0)
     os.close(w)
     return os.read(r, 1) == b"1"
+def daemon():
+    # a new session, then a grandchild whose parent exits: judged from outside (`survivors`)
+    if os.fork() == 0:
+        try:
+            os.setsid()
+        except OSError:
+            os._exit(0)
+        if os.fork() == 0:
+            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(60)", {DAEMON!r}])
+        os._exit(0)
+    os.wait()
+    return False
 def attempt(what, action):
     global LEAK
     try:
@@ -76,6 +89,7 @@ attempt("ptrace the grader", lambda: seize(os.getppid()))
 attempt("read the grader's memory", lambda: open(f"/proc/{{os.getppid()}}/mem", "rb").read(1))
 attempt("make a user namespace", lambda: libc.unshare(0x10000000) == 0)
 attempt("set up io_uring", lambda: libc.syscall(425, 8, ctypes.create_string_buffer(120)) >= 0)
+attempt("leave a daemon behind", daemon)
 """
 
 
@@ -124,6 +138,16 @@ def run_autograder(name: str, tree: Path) -> dict:
     return json.loads(sh(name, "cat /autograder/results/results.json").stdout)
 
 
+def survivors(name: str) -> list[str]:
+    """The hostile daemons still alive in the container (each killed, once counted)."""
+    found = sh(name, "python3 -c \"import os, sys; print(' '.join(p for p in os.listdir('/proc') if p.isdigit() and "
+                     f"b'{DAEMON}' in open(f'/proc/{{p}}/cmdline', 'rb').read() and int(p) != os.getpid()))\"")
+    pids = found.stdout.split()
+    if pids:
+        sh(name, f"kill -9 {' '.join(pids)} || true")
+    return pids
+
+
 def component_scores(data: dict) -> dict[str, float]:
     return {t["name"]: t["score"] for t in data["tests"] if t["visibility"] == "visible"}
 
@@ -156,6 +180,7 @@ def test_every_attack_of_a_hostile_submission_is_refused_as_root(container, tmp_
             listener.accept()
     assert data["score"] == 40, data["output"] + json.dumps(data["tests"])[-3000:]
     assert sh(container, f"test -e {planted} || echo absent").stdout.strip() == "absent"
+    assert survivors(container) == []
 
 
 def grade_as_nobody(name: str, tmp_path: Path, tier: str) -> tuple[dict, bool]:
@@ -189,9 +214,11 @@ def test_as_nobody_grade_works_and_every_attack_is_refused(container, tmp_path):
     assert not connected
     assert {c["name"]: c["score"] for c in report["components"]} == \
         {c["name"]: c["max_score"] for c in report["components"]}, json.dumps(report)[-3000:]
+    assert survivors(container) == []
     report, connected = grade_as_nobody(container, tmp_path, "process")
     layer_norm = next(c for c in report["components"] if c["name"] == "LayerNorm")
     assert connected and layer_norm["score"] < layer_norm["max_score"]
+    assert survivors(container)  # the process tier, without a uid of its own, leaves it behind
 
 
 @pytest.mark.parametrize("user", ["root", "nobody"])

@@ -12,8 +12,10 @@ every file the grading user can read within the submission's reach.
   cross-process memory, namespaces and mounts, io_uring (whose operations would bypass the filter),
   BPF, perf events, keyrings, userfaultfd, modules, kexec, clocks and the like fail with EPERM;
   clone3 answers ENOSYS, as Docker's profile does, so that the C library falls back to clone,
-  whose namespace flags the filter can see. Syscalls of another ABI (32-bit int 0x80, x32) kill
-  the process: libseccomp's default for an architecture not added to the filter.
+  whose namespace flags the filter can see. setsid and setpgid fail too: every process the
+  submission starts stays in the worker's process group, which the grader kills at the end.
+  Syscalls of another ABI (32-bit int 0x80, x32) kill the process: libseccomp's default for an
+  architecture not added to the filter.
 - `no_new_privs`, which both need: no setuid program gives privileges back.
 
 Both are inherited by every thread (TSYNC) and every process the submission starts, and can only
@@ -54,6 +56,9 @@ REFUSED = (
     "swapon", "swapoff", "acct", "quotactl", "syslog", "iopl", "ioperm", "lookup_dcookie",
     "sethostname", "setdomainname", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
     "fanotify_init", "personality",
+    # a process that leaves the worker's session or group would outlive the sandbox, which kills the
+    # group: without namespaces or a uid of its own nothing else ties it to the sandbox
+    "setsid", "setpgid",
 )
 NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000,
                    0x00000080)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
