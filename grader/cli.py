@@ -1,65 +1,9 @@
 """The `grade` command line: one module per command (grader.commands), bad input one line, exit 2."""
 
-import argparse
-import atexit
-import os
-import shutil
 import sys
-import tempfile
-from collections.abc import Callable
-from pathlib import Path
 
+from grader.commands import COMMANDS, keep_hypothesis_out_of_cwd
 from grader.course import ConfigError
-
-# `grade NAME ...` runs grader.commands.NAME; anything else is `grade assignmentN ...`
-COMMANDS = ("stubs", "expected", "train", "batch", "release", "nbgrader", "gradescope", "doctor", "export", "adequacy")
-
-
-class UsageParser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one line and exit status 2."""
-
-    def error(self, message):
-        print(f"{self.prog}: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
-    return value
-
-
-def find_course(given: str | None) -> Path:
-    """`--course`, else the nearest course.toml upward from here, else the kit's own."""
-    if given:
-        return Path(given)
-    for folder in [Path.cwd(), *Path.cwd().parents]:
-        if (folder / "course.toml").is_file():
-            return folder / "course.toml"
-    kit = Path(__file__).resolve().parent.parent / "course.toml"
-    if kit.is_file():
-        return kit
-    raise ConfigError("no course.toml here or in any parent folder (pass --course PATH)")
-
-
-def keep_hypothesis_out_of_cwd() -> None:
-    """Point Hypothesis's storage at a scratch folder removed at exit, unless the user chose one.
-
-    Hypothesis keeps caches under `./.hypothesis` of the current directory, created on first
-    use (hypothesis.configuration.storage_directory): grading has its example database off,
-    but Hypothesis still caches the constants it collects from local source files there
-    (`.hypothesis/constants/`). Grading must leave the folder it runs in as it was. The
-    variable is read lazily, so setting it before Hypothesis first stores anything is enough;
-    the submission's process never sees it (it gets a clean environment)."""
-    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-        return
-    home = tempfile.mkdtemp(prefix="grade-hypothesis-")
-    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = home
-    atexit.register(shutil.rmtree, home, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,18 +25,3 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-
-
-def regenerate(argv: list[str], *, name: str, description: str, what: str,
-               write_all: Callable[..., list[Path]]) -> int:
-    """`grade stubs` and `grade expected`: write generated files, or with --check list the stale ones."""
-    from grader import load_course
-
-    p = UsageParser(prog=f"grade {name}", description=description)
-    p.add_argument("--check", action="store_true", help=f"only report {what} that differ; exit 1 if any")
-    p.add_argument("--course", metavar="PATH")
-    args = p.parse_args(argv)
-    stale = write_all(load_course(find_course(args.course)), check=args.check)
-    for path in stale:
-        print(("stale: " if args.check else "wrote: ") + str(path))
-    return 1 if args.check and stale else 0

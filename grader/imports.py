@@ -5,7 +5,7 @@ installed and nothing else."""
 import ast
 from pathlib import Path
 
-import grader
+PACKAGE = __name__.partition(".")[0]  # grader
 
 
 def import_root(folder: Path) -> Path:
@@ -46,7 +46,7 @@ def imported(path: Path, root: Path) -> set[Path]:
     found = set()
     for name in names:
         parts = name.split(".")
-        if parts[0] == grader.__name__:
+        if parts[0] == PACKAGE:
             continue  # the package ships whole
         for i in range(1, len(parts) + 1):
             stem = root.joinpath(*parts[:i])

@@ -52,9 +52,9 @@ def check(assignment: str, submission: str | Path | None = None, *, only: str | 
     grader.ConfigError, whose message names it."""
     from rich.console import Console
 
-    from grader import load_course
-    from grader.cli import find_course, keep_hypothesis_out_of_cwd
+    from grader.commands import find_course, keep_hypothesis_out_of_cwd
     from grader.course import ConfigError
+    from grader.course import load as load_course
     from grader.only import parse
     from grader.render import report
     from grader.results import to_json

@@ -21,12 +21,9 @@ from __future__ import annotations
 import os
 import pickle
 import select
-import signal
 import struct
 import subprocess
 import sys
-import traceback
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,7 +31,7 @@ if TYPE_CHECKING:
     from grader.results import Outcome
 
 BOOT = "import pickle, sys; init = pickle.load(sys.stdin.buffer); sys.path[:] = init['path']; " \
-       "from grader.split import serve; serve(init)"
+       "from grader.warm import serve; serve(init)"
 
 
 def spare_core() -> bool:
@@ -210,48 +207,3 @@ class Helper:
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()
             self.proc.wait()
-
-
-def serve(init: dict) -> None:
-    """The helper's side: grade the jobs read from stdin until it closes."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    replies = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # whatever else prints cannot corrupt the replies
-
-    def reply(message: object) -> None:
-        data = pickle.dumps(message)
-        replies.write(struct.pack(">Q", len(data)) + data)
-        replies.flush()
-
-    from grader import load_course
-    from grader.warm import Grader
-
-    course = load_course(Path(init["course"]))
-    with Grader(course) as grader:
-        reply("ready")
-        while True:
-            try:
-                job = pickle.load(sys.stdin.buffer)
-            except EOFError:
-                return
-            try:
-                reply(_grade_far(grader, course, job))
-            except Exception:
-                reply({"error": traceback.format_exc()[-3000:]})
-
-
-def _grade_far(grader: Any, course: Course, job: dict) -> dict:
-    from grader.grading import frozen_heap, one_intra_op_thread, run_checks
-    from grader.suite.remote import Submission
-
-    sandbox = grader.sandbox(assignment=job["assignment"], submission=job["submission"], device=job["device"])
-    try:
-        student = Submission(sandbox, job["gpu"], job["reference"])
-        student.forbidden = job["forbidden"]
-        with one_intra_op_thread(), frozen_heap():
-            results: dict[str, Outcome] = run_checks(course, student, job["checks"], quick=job["quick"])
-        faults = [(fault.kind, fault.detail, fault.check) for fault in sandbox.faults]
-        return {"results": results, "executed": list(zip(student.executed, student.executed_in, strict=True)),
-                "faults": faults, "modules": student.modules}
-    finally:
-        sandbox.close()

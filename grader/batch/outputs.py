@@ -69,44 +69,6 @@ def empty_report(spec: Assignment, submission: str, status: str, message: str) -
                             "tests": [], "forbidden": [], "flagged": []} for c in spec.components]}
 
 
-def write_student(out: Path, student: str, record: dict) -> None:
-    """`record`: {"report", "batch": {...}, "feedback"?, "feedback_html"?}: the student's files."""
-    name = safe_name(student)
-    report = {**record["report"], "batch": record["batch"]}
-    if record.get("feedback"):
-        write_atomic(out / "feedback" / f"{name}.txt", record["feedback"])
-    if record.get("feedback_html"):
-        from grader.batch import html
-
-        write_atomic(out / "feedback" / f"{name}.html", html.student_page(student, report, record["feedback_html"]))
-    write_atomic(out / "gradescope" / name / "results.json", json.dumps(gradescope(report), indent=2) + "\n")
-    # last: its presence marks the student done for a resumed batch
-    write_atomic(out / "reports" / f"{name}.json", json.dumps(report, indent=2) + "\n")
-
-
-def rewrite_overridden(out: Path, student: str, report: dict) -> None:
-    """A graded student's files again, for `report` whose overrides changed (grader.batch.regrade): the
-    feedback's override lines, the HTML page, Gradescope's results, the report."""
-    from grader.batch import html, regrade
-
-    name = safe_name(student)
-    text = out / "feedback" / f"{name}.txt"
-    if text.exists():
-        kept = text.read_text()
-        cut = kept.find(OVERRIDE_MARK)
-        write_atomic(text, (kept if cut < 0 else kept[:cut]) + regrade.feedback_section(report))
-    page = out / "feedback" / f"{name}.html"
-    if page.exists():
-        found = re.search(r'<pre class="report">(.*)</pre>', page.read_text(), flags=re.S)
-        if found:
-            write_atomic(page, html.student_page(student, report, found.group(1)))
-    write_atomic(out / "gradescope" / name / "results.json", json.dumps(gradescope(report), indent=2) + "\n")
-    write_atomic(out / "reports" / f"{name}.json", json.dumps(report, indent=2) + "\n")
-
-
-OVERRIDE_MARK = "\nChanged by your instructor (override)\n"
-
-
 def read_student(out: Path, student: str) -> dict | None:
     try:
         return json.loads((out / "reports" / f"{safe_name(student)}.json").read_text())

@@ -13,9 +13,12 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
+import re
 from pathlib import Path
 
-from grader.batch import safe
+from grader.batch import html, safe
+from grader.batch.outputs import gradescope, safe_name, write_atomic
 from grader.course import Assignment, ConfigError, Course
 
 GRADER_DIR = Path(__file__).resolve().parent.parent
@@ -79,8 +82,6 @@ def changes(before: dict[str, dict], after: list[tuple[str, dict]]) -> list[dict
 
 
 def write_changes(path: Path, rows: list[dict]) -> None:
-    from grader.batch.outputs import write_atomic
-
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CHANGE_COLUMNS)
@@ -166,3 +167,24 @@ def feedback_section(report: dict) -> str:
                                initial_indent="  ", subsequent_indent="    ")
     lines.append(f"  Total: {report['score']:g} / {report['max_score']:g}")
     return "\n".join(lines) + "\n"
+
+
+OVERRIDE_MARK = "\nChanged by your instructor (override)\n"
+
+
+def rewrite_overridden(out: Path, student: str, report: dict) -> None:
+    """A graded student's files again, for `report` whose overrides changed (load_overrides): the
+    feedback's override lines, the HTML page, Gradescope's results, the report."""
+    name = safe_name(student)
+    text = out / "feedback" / f"{name}.txt"
+    if text.exists():
+        kept = text.read_text()
+        cut = kept.find(OVERRIDE_MARK)
+        write_atomic(text, (kept if cut < 0 else kept[:cut]) + feedback_section(report))
+    page = out / "feedback" / f"{name}.html"
+    if page.exists():
+        found = re.search(r'<pre class="report">(.*)</pre>', page.read_text(), flags=re.S)
+        if found:
+            write_atomic(page, html.student_page(student, report, found.group(1)))
+    write_atomic(out / "gradescope" / name / "results.json", json.dumps(gradescope(report), indent=2) + "\n")
+    write_atomic(out / "reports" / f"{name}.json", json.dumps(report, indent=2) + "\n")

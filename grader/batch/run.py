@@ -21,7 +21,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from grader.batch import cluster, collect, lms, outputs, pool, regrade, safe, similarity, summary
+from grader.batch import cluster, collect, html, lms, outputs, pool, regrade, safe, similarity, summary
 from grader.course import ConfigError, Course
 
 OVERRIDES = "overrides.csv"  # in OUT: the overrides that every later run applies
@@ -115,7 +115,7 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
             if entry.problem:
                 report = outputs.empty_report(spec, str(source), entry.problem, entry.message)
                 record = {"report": report, "batch": {**meta, "status": entry.problem, "message": entry.message}}
-                outputs.write_student(out, entry.student, record)
+                write_student(out, entry.student, record)
                 records[entry.student] = {**report, "batch": record["batch"]}
                 continue
             entry.fingerprint = digest
@@ -137,7 +137,7 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
                 record = {"report": report, "batch": {**meta, "status": outputs.status_of(report), "message": ""},
                           "feedback": result[f"feedback{full}"], "feedback_html": result.get(f"feedback{full}_html")}
                 batch.graded += 1
-            outputs.write_student(out, entry.student, record)
+            write_student(out, entry.student, record)
             records[entry.student] = {**record["report"], "batch": record["batch"]}
 
         if pending:
@@ -160,7 +160,7 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
         for student in sorted(records):
             record = regrade.apply_overrides(records[student], granted.get(student, {}))
             if record != records[student]:
-                outputs.rewrite_overridden(out, student, record)
+                regrade.rewrite_overridden(out, student, record)
             batch.rows.append((student, record))
         if batch.rows:
             if before and (out / "grades.csv").is_file():  # the earlier run's grades, kept
@@ -176,3 +176,18 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: i
     if similar is not None and batch.rows:
         batch.summary["similarity"] = similarity.of_class(course, assignment, code, threshold=similar)
     return batch
+
+
+def write_student(out: Path, student: str, record: dict) -> None:
+    """`record`: {"report", "batch": {...}, "feedback"?, "feedback_html"?}: the student's files."""
+    name = outputs.safe_name(student)
+    report = {**record["report"], "batch": record["batch"]}
+    if record.get("feedback"):
+        outputs.write_atomic(out / "feedback" / f"{name}.txt", record["feedback"])
+    if record.get("feedback_html"):
+        page = html.student_page(student, report, record["feedback_html"])
+        outputs.write_atomic(out / "feedback" / f"{name}.html", page)
+    results = json.dumps(outputs.gradescope(report), indent=2) + "\n"
+    outputs.write_atomic(out / "gradescope" / name / "results.json", results)
+    # last: its presence marks the student done for a resumed batch
+    outputs.write_atomic(out / "reports" / f"{name}.json", json.dumps(report, indent=2) + "\n")

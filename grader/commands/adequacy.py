@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from grader.cli import UsageParser, find_course
+from grader.commands import UsageParser, find_course
 
 
 def parser() -> UsageParser:

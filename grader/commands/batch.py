@@ -8,7 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
-from grader.cli import UsageParser, find_course, positive_int
+from grader.commands import UsageParser, find_course, positive_int
 from grader.course import ConfigError
 
 

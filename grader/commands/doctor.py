@@ -6,7 +6,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from grader.cli import UsageParser, find_course
+from grader.commands import UsageParser, find_course
 from grader.course import ConfigError
 
 

@@ -1,6 +1,6 @@
 """`grade expected [--check]`: regenerate the public tier's stored reference outputs."""
 
-from grader.cli import regenerate
+from grader.commands import regenerate
 
 
 def main(argv: list[str]) -> int:

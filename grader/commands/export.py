@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from grader.cli import UsageParser
+from grader.commands import UsageParser
 
 
 def parser() -> UsageParser:

@@ -5,12 +5,12 @@ import os
 import time
 from pathlib import Path
 
-from grader.cli import UsageParser, find_course
+from grader.commands import UsageParser, find_course
 from grader.course import ConfigError
 
 
 def parser() -> UsageParser:
-    from grader.cli import COMMANDS
+    from grader.commands import COMMANDS
 
     p = UsageParser(prog="grade", description="Grade an assignment of the Transformer course kit. "
                     f"Other commands: {', '.join(f'grade {c}' for c in COMMANDS)} (see grade COMMAND --help).")

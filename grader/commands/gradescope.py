@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from grader.cli import UsageParser, find_course
+from grader.commands import UsageParser, find_course
 
 
 def main(argv: list[str]) -> int:

@@ -6,7 +6,7 @@ The whole pipeline is in grader.gradebook's docstring and the README ("Grade in 
 import argparse
 from pathlib import Path
 
-from grader.cli import UsageParser, find_course
+from grader.commands import UsageParser, find_course
 from grader.course import ConfigError
 
 

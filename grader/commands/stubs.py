@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from grader.cli import regenerate
+from grader.commands import regenerate
 from grader.course import ConfigError, Course
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader.cli import UsageParser, find_course, positive_int
+from grader.commands import UsageParser, find_course, positive_int
 from grader.course import ConfigError
 
 if TYPE_CHECKING:
