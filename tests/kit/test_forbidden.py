@@ -80,12 +80,16 @@ def test_layer_norm_built_on_torch_is_zeroed(tmp_path, body, what):
 
 
 def test_computed_getattr_is_caught_running_and_flagged_in_the_source(tmp_path):
-    report = grade_json(mutant(tmp_path, {LN: [(LN_BODY, LN_GETATTR)]}), "assignment1")
+    tree = mutant(tmp_path, {LN: [(LN_BODY, LN_GETATTR)]})
+    report = grade_json(tree, "assignment1")
     assert_zeroed_only(report, "LayerNorm", "torch.nn.functional.layer_norm", "executed")
     layer_norm = next(c for c in report["components"] if c["name"] == "LayerNorm")
-    assert layer_norm["forbidden"] == [{"what": "torch.nn.functional.layer_norm", "where": f"{LN}:40",
+    # the lines of LN_GETATTR in the mutated file: the getattr, then the call
+    line = (tree / LN).read_text().splitlines().index(LN_GETATTR.splitlines()[0]) + 1
+    assert layer_norm["forbidden"] == [{"what": "torch.nn.functional.layer_norm", "where": f"{LN}:{line + 1}",
                                         "how": "executed"}]
-    assert layer_norm["flagged"] == [{"what": "getattr with a computed name", "where": f"{LN}:39", "how": "source"}]
+    assert layer_norm["flagged"] == [{"what": "getattr with a computed name", "where": f"{LN}:{line}",
+                                      "how": "source"}]
 
 
 def test_attention_via_torch_sdpa_is_zeroed_and_multi_head_attention_keeps_its_points(tmp_path):
