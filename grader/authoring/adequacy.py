@@ -80,17 +80,9 @@ def matrix(course: Course, assignment: str) -> dict:
 def uncaught_reasons(course: Course) -> dict[str, str]:
     """The bug table's `UNCAUGHT` (optional): check id patterns (fnmatch) -> why a check of theirs is
     expected to catch no entry of the table (it guards what the table's kind of bug cannot break)."""
-    import importlib.util
+    from grader.authoring.expected import bugs_module
 
-    path = course.suites / "bugs.py"
-    if not path.exists():
-        return {}
-    spec = importlib.util.spec_from_file_location("_kit_bugs_reasons", path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"{path}: cannot be imported as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return dict(getattr(module, "UNCAUGHT", {}))
+    return dict(getattr(bugs_module(course), "UNCAUGHT", {}))
 
 
 def render(found: dict):

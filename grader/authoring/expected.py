@@ -100,17 +100,23 @@ def load(course: Course, assignment: str) -> dict[str, dict]:
     return torch.load(path_for(course, assignment), weights_only=True)
 
 
-def load_bugs(course: Course) -> dict:
-    """The course's table of classic bugs (name -> an object with component, patches, message, fix)."""
+def bugs_module(course: Course):
+    """The course's `bugs.py` (the table of classic bugs), imported; None where it has none."""
     path = course.suites / "bugs.py"
     if not path.exists():
-        return {}
+        return None
     spec = importlib.util.spec_from_file_location("_kit_bugs", path)
     if spec is None or spec.loader is None:
         raise ConfigError(f"{path}: cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.BUGS
+    return module
+
+
+def load_bugs(course: Course) -> dict:
+    """The course's table of classic bugs (name -> an object with component, patches, message, fix)."""
+    module = bugs_module(course)
+    return module.BUGS if module is not None else {}
 
 
 def bug_tree(course: Course, patches: dict[str, list[tuple[str, str]]], into: Path, name: str) -> Path:
