@@ -3,10 +3,10 @@
 The course's table of classic bugs (grader.diagnosis: `bugs.json`, what each bug makes its
 component's public checks say) tells which checks each bug fails. A failing check is ranked by
 
-1. how much its hint names a bug that fails it: word pairs of the bug's sentence ("heads split
-   with view(B, h, T, d_k) without the transpose") found, in order, in the hint (a hint that
-   says "not view(B, n_heads, T, d_k)" names that bug; one that gives the recipe "view(B, T, h,
-   d_k).transpose(1, 2)" much less), summed over those bugs (a diagnosed component: its bug only);
+1. how much its hint names the bugs that fail it (a diagnosed component: its bug alone): the word
+   pairs of each bug's sentence ("heads split with view(B, h, T, d_k) without the transpose")
+   found in the hint, summed (a hint that says "not view(B, n_heads, T, d_k)" names that bug; one
+   that gives the recipe "view(B, T, h, d_k).transpose(1, 2)" much less);
 2. how few of the component's bugs fail it (a check every bug fails says little);
 3. a wrong value over an exception or a timeout, then the smallest example.
 
@@ -36,13 +36,15 @@ def shown(component: ComponentResult) -> list[CheckResult]:
             and not t.excused_by and not t.waiting_on]
 
 
-def rank(check: CheckResult, bugs: dict[str, dict]) -> tuple:
-    """The sort key of `check` among its component's failures (smallest first); `bugs`: the table's
-    entries of the component (name -> {"message", "failing", ...}), or its diagnosed bug alone."""
+def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | None = None) -> tuple:
+    """The sort key of `check` among its component's failures (smallest first). `bugs`: the table's
+    entries of the component (name -> {"message", "failing", ...}); `suspects`: those the failures
+    may come from (a diagnosed component: its bug alone; default: those that fail the check)."""
     o = check.outcome
     hint = pairs(str(o.details.get("hint", "")))
     failing = [bug for bug in bugs.values() if check.id in bug.get("failing", {})]
-    named = sum(len(pairs(bug.get("message", "")) & hint) for bug in failing)
+    suspected = failing if suspects is None else [bug for bug in suspects.values() if bug in failing]
+    named = sum(len(pairs(bug.get("message", "")) & hint) for bug in suspected)
     return (check.tier == "hidden", -named, len(failing), o.reason != "mismatch",
             len(str(o.details.get("example", ""))) or 1 << 20)
 
@@ -53,6 +55,6 @@ def most_telling(component: ComponentResult, table: dict[str, dict]) -> CheckRes
     if not failed:
         return None
     bugs = {name: bug for name, bug in table.items() if bug.get("component") == component.name}
-    if component.diagnosis and component.diagnosis.get("bug") in bugs:
-        bugs = {component.diagnosis["bug"]: bugs[component.diagnosis["bug"]]}
-    return min(failed, key=lambda t: rank(t, bugs))
+    diagnosed = (component.diagnosis or {}).get("bug")
+    suspects = {diagnosed: bugs[diagnosed]} if diagnosed in bugs else None
+    return min(failed, key=lambda t: rank(t, bugs, suspects))
