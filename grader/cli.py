@@ -1,5 +1,7 @@
 """The `grade` command line: one module per command (grader.commands), bad input one line, exit 2."""
 
+import os
+import shutil
 import sys
 
 from grader.commands import COMMANDS, keep_hypothesis_out_of_cwd
@@ -13,7 +15,8 @@ def main(argv: list[str] | None = None) -> int:
         print("grade: runs on Linux, macOS or WSL2 (Windows Subsystem for Linux), not on Windows itself; "
               "install WSL2 and run it there", file=sys.stderr)
         return 2
-    keep_hypothesis_out_of_cwd()
+    scratch = keep_hypothesis_out_of_cwd()
+    program = argv is None  # the `grade` program itself, not a call from Python
     argv = sys.argv[1:] if argv is None else argv
     name = argv[0] if argv and argv[0] in COMMANDS else None
     try:
@@ -24,4 +27,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"grade: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        if program:  # Ctrl-C ends it now: the interpreter's exit (torch's finalizers, a collection) took seconds
+            sys.stdout.flush()
+            sys.stderr.flush()
+            if scratch:
+                shutil.rmtree(scratch, ignore_errors=True)
+            os._exit(130)
         return 130

@@ -47,7 +47,7 @@ def find_course(given: str | None) -> Path:
     raise ConfigError("no course.toml here or in any parent folder (pass --course PATH)")
 
 
-def keep_hypothesis_out_of_cwd() -> None:
+def keep_hypothesis_out_of_cwd() -> str | None:
     """Point Hypothesis's storage at a scratch folder removed at exit, unless the user chose one.
 
     Hypothesis keeps caches under `./.hypothesis` of the current directory, created on first
@@ -55,12 +55,14 @@ def keep_hypothesis_out_of_cwd() -> None:
     but Hypothesis still caches the constants it collects from local source files there
     (`.hypothesis/constants/`). Grading must leave the folder it runs in as it was. The
     variable is read lazily, so setting it before Hypothesis first stores anything is enough;
-    the submission's process never sees it (it gets a clean environment)."""
+    the submission's process never sees it (it gets a clean environment). Returns the folder
+    made, if any."""
     if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-        return
+        return None
     home = tempfile.mkdtemp(prefix="grade-hypothesis-")
     os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = home
     atexit.register(shutil.rmtree, home, ignore_errors=True)
+    return home
 
 
 def regenerate(argv: list[str], *, name: str, description: str, what: str,

@@ -12,6 +12,7 @@ starts one of its own at its first restart, for the restarts that follow.
 
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -38,6 +39,11 @@ MAX_NAME, MAX_MESSAGE, MAX_MRO, MAX_WHERE, MAX_WHERE_LINES = 200, 4000, 32, 300,
 # Requests for reference parts (the stand-ins' asks) one request may make, and a grading: an honest
 # isolated check asks a few times per example; past these the submission is using the channel
 MAX_ASKS_PER_REQUEST, MAX_ASKS = 20_000, 400_000
+# A request that runs out of time: the signal that makes the worker write its Python stacks
+# (grader.sandbox.child.worker.STACK_SIGNAL), how long to wait for them, and the most of them read
+STACK_SIGNAL, STACK_SECONDS, MAX_STACK_BYTES = signal.SIGUSR1, 1.0, 256 * 1024
+# a frame as faulthandler writes it: `  File "/.../submission/assignment2/masks.py", line 17 in make_pad_mask`
+FRAME = re.compile(r'^\s*File "([^"\n]{1,1000})", line (\d{1,7}) in ([^\n]{1,200})$', re.M)
 
 
 class StudentError(Exception):
@@ -65,6 +71,7 @@ class WorkerFault(BaseException):
         super().__init__(detail)
         self.kind, self.detail = kind, detail
         self.check = ""  # the check it happened in, where one was running (grader.suite.plugin)
+        self.where: list[str] = []  # a timeout's call chain in the submission's files, outermost first
 
 
 def _doing(message: dict) -> str:
@@ -84,6 +91,7 @@ class Sandbox:
     student_seconds = 0.0  # what the submission's answers took, in all: the grader's own work answering asks not
     asks = 0  # requests for reference parts the worker made, in all
     asks_now = 0  # and in the request being answered
+    interrupted = False  # by Ctrl-C: the worker is killed and no request is sent again
 
     def __init__(self, submission: Path, files: dict[str, list[str]], limits: Limits, *,
                  template: "Template | None" = None, gpu: bool = False):
@@ -162,6 +170,7 @@ class Sandbox:
             os.close(req_r)
             os.close(resp_w)
         self.req, self.resp = req_w, resp_r
+        self.here = here  # the folder the worker sees the submission in, as its frames name it
         self.ready = False
 
     def _await_ready(self):
@@ -179,17 +188,25 @@ class Sandbox:
         `timeout`: this request's own deadline in seconds, instead of the course's timeout_seconds;
         `why`: what a timeout's message says of that deadline (default: set in its grading suite)."""
         from grader.sandbox.child import protocol  # imports torch: not at module level, so the worker can start first
-        self._await_ready()
+        if self.interrupted:  # Ctrl-C: what the checks' teardown asks of the worker is not waited for
+            raise KeyboardInterrupt
         try:
-            protocol.write_all(self.req, protocol.encode(message))
-        except (BrokenPipeError, OSError):
-            self._fault("crash", self._death("before the request"))
-        if timeout:
-            seconds, where = timeout, why or "this check's own timeout, set in its grading suite"
-        else:
-            seconds, where = self.limits.timeout_seconds, self.limits.where("timeout_seconds")
-        self.asks_now = 0
-        reply = self._receive(seconds, where, _doing(message))
+            self._await_ready()
+            try:
+                protocol.write_all(self.req, protocol.encode(message))
+            except (BrokenPipeError, OSError):
+                self._fault("crash", self._death("before the request"))
+            if timeout:
+                seconds, where = timeout, why or "this check's own timeout, set in its grading suite"
+            else:
+                seconds, where = self.limits.timeout_seconds, self.limits.where("timeout_seconds")
+            self.asks_now = 0
+            reply = self._receive(seconds, where, _doing(message))
+        except KeyboardInterrupt:
+            # the worker may be in a loop of the submission's: killed now, not after its deadline
+            self.interrupted = True
+            self._kill()
+            raise
         if "error" in reply:
             e = reply["error"]
             raise StudentError(str(e.get("type")), [str(x) for x in e.get("mro", [])],
@@ -210,8 +227,10 @@ class Sandbox:
             # an answer already there when the deadline has passed still counts
             left = max(deadline - time.monotonic(), 0)
             if not select.select([self.resp], [], [], left)[0]:
+                chain = self._where_hung()
+                at = f"; it was at {chain[-1].partition(': ')[0]}" if chain else ""
                 self._fault("timeout", f"no answer within {seconds:g} s while {doing} ({where}); "
-                                       "the process was killed")
+                                       f"the process was killed{at}", chain)
         try:
             while True:
                 malformed = ""
@@ -281,9 +300,41 @@ class Sandbox:
             return f"the submission's process died with {name}{why} {when}"
         return f"the submission's process exited with status {code} {when}"
 
-    def _fault(self, kind: str, detail: str):
+    def _where_hung(self) -> list[str]:
+        """Where the submission's code was in a request that ran out of time: STACK_SIGNAL makes the
+        worker write its Python stacks to the answer pipe, read here for at most STACK_SECONDS. The
+        frames of the submission's files, outermost first, as `assignment2/masks.py:17 in
+        make_pad_mask: <the line>` (the line from the staged copy). Untrusted: the submission may
+        write anything there, or nothing; only frames of its own staged files are kept."""
+        proc = self.proc
+        if proc is None:
+            return []
+        # in namespaces, proc is the launcher (its child, the namespace's init, ignores the signal); else the worker
+        for pid in [*([] if self.isolation == "namespaces" else [proc.pid]), *_descendants(proc.pid)]:
+            try:
+                os.kill(pid, STACK_SIGNAL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        data, end = b"", time.monotonic() + STACK_SECONDS
+        while len(data) < MAX_STACK_BYTES:
+            # once it has begun, a pause of 0.1 s ends the dump
+            left = min(end - time.monotonic(), 0.1 if data else STACK_SECONDS)
+            if left <= 0 or not select.select([self.resp], [], [], left)[0]:
+                break
+            try:
+                chunk = os.read(self.resp, MAX_STACK_BYTES - len(data))
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        return _student_frames(data.decode("utf-8", "replace"), f"{self.here}/submission/",
+                               self.dir / "submission")
+
+    def _fault(self, kind: str, detail: str, where: list[str] | None = None):
         self._kill()
         fault = WorkerFault(kind, detail)
+        fault.where = where or []
         self.faults.append(fault)
         raise fault
 
@@ -332,6 +383,26 @@ class Sandbox:
         if self.own_template is not None:
             self.own_template.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _student_frames(dump: str, prefix: str, staged: Path) -> list[str]:
+    """The frames of files under `prefix` (the submission as the worker sees it) in a faulthandler
+    dump, of the first thread that has any, outermost first; each must name a file of `staged`."""
+    for thread in re.split(r"^(?=Current thread|Thread 0x)", dump, flags=re.M):
+        frames = []
+        for path, line, name in FRAME.findall(thread):
+            rel = path[len(prefix):] if path.startswith(prefix) else ""
+            file = staged / rel
+            if not rel or ".." in rel.split("/") or not file.is_file():
+                continue
+            try:
+                source = file.read_text(encoding="utf-8", errors="replace").splitlines()[int(line) - 1].strip()
+            except (OSError, IndexError):
+                source = ""
+            frames.append(f"{rel}:{int(line)} in {name.strip()}: {source}"[:MAX_WHERE])
+        if frames:
+            return frames[::-1][-MAX_WHERE_LINES:]  # faulthandler writes the innermost first
+    return []
 
 
 def _bounded_str(e: BaseException) -> str:

@@ -34,10 +34,23 @@ def classify(exc: BaseException) -> Outcome:
             return Outcome("error", "not_attempted", f"not attempted ({exc.type}: {exc.message})", details)
         return Outcome("error", "exception", f"your code raised {exc.type}: {exc.message}", details)
     if isinstance(exc, WorkerFault):
-        return Outcome("timeout" if exc.kind == "timeout" else "error", exc.kind, exc.detail)
+        details = {"where": "\n".join(exc.where)} if exc.where else {}  # where a timeout found the code
+        return Outcome("timeout" if exc.kind == "timeout" else "error", exc.kind, exc.detail, details)
     if isinstance(exc, AssertionError):
         return Outcome("failed", "mismatch", str(exc) or "assertion failed")
     return Outcome("error", "grader", f"the check could not use what the code returned ({type(exc).__name__}: {exc})")
+
+
+def _below(name: str, depends: dict[str, tuple[str, ...]]) -> frozenset[str]:
+    """The components `name` is built on, directly or through others."""
+    found: set[str] = set()
+    todo = list(depends.get(name, ()))
+    while todo:
+        part = todo.pop()
+        if part not in found:
+            found.add(part)
+            todo += depends.get(part, ())
+    return frozenset(found)
 
 
 def _missing_file(exc: StudentError) -> str:
@@ -125,6 +138,8 @@ class GradingPlugin:
         self.interrupted = False  # by Ctrl-C (pytest returns INTERRUPTED for a collection error too)
         self.component_of = {chk.id: comp.name for a in course.assignments.values() for comp in a.components
                              for chk in comp.checks}
+        depends = {comp.name: comp.depends for a in course.assignments.values() for comp in a.components}
+        submission.below = {name: _below(name, depends) for name in depends}
 
     def pytest_configure(self, config):
         hypothesis.settings.register_profile(
@@ -198,9 +213,13 @@ class GradingPlugin:
                 fault.check = check
             student.executed_in += [check] * (len(student.executed) - executed)
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_keyboard_interrupt(self, excinfo):
         # also called for pytest's own Session.Interrupted (a KeyboardInterrupt) after a collection error
         self.interrupted = self.interrupted or not isinstance(excinfo.value, pytest.Session.Interrupted)
+        # pytest's terminal reporter then formats the whole traceback, with the source of each frame
+        # (Hypothesis's, the suites'): seconds that Ctrl-C waited for, to show nothing
+        excinfo.traceback = excinfo.traceback[-1:]
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):

@@ -21,10 +21,12 @@ class Submission:
     """The `student` fixture: builds and calls the submission's code through the sandbox.
 
     A fault (crash, timeout, tampering) fails the rest of its check at once. Once a component
-    has hung, each later request of its checks gets a short deadline (see RELATIVE_SLACK): a hang
-    costs about one timeout per component rather than one per check, and checks whose inputs do
-    not make it hang still pass. A check run on the reference's parts (attribution) counts its
-    hangs apart from the same component's on its own parts.
+    has hung, each later request of its checks gets a short deadline (see RELATIVE_SLACK), and so do
+    the requests of the components built on it, run on the submission's own parts: a hang costs
+    about one timeout rather than one per check or per component, and checks whose inputs do not
+    make it hang still pass (a composite that fails through its part is excused or waits on it). A
+    check run on the reference's parts (attribution) counts its hangs apart from the same
+    component's on its own parts.
 
     Every check runs on the CPU; `gpu` is the device the GPU tier moves modules and inputs to
     ("cuda"), chosen by the grader (None where that tier does not run).
@@ -50,6 +52,9 @@ class Submission:
         self.component = ""  # of the check running
         self.config: tuple[str, tuple[str, ...]] = ("", ())  # (component, reference parts swapped in)
         self.hung: set[tuple[str, tuple[str, ...]]] = set()  # configs with a request that timed out
+        # component -> the components it is built on, all the way down (set by grader.suite.plugin): a
+        # composite run on the submission's own parts hangs where a part of it has hung
+        self.below: dict[str, frozenset[str]] = {}
         self.slowest: dict[str, float] = {}  # component -> its slowest answer in time, in seconds
         self.answers: list[float] = []  # every answer's time, in seconds: how loaded the machine is
         self.spent: dict[str, float] = {}  # component -> the submission's seconds in its requests (time budget)
@@ -116,14 +121,18 @@ class Submission:
             self.modules.setdefault(self.component, set()).add(target.partition(":")[0])
             self._import(target.partition(":")[0])
         component, where = self.component, budget
-        if self.config in self.hung:
+        # a part of it that hung, run as the submission wrote it (not in a check that swaps in the reference's parts)
+        part = next((c for c, parts in sorted(self.hung) if not parts and not self.config[1]
+                     and c in self.below.get(component, ())), None)
+        if self.config in self.hung or part:
             limits = self.sandbox.limits
             usual = timeout or limits.timeout_seconds
             typical = statistics.median(self.answers) if self.answers else 0.0
             short = max(MIN_SHORT_SECONDS, RELATIVE_SLACK * max(self.slowest.get(component, 0.0), typical))
             if short < usual:
                 set_at = budget or ("this check's own timeout" if timeout else limits.where("timeout_seconds"))
-                timeout, where = short, f"shortened from {usual:g} s ({set_at}): {component} hung in an earlier check"
+                whose = component if self.config in self.hung else part
+                timeout, where = short, f"shortened from {usual:g} s ({set_at}): {whose} hung in an earlier check"
         started = time.monotonic()
         try:
             value = self.sandbox.request(message, timeout, where)

@@ -1,11 +1,13 @@
-"""A hang costs about one timeout per component, not one per check, and no checks the
-component passes on inputs that do not make it hang."""
+"""A hang costs about one timeout, not one per check or per component built on the part that
+hangs, and no checks the component passes on inputs that do not make it hang; its report says
+where the code was."""
 
-from tests.kit.conftest import assert_loses_only_in, grade_json, mutant
+from tests.kit.conftest import ROOT, assert_loses_only_in, grade_json, mutant
 
 PE = "assignment1/positional_encoding.py"
 MHA = "assignment2/multi_head_attention.py"
 EMB = "assignment1/embedding.py"
+MASKS = "assignment2/masks.py"
 FULL = "no answer within 3 s while"  # the course's timeout_seconds (3 in the quick course)
 
 
@@ -23,6 +25,13 @@ def test_a_component_that_always_hangs_waits_the_full_timeout_once(tmp_path, qui
     assert sum(FULL in m for m in hung) == 1, hung
     shortened = "shortened from 3 s (course.toml [limits] timeout_seconds = 3): MultiHeadAttention hung in an earlier"
     assert all(FULL in m or shortened in m for m in hung), hung
+    # where the code was, taken from the worker before it was killed: the loop's line, in the student's file
+    line = (ROOT / "solutions" / MHA).read_text().splitlines().index(forward.rstrip("\n")) + 1
+    loop = {f"{MHA}:{line} in forward: while True:", f"{MHA}:{line + 1} in forward: pass"}  # either line of it
+    timeouts = [t for t in checks_of(report, "MultiHeadAttention") if t["status"] == "timeout"]
+    assert all(t["where"].splitlines()[-1] in loop for t in timeouts), timeouts
+    assert all(t["message"].endswith("it was at " + t["where"].splitlines()[-1].partition(": ")[0])
+               for t in timeouts), timeouts
 
 
 def test_a_component_that_hangs_on_some_inputs_keeps_the_checks_it_passes(tmp_path, quick_course):
@@ -69,3 +78,20 @@ def test_a_component_slow_in_every_answer_stops_at_its_time_budget(tmp_path, qui
     budget = "course.toml [limits] component_seconds = 4"
     assert timed_out and all(budget in m for m in timed_out), timed_out
     assert any(m.startswith("not run: LayerNorm has used its time budget") for m in timed_out), timed_out
+
+
+def test_a_hang_in_a_part_costs_one_timeout_for_the_components_built_on_it(tmp_path, quick_course):
+    """make_pad_mask loops forever; make_tgt_mask, correct, calls it: its checks get the short
+    deadline from their first request, and they are excused (the reference's make_pad_mask passes
+    them), so the hang costs one full timeout and points in make_pad_mask only."""
+    pad = "    return (tokens != pad_idx)[:, None, None, :]  # (B, 1, 1, T)\n"
+    tree = mutant(tmp_path, {MASKS: [(pad, "    while True:\n        pass\n" + pad)]})
+    report = grade_json(tree, "assignment2", course=quick_course)
+    assert_loses_only_in(report, "make_pad_mask")
+    timeouts = [t for c in report["components"] for t in c["tests"] if t["status"] == "timeout"]
+    assert sum(FULL in t["message"] for t in timeouts) == 1, [t["message"] for t in timeouts]
+    tgt = [t for t in checks_of(report, "make_tgt_mask") if t["status"] == "timeout"]
+    assert tgt and all(t["message"].endswith("in make_pad_mask") for t in tgt), tgt
+    # the chain in the student's files: make_tgt_mask's call, then the loop in make_pad_mask
+    chain = [line.partition(": ")[0].rpartition(" in ")[2] for line in tgt[0]["where"].splitlines()]
+    assert chain == ["make_tgt_mask", "make_pad_mask"], tgt[0]["where"]

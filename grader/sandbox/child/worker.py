@@ -5,10 +5,12 @@ grader checks every answer itself. This module only has to be honest for honest
 submissions and to fail loudly (a malformed frame, a dead process) for the rest.
 """
 
+import faulthandler
 import importlib
 import importlib.machinery
 import importlib.util
 import json
+import signal
 import sys
 import threading
 from contextlib import nullcontext
@@ -20,6 +22,8 @@ from grader.sandbox.child.fixtures import KIT
 from grader.sandbox.child.fixtures import SUBMISSION as PACKAGE
 from grader.sandbox.child.tree import import_tree
 from grader.sandbox.child.tree import resolve as resolve_in_tree
+
+STACK_SIGNAL = signal.SIGUSR1  # the grader's ask for the stacks of a request that ran out of time
 
 
 def import_alone(name: str):
@@ -305,6 +309,11 @@ class Worker:
 def main():
     scratch, req_fd, resp_fd, pycache, become, confined = \
         sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:7]
+    # A request that runs out of time: the grader sends STACK_SIGNAL before it kills this process, and
+    # the stacks of its Python threads go to the answer pipe, where the grader reads where the
+    # submission's code was (host.Sandbox._where_hung). Written from the C handler, so a loop in
+    # Python or a call stuck in C both show, before any of the submission's code runs.
+    faulthandler.register(STACK_SIGNAL, file=resp_fd, all_threads=True)
     torch.set_num_threads(1)
     # What the device-placement checks' meta kernels import on first use (a second or so, several
     # under load), in the background while this process imports the grader's side; joined before
