@@ -4,6 +4,7 @@ file is a report and not a crash, Ctrl-C ends it cleanly."""
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -24,8 +25,10 @@ START = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default
 class Watching:
     """A `grade --watch` process and the lines it has printed so far."""
 
-    def __init__(self, *args: str):
+    def __init__(self, *args: str, tmp: Path | None = None):
         env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb", "COLUMNS": "100"}
+        if tmp is not None:  # where the sandboxes go (hanging() looks there)
+            env["TMPDIR"] = str(tmp)
         self.proc = subprocess.Popen([sys.executable, "-c", START, *args], cwd=ROOT, env=env, text=True,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.lines: list[str] = []
@@ -112,3 +115,70 @@ def test_watch_refuses_json_on_stdout(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "grader", "assignment1", "--watch", "--json", "-"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--json" in proc.stderr, proc.stderr
+
+
+FORWARD = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+HANG = FORWARD + "        print('HANGING', flush=True)\n        while True:\n            pass\n"
+
+
+def slow_course(tmp_path: Path) -> Path:
+    """The kit's course with a 300 s request timeout: a hang outlasts any wait of these tests."""
+    text = (ROOT / "course.toml").read_text()
+    for key in ("reference", "assignments", "suites"):
+        text = re.sub(rf'^{key} = "([^"]+)"', lambda m, key=key: f'{key} = "{ROOT / m.group(1)}"', text, flags=re.M)
+    path = tmp_path / "course.toml"
+    path.write_text(re.sub(r"^timeout_seconds = \d+", "timeout_seconds = 300", text, flags=re.M))
+    return path
+
+
+def await_hang(tmp: Path, proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Until the worker of a sandbox under `tmp` has printed HANGING: it is in the loop."""
+    deadline = time.monotonic() + timeout
+    while not any("HANGING" in f.read_text(errors="replace") for f in tmp.glob("grade-*/output.txt")):
+        assert proc.poll() is None and time.monotonic() < deadline, "the grade never reached the hang"
+        time.sleep(0.2)
+
+
+def test_ctrl_c_during_a_hang_ends_the_grade_without_waiting_for_its_deadline(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    tree = mutant(tmp_path, {LN: [(FORWARD, HANG)]})
+    env = {**os.environ, "NO_COLOR": "1", "TMPDIR": str(tmp)}
+    proc = subprocess.Popen([sys.executable, "-c", START, "assignment1", "--submission", str(tree), "--course",
+                             str(slow_course(tmp_path))], cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    try:
+        await_hang(tmp, proc)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(60)  # the request's deadline is 300 s away
+    finally:
+        proc.kill()
+    printed = proc.communicate()[0]
+    assert code == 130 and "Traceback" not in printed, printed[-3000:]
+    assert not list(tmp.iterdir()), list(tmp.iterdir())  # its sandbox and scratch folders are gone
+
+
+def test_a_save_during_a_hang_cancels_that_grade_and_grades_the_fix(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    tree = mutant(tmp_path, {LN: [(FORWARD, HANG)]})
+    out = tmp_path / "report.json"
+    watching = Watching("assignment1", "--submission", str(tree), "--course", str(slow_course(tmp_path)),
+                        "--json", str(out), "--watch", tmp=tmp)
+    try:
+        await_hang(tmp, watching.proc)
+        source = tree / LN
+        source.write_text(source.read_text().replace(HANG, FORWARD))
+        watching.await_grades(1)  # long before the hang's 300 s: that grade was cancelled
+        assert layer_norm_score(out) == 10
+        assert "after a change to assignment1/layer_norm.py" in "".join(watching.lines)
+    finally:
+        watching.proc.send_signal(signal.SIGINT)
+        try:
+            code = watching.proc.wait(60)
+        finally:
+            watching.proc.kill()
+    watching.settle(1)
+    printed = "".join(watching.lines)
+    assert code == 0 and "Traceback" not in printed, printed[-3000:]
+    assert printed.rstrip().endswith("Stopped watching after 1 grade."), printed[-3000:]
