@@ -72,6 +72,7 @@ def test_a_device_bug_costs_its_own_device_check_on_a_machine_without_a_gpu(tmp_
 def test_tensors_placed_correctly_keep_every_point(tmp_path, variant):
     patches = DEVICE_VARIANTS[variant]
     report = grade_json(mutant(tmp_path, patches), next(iter(patches)).partition("/")[0])
+    assert not any(c["diagnosis"] for c in report["components"])  # correct code: nothing named, no "looks like"
     assert scores(report) == full_marks(report), [(t["id"], t["message"]) for t in checks(report).values()
                                                   if t["status"] != "passed"]
 

@@ -78,5 +78,6 @@ def test_such_a_bug_in_a_part_costs_nothing_in_the_composites_built_on_it(tmp_pa
 def test_a_correct_solution_the_contract_allows_gets_full_marks(tmp_path, course, variant):
     assignment, patches = ACCEPTED_VARIANTS[variant]
     report = grade_json(mutant(tmp_path, patches), assignment, course=course(assignment))
+    assert not any(c["diagnosis"] for c in report["components"])  # correct code: nothing named, no "looks like"
     assert scores(report) == full_marks(report), [
         (t["id"], t["message"]) for c in report["components"] for t in c["tests"] if t["status"] != "passed"]
