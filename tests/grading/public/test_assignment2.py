@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.sandbox.host import StudentError
 from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor
 from tests import strategies as s
 from tests.grading.helpers.attention import SDPA_HINT, call_sdpa
@@ -175,8 +176,6 @@ def test_sdpa_output_is_a_convex_combination_of_values(student, a):
 def test_sdpa_masks_in_half_precision(student):
     """float16 on the CPU, compared with the submission's own float32 answer: only what half precision
     changes can fail here (a fill such as -1e9, which float16 cannot hold: masked_fill refuses it)."""
-    from grader.sandbox.host import StudentError
-
     q, k, v = s.tensor([2, 4, 8], 11), s.tensor([2, 5, 8], 12), s.tensor([2, 5, 3], 13)
     mask = torch.tensor([[True, True, False, True, False]])  # every query sees a key
     example = describe(q=q.half(), k=k.half(), v=v.half(), mask=mask)
