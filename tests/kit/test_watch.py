@@ -51,6 +51,16 @@ class Watching:
             except queue.Empty:
                 raise AssertionError(f"no grade {n} within {timeout} s:\n{''.join(self.lines)[-3000:]}") from None
 
+    def stop(self) -> tuple[int, str]:
+        """Ctrl-C: its exit status and all it printed."""
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            code = self.proc.wait(60)
+        finally:
+            self.proc.kill()
+        self.settle(1)
+        return code, "".join(self.lines)
+
     def settle(self, seconds: float) -> None:
         """Collect what is printed within `seconds`."""
         deadline = time.monotonic() + seconds
@@ -97,13 +107,7 @@ def test_each_save_is_graded_once_and_ctrl_c_ends_the_watch(tmp_path):
         assert watching.grades() == 4, "".join(watching.lines)[-3000:]
         assert layer_norm_score(out) == 10
     finally:
-        watching.proc.send_signal(signal.SIGINT)
-        try:
-            code = watching.proc.wait(60)
-        finally:
-            watching.proc.kill()
-    watching.settle(1)
-    printed = "".join(watching.lines)
+        code, printed = watching.stop()
     assert code == 0 and "Traceback" not in printed, printed[-3000:]
     assert printed.rstrip().endswith("Stopped watching after 4 grades.")
     words = " ".join(printed.split())  # the console wraps at its width
@@ -173,12 +177,6 @@ def test_a_save_during_a_hang_cancels_that_grade_and_grades_the_fix(tmp_path):
         assert layer_norm_score(out) == 10
         assert "after a change to assignment1/layer_norm.py" in "".join(watching.lines)
     finally:
-        watching.proc.send_signal(signal.SIGINT)
-        try:
-            code = watching.proc.wait(60)
-        finally:
-            watching.proc.kill()
-    watching.settle(1)
-    printed = "".join(watching.lines)
+        code, printed = watching.stop()
     assert code == 0 and "Traceback" not in printed, printed[-3000:]
     assert printed.rstrip().endswith("Stopped watching after 1 grade."), printed[-3000:]
