@@ -27,7 +27,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"grade: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        if program:  # Ctrl-C ends it now: the interpreter's exit (torch's finalizers, a collection) took seconds
+        if program and name is None:
+            # `grade assignmentN` (its sandbox already closed) ends now: the interpreter's exit (torch's
+            # finalizers, a collection) took seconds; the other commands may have more to clean up
             sys.stdout.flush()
             sys.stderr.flush()
             if scratch:
