@@ -41,7 +41,7 @@ def find_course(given: str | None) -> Path:
     for folder in [Path.cwd(), *Path.cwd().parents]:
         if (folder / "course.toml").is_file():
             return folder / "course.toml"
-    kit = Path(__file__).resolve().parent.parent / "course.toml"
+    kit = Path(__file__).resolve().parents[2] / "course.toml"  # grader/commands/ is two below the kit
     if kit.is_file():
         return kit
     raise ConfigError("no course.toml here or in any parent folder (pass --course PATH)")

@@ -32,7 +32,8 @@ def scaled_dot_product_attention(
     "may attend", False means "blocked". Fill blocked scores with
     torch.finfo(scores.dtype).min rather than -inf: a blocked key then gets weight
     exactly 0 whenever its row has at least one visible key, and a row whose keys are
-    all blocked stays finite instead of turning into NaN.
+    all blocked stays finite instead of turning into NaN. Take the fill from the scores'
+    own dtype: a fixed -1e9 overflows in float16, so it must work in half precision too.
 
     dropout: optional nn.Dropout, applied to the weights.
 

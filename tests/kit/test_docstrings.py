@@ -141,6 +141,8 @@ REQUIRES: dict[str, list[str]] = {
     "sdpa_weights_rows_sum_to_one": ["each row sums to 1"],
     "sdpa_blocked_keys_get_zero_weight": ["a blocked key then gets weight exactly 0"],
     "sdpa_fully_blocked_row_stays_finite": ["a row whose keys are all blocked stays finite"],
+    "sdpa_masks_in_half_precision": ["torch.finfo(scores.dtype).min", "a fixed -1e9 overflows in float16",
+                                     "it must work in half precision too"],
     "sdpa_scales_scores_by_sqrt_d_k": ["scores = q @ k^T / sqrt(d_k)"],
     "sdpa_output_is_a_convex_combination_of_values": ["each row sums to 1", "out = weights @ v"],
     "sdpa_applies_dropout_to_the_weights": ["weights = dropout(weights)",
