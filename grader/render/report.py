@@ -13,7 +13,9 @@ from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Report
 STYLES = {"passed": "green", "excused": "cyan", "waiting": "blue", "partial": "yellow", "failed": "red",
           "not attempted": "dim", "error": "red", "timeout": "magenta", "skipped": "dim"}
 ELIDE_LINES = 6  # of a value (a tensor's rows) shown without --verbose
-TIGHT_LINES = 2  # the same where two components or more fail (issue 37: two fit 45 lines at 100 columns)
+# the same where two components or more fail, the line that says how many more follows (two failing
+# components fit 45 lines at 100 columns, the isolation line included)
+TIGHT_LINES = 1
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 

@@ -2,8 +2,8 @@
 fetch and submit, collect, autograde, export, feedback.
 
 Five students hand in assignment1: ada (correct) through nbgrader's exchange (fetch, `grade`
-on her own, submit, collect), bob (a classic LayerNorm bug and a TokenEmbedding divided by
-sqrt(d_model), a bug the table does not name) as an LMS archive through `nbgrader zip_collect`;
+on her own, submit, collect), bob (a classic LayerNorm bug and a TokenEmbedding shifted by one
+after its scale, a bug the table does not name) as an LMS archive through `nbgrader zip_collect`;
 cyd (a syntax error, and a notebook
 that is not JSON), dan (a forward that hangs when gradients are checked) and eve (hostile)
 straight into submitted/. Every score in nbgrader's gradebook and CSV must equal what `grade`
@@ -61,7 +61,7 @@ def _trees(course, canaries: dict[str, Path]) -> dict[str, dict[str, str]]:
     trees["bob"] = {**correct, f"{A1}/layer_norm.py": _patch(correct[f"{A1}/layer_norm.py"], "unbiased=False",
                                                              "unbiased=True"),
                     f"{A1}/embedding.py": _patch(correct[f"{A1}/embedding.py"], "* math.sqrt(self.d_model)",
-                                                 "/ math.sqrt(self.d_model)")}
+                                                 "* math.sqrt(self.d_model) + 1")}
     trees["cyd"] = {**correct, f"{A1}/feed_forward.py": _patch(
         correct[f"{A1}/feed_forward.py"], "def forward(self, x: torch.Tensor) -> torch.Tensor:",
         "def forward(self, x: torch.Tensor) -> torch.Tensor"), f"{A1}.ipynb": "this is not a notebook"}
@@ -364,16 +364,18 @@ def test_feedback_carries_the_public_detail_of_the_terminal_report(pipeline):
             if diagnosis:
                 assert _said(diagnosis["message"]) in text, (student, comp["name"])
                 shown["diagnosis"] += 1
-            keys = ("expected", "got", "where", "example", *(() if diagnosis else ("hint",)))
+            # a "looks like" (numerical forensics, grader/diagnosis.py) names no bug of the table: the hint stays
+            forensic = bool(diagnosis) and diagnosis["bug"].startswith("looks_like:")
+            keys = ("expected", "got", "where", "example", *(("hint",) if not diagnosis or forensic else ()))
 
             def in_full(t, keys=keys, text=text):
                 return (f"{t['id']}, in full:" in text and _said(t["message"]) in text
                         and all(_said(t[k]) in text for k in keys if t.get(k)))
             assert any(in_full(t) for t in failed), (student, comp["name"], [t["id"] for t in failed])
             full = next(t for t in failed if in_full(t))
-            shown["hint"] += not diagnosis and bool(full.get("hint"))
+            shown["hint"] += (not diagnosis or forensic) and bool(full.get("hint"))
             shown["expected"] += bool(full.get("expected")) and bool(full.get("got"))
-    # bob's unbiased variance is a classic bug, named; his TokenEmbedding's scale is not: a hint
+    # bob's unbiased variance is a classic bug, named; his TokenEmbedding's scale only looks like one: a hint
     assert shown["diagnosis"] and shown["hint"] and shown["expected"], shown
 
 
