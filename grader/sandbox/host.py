@@ -7,12 +7,12 @@ namespaces of its own (`grader.sandbox.isolation`). A request that outlives its 
 the whole group (in namespaces, every process the child started); the next request starts a
 fresh child. With a `grader.sandbox.template.Template`, the child is a fork of a process that has
 imported torch already, made into the same worker with the same isolation; a sandbox given none
-starts one of its own at its first restart, for the restarts that follow.
+starts one of its own at its first restart, for the restarts that follow. What a request ends in
+besides an answer is `grader.sandbox.faults`; ending every process of a sandbox, `grader.sandbox.reap`.
 """
 
 import json
 import os
-import re
 import select
 import shutil
 import signal
@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from grader.course import Limits
 from grader.sandbox import isolation
+from grader.sandbox.faults import StudentError, WorkerFault, bounded_str, doing, student_frames
 from grader.sandbox.limits import environment, preexec, rlimits
+from grader.sandbox.reap import descendants, kill_descendants, kill_user
 from grader.sandbox.stage import stage
 
 if TYPE_CHECKING:
@@ -34,55 +36,12 @@ if TYPE_CHECKING:
 
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.sandbox.child.worker import main; main()"
 
-# What the grader keeps of an exception of the submission's (protocol.describe_error sends no more)
-MAX_NAME, MAX_MESSAGE, MAX_MRO, MAX_WHERE, MAX_WHERE_LINES = 200, 4000, 32, 300, 6
 # Requests for reference parts (the stand-ins' asks) one request may make, and a grading: an honest
 # isolated check asks a few times per example; past these the submission is using the channel
 MAX_ASKS_PER_REQUEST, MAX_ASKS = 20_000, 400_000
 # A request that runs out of time: the signal that makes the worker write its Python stacks
 # (grader.sandbox.child.worker.STACK_SIGNAL), how long to wait for them, and the most of them read
 STACK_SIGNAL, STACK_SECONDS, MAX_STACK_BYTES = signal.SIGUSR1, 1.0, 256 * 1024
-# a frame as faulthandler writes it: `  File "/.../submission/assignment2/masks.py", line 17 in make_pad_mask`
-FRAME = re.compile(r'^\s*File "([^"\n]{1,1000})", line (\d{1,7}) in ([^\n]{1,200})$', re.M)
-
-
-class StudentError(Exception):
-    """The submission's code raised; the fields are what the worker reported, as data."""
-
-    def __init__(self, type: str, mro: list[str], message: str, where: list[str]):
-        # bounded here too: the submission's code can write an answer of its own in place of the worker's
-        type, message = type[:MAX_NAME], message[:MAX_MESSAGE]
-        mro, where = [c[:MAX_NAME] for c in mro[:MAX_MRO]], [w[:MAX_WHERE] for w in where[:MAX_WHERE_LINES]]
-        super().__init__(f"{type}: {message}")
-        self.type, self.mro, self.message, self.where = type, mro, message, where
-
-    @property
-    def not_attempted(self) -> bool:
-        return "NotImplementedError" in self.mro
-
-
-class WorkerFault(BaseException):
-    """The worker died, hung or broke the protocol; `kind` is crash, timeout or tamper.
-
-    A BaseException, so that Hypothesis does not replay and shrink a fault (each replay
-    would cost a restart or a timeout): the check ends at once."""
-
-    def __init__(self, kind: str, detail: str):
-        super().__init__(detail)
-        self.kind, self.detail = kind, detail
-        self.check = ""  # the check it happened in, where one was running (grader.suite.plugin)
-        self.where: list[str] = []  # a timeout's call chain in the submission's files, outermost first
-
-
-def _doing(message: dict) -> str:
-    op, target = message.get("op"), message.get("target")
-    if op == "import":
-        return f"importing {message['module'].replace('.', '/')}.py"
-    if op == "call" and isinstance(target, str):
-        return f"running {target.rpartition(':')[2]}"
-    if op in ("call", "backward") and message.get("method"):
-        return f"running {message['method']}"
-    return f"running your code ({op})"
 
 
 class Sandbox:
@@ -201,7 +160,7 @@ class Sandbox:
             else:
                 seconds, where = self.limits.timeout_seconds, self.limits.where("timeout_seconds")
             self.asks_now = 0
-            reply = self._receive(seconds, where, _doing(message))
+            reply = self._receive(seconds, where, doing(message))
         except KeyboardInterrupt:
             # the worker may be in a loop of the submission's: killed now, not after its deadline
             self.interrupted = True
@@ -277,7 +236,7 @@ class Sandbox:
         try:
             answer = {"ok": self.on_ask(message)}
         except Exception as e:  # a bad request from the submission's side: tell it, keep grading
-            answer = {"error": f"{type(e).__name__}: {_bounded_str(e)}"[:500]}
+            answer = {"error": f"{type(e).__name__}: {bounded_str(e)}"[:500]}
         try:
             protocol.write_all(self.req, protocol.encode(answer))
         except OSError:
@@ -310,7 +269,7 @@ class Sandbox:
         if proc is None:
             return []
         # in namespaces, proc is the launcher (its child, the namespace's init, ignores the signal); else the worker
-        for pid in [*([] if self.isolation == "namespaces" else [proc.pid]), *_descendants(proc.pid)]:
+        for pid in [*([] if self.isolation == "namespaces" else [proc.pid]), *descendants(proc.pid)]:
             try:
                 os.kill(pid, STACK_SIGNAL)
             except (ProcessLookupError, PermissionError):
@@ -328,7 +287,7 @@ class Sandbox:
             if not chunk:
                 break
             data += chunk
-        return _student_frames(data.decode("utf-8", "replace"), f"{self.here}/submission/",
+        return student_frames(data.decode("utf-8", "replace"), f"{self.here}/submission/",
                                self.dir / "submission")
 
     def _fault(self, kind: str, detail: str, where: list[str] | None = None):
@@ -343,7 +302,7 @@ class Sandbox:
             return
         # what it started in a session of its own (out of its process group) first, while they are still
         # its descendants: once it is dead they are orphans that nothing ties to this sandbox
-        _kill_descendants(self.proc.pid)
+        kill_descendants(self.proc.pid)
         if isinstance(self.proc, subprocess.Popen):
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -360,7 +319,7 @@ class Sandbox:
         self.proc = None
         self.restarts += 1
         if self.user is not None:  # as root: whatever runs as its uid, wherever it went (never reused)
-            _kill_user(self.user)
+            kill_user(self.user)
 
     def read_output(self, start: int, limit: int) -> tuple[str, int]:
         """What the submission printed since byte `start` (at most `limit` bytes), and the new end."""
@@ -379,92 +338,10 @@ class Sandbox:
         if self.proc is not None:
             self._kill()
         elif self.user is not None:
-            _kill_user(self.user)
+            kill_user(self.user)
         if self.own_template is not None:
             self.own_template.close()
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def _student_frames(dump: str, prefix: str, staged: Path) -> list[str]:
-    """The frames of files under `prefix` (the submission as the worker sees it) in a faulthandler
-    dump, of the first thread that has any, outermost first; each must name a file of `staged`."""
-    for thread in re.split(r"^(?=Current thread|Thread 0x)", dump, flags=re.M):
-        frames = []
-        for path, line, name in FRAME.findall(thread):
-            rel = path[len(prefix):] if path.startswith(prefix) else ""
-            file = staged / rel
-            if not rel or ".." in rel.split("/") or not file.is_file():
-                continue
-            try:
-                source = file.read_text(encoding="utf-8", errors="replace").splitlines()[int(line) - 1].strip()
-            except (OSError, IndexError):
-                source = ""
-            frames.append(f"{rel}:{int(line)} in {name.strip()}: {source}"[:MAX_WHERE])
-        if frames:
-            return frames[::-1][-MAX_WHERE_LINES:]  # faulthandler writes the innermost first
-    return []
-
-
-def _bounded_str(e: BaseException) -> str:
-    try:
-        return str(e)[:400]
-    except Exception:
-        return "(a message that cannot be printed)"
-
-
-def _descendants(root: int) -> list[int]:
-    """Every process below `root`, from /proc (none where there is no /proc)."""
-    children: dict[int, list[int]] = {}
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                ppid = int(f.read().rpartition(b")")[2].split()[1])  # the name before ")" may hold anything
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(pid)
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.append(child)
-                todo.append(child)
-    return found
-
-
-def _kill_descendants(root: int) -> None:
-    for _ in range(3):  # what they fork while they are killed is found by the next pass
-        found = _descendants(root)
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        if not found:
-            return
-
-
-def _kill_user(uid: int) -> None:
-    """Kill every process of `uid` (the grader is root): a child that becomes that uid and signals -1,
-    which is every process the uid may signal. Forked, not exec'd: over RLIMIT_NPROC (a fork bomb) an
-    exec as that uid would fail."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # forking a threaded process: the child only signals
-        pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-            os.kill(-1, signal.SIGKILL)
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
 
 
 def _template_for_restarts(limits: Limits) -> "Template | None":
