@@ -6,9 +6,6 @@ submissions and to fail loudly (a malformed frame, a dead process) for the rest.
 """
 
 import faulthandler
-import importlib
-import importlib.machinery
-import importlib.util
 import json
 import signal
 import sys
@@ -20,44 +17,15 @@ import torch
 from grader.sandbox.child import confine, jail, placement, profile, protocol, record, standins, state
 from grader.sandbox.child.fixtures import KIT
 from grader.sandbox.child.fixtures import SUBMISSION as PACKAGE
-from grader.sandbox.child.tree import import_tree
+from grader.sandbox.child.tree import import_alone, import_tree
 from grader.sandbox.child.tree import resolve as resolve_in_tree
 
 STACK_SIGNAL = signal.SIGUSR1  # the grader's ask for the stacks of a request that ran out of time
 
 
-def import_alone(name: str):
-    """Import module `name` of the submission even where the __init__.py of a package above it fails
-    on a sibling (a syntax error in multi_head_attention.py, imported by assignment2/__init__.py):
-    each package whose __init__ raised is put in place as a bare package of its folder, and the
-    import tried again, so that a component is graded on its own file and the files it imports. A
-    module that fails by itself (or through what it imports) raises as before."""
-    try:
-        return importlib.import_module(name)
-    except Exception:
-        bare = False
-        parts = name.split(".")
-        for i in range(PACKAGE.count(".") + 2, len(parts)):  # the packages between the root and the module
-            package = ".".join(parts[:i])
-            if package in sys.modules:
-                continue
-            parent = sys.modules.get(".".join(parts[:i - 1]))
-            if parent is None or not getattr(parent, "__path__", None):
-                break
-            spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
-            module = importlib.util.module_from_spec(spec)
-            module.__path__ = [f"{parent.__path__[0]}/{parts[i - 1]}"]
-            sys.modules[package] = module
-            setattr(parent, parts[i - 1], module)
-            bare = True
-        if not bare:
-            raise
-    return importlib.import_module(name)
-
-
 def resolve(package: str, target: str):
     """tree.resolve, with the module imported on its own (import_alone)."""
-    import_alone(f"{package}.{target.partition(':')[0]}")
+    import_alone(f"{package}.{target.partition(':')[0]}", package)
     return resolve_in_tree(package, target)
 
 
@@ -242,7 +210,7 @@ class Worker:
         # imported during a swap kept the stand-ins for good)
         self._unpatch()
         with self.watch:
-            import_alone(f"{PACKAGE}.{req['module']}")
+            import_alone(f"{PACKAGE}.{req['module']}", PACKAGE)
         self._patch()
 
     def op_swap(self, req):
