@@ -361,6 +361,125 @@ _REPORTED: dict[str, Bug] = {
 }
 BUGS.update(_REPORTED)
 
+# What the checks that no entry above fails are for (issue 39: `grade adequacy` flagged them): a bug
+# each, the classic form of the mistake the check names in its hint
+_GUARDED: dict[str, Bug] = {
+    # assignment1
+    "layer_norm_gamma_and_beta_not_parameters": Bug("LayerNorm", {LN: [
+        ("self.gamma = nn.Parameter(torch.ones(d_model))", "self.gamma = torch.ones(d_model)"),
+        ("self.beta = nn.Parameter(torch.zeros(d_model))", "self.beta = torch.zeros(d_model)")]},
+        "LayerNorm whose gamma and beta are plain tensors, not nn.Parameter (never trained, not in state_dict)",
+        "self.gamma = nn.Parameter(torch.ones(d_model)), self.beta = nn.Parameter(torch.zeros(d_model))"),
+    "layer_norm_gamma_and_beta_swapped": _one(
+        "LayerNorm", LN, "self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta",
+        "self.beta * (x - mean) / torch.sqrt(var + self.eps) + self.gamma",
+        "LayerNorm with gamma and beta swapped (beta scales, gamma shifts)",
+        "gamma * (x - mean) / sqrt(var + eps) + beta"),
+    "feed_forward_hidden_detached": _one(
+        "PositionwiseFeedForward", FFN, "h = F.relu(self.linear1(x))", "h = F.relu(self.linear1(x)).detach()",
+        "the feed-forward network with its hidden activations detached (linear1 never learns)",
+        "no .detach() in forward: h = F.relu(self.linear1(x))"),
+    "positional_encoding_pe_a_plain_attribute": _one(
+        "PositionalEncoding", PE, 'self.register_buffer("pe", pe)', "self.pe = pe",
+        "a positional table kept as a plain attribute, not a buffer (.to(device) leaves it behind)",
+        "self.register_buffer('pe', pe)"),
+    "positional_encoding_no_length_check": _one(
+        "PositionalEncoding", PE,
+        "        if T > self.max_len:\n"
+        '            raise ValueError(f"sequence length T ({T}) exceeds max_len ({self.max_len})")\n', "",
+        "a positional encoding that does not check T against max_len (a longer input fails in the addition)",
+        "raise ValueError naming T and max_len when T > max_len"),
+    "token_embedding_without_padding_idx": _one(
+        "TokenEmbedding", EMB, "self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)",
+        "self.embedding = nn.Embedding(vocab_size, d_model)",
+        "a token embedding that leaves padding_idx out of nn.Embedding (the padding token embeds to a vector)",
+        "nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)"),
+    "transformer_embedding_drops_the_padding_idx": _one(
+        "TransformerEmbedding", EMB, "self.token = TokenEmbedding(vocab_size, d_model, padding_idx)",
+        "self.token = TokenEmbedding(vocab_size, d_model)",
+        "an embedding that does not pass its padding_idx on to the token embedding",
+        "TokenEmbedding(vocab_size, d_model, padding_idx)"),
+    # assignment2
+    "mha_ignores_the_mask": _one(
+        "MultiHeadAttention", MHA, "scaled_dot_product_attention(q, k, v, mask)",
+        "scaled_dot_product_attention(q, k, v)",
+        "multi-head attention that does not pass its mask on to the attention",
+        "scaled_dot_product_attention(q, k, v, mask)"),
+    "mha_no_divisibility_check": _one(
+        "MultiHeadAttention", MHA,
+        "        if d_model % n_heads != 0:\n"
+        '            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")\n', "",
+        "multi-head attention that accepts a d_model not divisible by n_heads",
+        "raise ValueError naming d_model and n_heads when d_model % n_heads != 0"),
+    # assignment3
+    "residual_pre_norm_without_the_norm": _one(
+        "ResidualConnection", SUB, "return x + self.dropout(sublayer(self.norm(x)))",
+        "return x + self.dropout(sublayer(x))",
+        "a pre-norm residual connection that never applies its LayerNorm",
+        "norm_first: x + dropout(sublayer(norm(x)))"),
+    "encoder_passes_no_mask_to_its_layers": _one(
+        "Encoder", ENC, "x = layer(x, src_mask)  # (B, S, d_model)", "x = layer(x, None)  # (B, S, d_model)",
+        "an encoder that does not pass the source mask on to its layers", "layer(x, src_mask) for each layer"),
+    "decoder_layer_cross_attention_with_the_self_attention_module": _one(
+        "DecoderLayer", DEC, "self.cross_attn(x, memory, memory, src_mask)",
+        "self.self_attn(x, memory, memory, src_mask)",
+        "a decoder layer that attends to the memory with its self-attention module (cross_attn is never used)",
+        "self.cross_attn(x, memory, memory, src_mask)"),
+    "decoder_passes_no_target_mask_to_its_layers": _one(
+        "Decoder", DEC, "x = layer(x, memory, src_mask, tgt_mask)  # (B, T",
+        "x = layer(x, memory, src_mask, None)  # (B, T",
+        "a decoder that does not pass the target mask on to its layers (it sees the future)",
+        "layer(x, memory, src_mask, tgt_mask) for each layer"),
+    "transformer_decode_ignores_the_target_mask": _one(
+        "Transformer", TRANSFORMER, "self.decoder(self.tgt_embed(tgt), memory, src_mask, tgt_mask)",
+        "self.decoder(self.tgt_embed(tgt), memory, src_mask, None)",
+        "a Transformer whose decode does not pass the target mask on (it sees the future)",
+        "self.decoder(self.tgt_embed(tgt), memory, src_mask, tgt_mask)"),
+    "transformer_without_xavier_init": _one(
+        "Transformer", TRANSFORMER,
+        "        for p in self.parameters():\n"
+        "            if p.dim() > 1:\n                nn.init.xavier_uniform_(p)\n", "",
+        "a Transformer left with PyTorch's default initialisation (no Xavier uniform)",
+        "nn.init.xavier_uniform_ on every parameter with more than one dimension"),
+    "transformer_embeddings_without_padding_idx": Bug("Transformer", {TRANSFORMER: [
+        (f"self.{s}_embed = TransformerEmbedding({s}_vocab_size, d_model, max_len, dropout, padding_idx=pad_idx)",
+         f"self.{s}_embed = TransformerEmbedding({s}_vocab_size, d_model, max_len, dropout)") for s in ("src", "tgt")]},
+        "a Transformer whose embeddings get no padding_idx (the padding rows are trained)",
+        "TransformerEmbedding(..., padding_idx=pad_idx)"),
+    "transformer_decodes_with_the_source_embedding": _one(
+        "Transformer", TRANSFORMER, "self.decoder(self.tgt_embed(tgt),", "self.decoder(self.src_embed(tgt),",
+        "a Transformer that embeds the target with the source embedding (tgt_embed is never used)",
+        "self.decoder(self.tgt_embed(tgt), memory, src_mask, tgt_mask)"),
+    # assignment4
+    "collate_without_the_shift": _one(
+        "collate", DATA, "tgt_in = pad([[Vocab.SOS] + list(t) for _, t in pairs])",
+        "tgt_in = pad([list(t) + [Vocab.EOS] for _, t in pairs])",
+        "collate whose decoder input is the target itself, not shifted right behind <sos>",
+        "tgt_in = <sos> + target, tgt_out = target + <eos>"),
+    "noam_lr_no_step_check": _one(
+        "noam_lr", TRAINING,
+        '    if step < 1:\n        raise ValueError(f"step must be >= 1, got {step}")\n', "",
+        "a Noam schedule that does not refuse step 0 (0 ** -0.5 divides by zero)",
+        "raise ValueError naming step when step < 1"),
+    "train_epoch_gradients_accumulate": _one(
+        "train_epoch", TRAINING, "        optimizer.zero_grad()\n        logits = model(src, tgt_in)  # (B, T, V)",
+        "        logits = model(src, tgt_in)  # (B, T, V)",
+        "an epoch that never zeroes the gradients (each step adds to all the earlier ones)",
+        "optimizer.zero_grad() before each backward"),
+    "train_epoch_returns_the_last_loss": _one(
+        "train_epoch", TRAINING, "return sum(losses) / max(len(losses), 1)", "return losses[-1]",
+        "an epoch that returns its last batch's loss, not the mean over its batches",
+        "return sum(losses) / len(losses)"),
+    "greedy_decode_reads_the_first_position": _one(
+        "greedy_decode", DECODING, "nxt = model.projection(out[:, -1])", "nxt = model.projection(out[:, 0])",
+        "greedy decoding that predicts from the first position's output, not the last",
+        "the next token comes from the last position: out[:, -1]"),
+    "greedy_decode_one_token_past_max_len": _one(
+        "greedy_decode", DECODING, "while ys.size(1) < max_len and", "while ys.size(1) <= max_len and",
+        "greedy decoding that returns max_len + 1 tokens", "stop when ys has max_len tokens: ys.size(1) < max_len"),
+}
+BUGS.update(_GUARDED)
+
 # `grade adequacy`: checks (fnmatch patterns of their ids) that are expected to catch no entry of this
 # table, and why; any other check that catches none is flagged for a look (or a new entry)
 UNCAUGHT = {
@@ -369,4 +488,13 @@ UNCAUGHT = {
                                     "(tests/kit/mutants.py has some)",
     "*_is_built_on_the_given_device": "device placement: as *_stays_on_the_inputs_device",
     "*_has_named_*": "the contract's names, which loading the checks' weights relies on: every entry keeps them",
+    "feed_forward_treats_positions_independently": "position mixing: the feed-forward network has no operation over "
+                                                   "T for a classic bug to get wrong; the check guards code that "
+                                                   "adds one (a reshape that interleaves positions, a mean over T)",
+    "*_batch_elements_are_independent": "batch mixing: every split and merge of heads that the entries get wrong "
+                                        "keeps B the outermost dimension, so batch elements never mix; the check "
+                                        "guards a split such as view(h, B, ...), which no reported mistake makes",
+    "collate_pads_src_and_tgt_independently": "one padding width for source and target together: no reported "
+                                              "mistake; the collate entries (the pad value, the shift) keep the "
+                                              "two widths apart",
 }
