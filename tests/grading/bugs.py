@@ -423,7 +423,7 @@ _GUARDED: dict[str, Bug] = {
     "decoder_layer_cross_attention_with_the_self_attention_module": _one(
         "DecoderLayer", DEC, "self.cross_attn(x, memory, memory, src_mask)",
         "self.self_attn(x, memory, memory, src_mask)",
-        "a decoder layer that attends to the memory with its self-attention module (cross_attn is never used)",
+        "a decoder layer that attends to the memory with self_attn (cross_attn unused)",
         "self.cross_attn(x, memory, memory, src_mask)"),
     "decoder_passes_no_target_mask_to_its_layers": _one(
         "Decoder", DEC, "x = layer(x, memory, src_mask, tgt_mask)  # (B, T",
@@ -483,9 +483,9 @@ BUGS.update(_GUARDED)
 # `grade adequacy`: checks (fnmatch patterns of their ids) that are expected to catch no entry of this
 # table, and why; any other check that catches none is flagged for a look (or a new entry)
 UNCAUGHT = {
-    "*_stays_on_the_inputs_device": "device placement: an entry here computes a wrong value on every device; "
-                                    "a placement bug (a tensor made on the CPU) is another kind "
-                                    "(tests/kit/mutants.py has some)",
+    "*_stays_on_the_inputs_device": "device placement: the entries here compute a wrong value on every device "
+                                    "(but pe a plain attribute, which PositionalEncoding's does catch); a tensor "
+                                    "made on the CPU is another kind (tests/kit/mutants.py has some)",
     "*_is_built_on_the_given_device": "device placement: as *_stays_on_the_inputs_device",
     "*_has_named_*": "the contract's names, which loading the checks' weights relies on: every entry keeps them",
     "feed_forward_treats_positions_independently": "position mixing: the feed-forward network has no operation over "
@@ -494,7 +494,4 @@ UNCAUGHT = {
     "*_batch_elements_are_independent": "batch mixing: every split and merge of heads that the entries get wrong "
                                         "keeps B the outermost dimension, so batch elements never mix; the check "
                                         "guards a split such as view(h, B, ...), which no reported mistake makes",
-    "collate_pads_src_and_tgt_independently": "one padding width for source and target together: no reported "
-                                              "mistake; the collate entries (the pad value, the shift) keep the "
-                                              "two widths apart",
 }
