@@ -8,6 +8,7 @@ anything the submission says about itself.
 import hypothesis
 import pytest
 
+from grader.attribution import target
 from grader.course import Course
 from grader.results import NOT_COUNTED, Outcome
 from grader.sandbox.host import StudentError, WorkerFault
@@ -139,6 +140,9 @@ class GradingPlugin:
         self.component_of = {chk.id: comp.name for a in course.assignments.values() for comp in a.components
                              for chk in comp.checks}
         depends = {comp.name: comp.depends for a in course.assignments.values() for comp in a.components}
+        by_name = {comp.name: comp for a in course.assignments.values() for comp in a.components}
+        self.own_parts = {name: tuple(target(by_name[d]) for d in parts if d in by_name)
+                          for name, parts in depends.items() if parts}
         submission.below = {name: _below(name, depends) for name in depends}
 
     def pytest_configure(self, config):
@@ -192,8 +196,11 @@ class GradingPlugin:
         check = request.node.name.removeprefix("test_")
         parts = self.checks.get(check, ())
         self.submission.begin_check(self.component_of.get(check, ""), parts)
-        if parts:
-            self.submission.swap(*parts)
+        # where a reference can be swapped in (the instructor's grade), a composite's parts are always
+        # behind stand-ins, its own or the reference's, so that it cannot tell the attribution run
+        own = self.own_parts.get(self.component_of.get(check, ""), ()) if self.submission.reference else ()
+        if parts or own:
+            self.submission.swap(*parts, own=own)
         # Hypothesis keeps a test's settings on the test function, for every later run of this process
         function = request.function
         kept = getattr(function, "_hypothesis_internal_use_settings", None)

@@ -14,7 +14,7 @@ from grader.suite.parts import ReferenceParts
 # answer so far, or the median answer of this grading (which grows with the machine's load) where
 # that is longer, never under MIN_SHORT_SECONDS, never over the usual deadline.
 RELATIVE_SLACK = 3.0
-MIN_SHORT_SECONDS = 0.5
+MIN_SHORT_SECONDS = 0.25
 
 
 class Submission:
@@ -128,7 +128,7 @@ class Submission:
             limits = self.sandbox.limits
             usual = timeout or limits.timeout_seconds
             typical = statistics.median(self.answers) if self.answers else 0.0
-            short = max(MIN_SHORT_SECONDS, RELATIVE_SLACK * max(self.slowest.get(component, 0.0), typical))
+            short = round(max(MIN_SHORT_SECONDS, RELATIVE_SLACK * max(self.slowest.get(component, 0.0), typical)), 2)
             if short < usual:
                 set_at = budget or ("this check's own timeout" if timeout else limits.where("timeout_seconds"))
                 whose = component if self.config in self.hung else part
@@ -201,16 +201,19 @@ class Submission:
                            got=short(obj))
         return obj
 
-    def swap(self, *parts: str):
+    def swap(self, *parts: str, own: tuple[str, ...] = ()):
         """Until this check ends, the submission's code uses the reference's `parts`
         ("assignment1.embedding:TokenEmbedding", ...) wherever it names them. The parts run
-        here, in the grader, on the inputs and weights the submission gives them."""
-        if self.reference is None:
+        here, in the grader, on the inputs and weights the submission gives them. The `own` parts
+        stay the submission's, dressed as the reference's are (grader.sandbox.child.standins.Link.wrap):
+        a composite cannot tell which it has."""
+        if parts and self.reference is None:
             raise RuntimeError("isolated checks need the reference tree (the hidden tier)")
-        self.parts.allow(self.reference, self.parts.allowed | set(parts))
+        if parts:
+            self.parts.allow(self.reference, self.parts.allowed | set(parts))
         for part in parts:
             self._import(part.partition(":")[0])
-        self._request({"op": "swap", "parts": list(parts),
+        self._request({"op": "swap", "parts": list(parts), "own": [p for p in own if p not in parts],
                        "classes": {part: self.parts.describe_class(part) for part in parts}})
 
     def reset(self):

@@ -444,3 +444,81 @@ def test_what_the_submission_takes_when_the_grader_calls_it_back_counts_against_
         assert caught.value.kind == "timeout" and "no answer within 3 s" in caught.value.detail, caught.value.detail
     finally:
         box.close()
+
+
+# --- attribution: a composite cannot tell its own parts from the reference's stand-ins ----------
+
+TELLS = {  # how a composite might tell the reference's stand-in from its own part (TokenEmbedding)
+    "class_module": "type(self.token).__module__ != __name__",
+    "isinstance_of_its_own_class": "not isinstance(self.token, _MINE[0])",
+    "an_attribute_of_its_own": "not getattr(self.token, 'mine', False)",
+    "inspect_getsourcefile": "inspect.getsourcefile(type(self.token)) != __file__",
+    "class_docstring": "type(self.token).__doc__ != _MINE[0].__doc__",
+}
+EMB_FORWARD = "        return self.position(self.token(x))  # (B, T, d_model)\n"
+TOKEN_BUG = ("        return self.embedding(x) * math.sqrt(self.d_model)  # (B, T, d_model)\n",
+             "        return self.embedding(x)  # (B, T, d_model)\n")  # a bug of the part: charged there
+TOKEN_MARKER = ("        self.d_model = d_model\n", "        self.d_model = d_model\n        self.mine = True\n")
+KEEP_OWN = ("class TransformerEmbedding(nn.Module):",
+            "import inspect\n_MINE = [TokenEmbedding]\n\n\nclass TransformerEmbedding(nn.Module):")
+
+
+def _two_faced(tmp_path: Path, tell: str) -> Path:
+    """A TransformerEmbedding that skips its positional encoding unless `tell` says its token part is
+    the reference's (where a failing part's checks are run again to excuse the composite)."""
+    body = f"        if {tell}:\n            return self.position(self.token(x))\n        return self.token(x)\n"
+    return mutant(tmp_path, {"assignment1/embedding.py": [(EMB_FORWARD, body), TOKEN_BUG, TOKEN_MARKER, KEEP_OWN]})
+
+
+class TestACompositeCannotTellTheReferencesParts:
+    """Attribution excuses a composite's failure where it passes on the reference's parts. A composite
+    that behaved only with those (it used to: 6/6 against 2 for TransformerEmbedding) earns what it earns
+    when it always misbehaves: its own parts are behind the same kind of stand-in, dressed the same."""
+
+    def test_a_composite_that_behaves_only_with_the_reference_earns_nothing_for_it(self, tmp_path):
+        """Through the real grader: one composite that behaves when any of the tells fires (each is
+        held apart in the next test), and the same composite always misbehaving."""
+        from tests.kit.conftest import grade_json
+
+        any_tell = " or ".join(f"({t})" for t in TELLS.values())
+        got = scores(grade_json(_two_faced(tmp_path / "two_faced", any_tell), "assignment1"))
+        misbehaving = scores(grade_json(_two_faced(tmp_path / "always", "False"), "assignment1"))
+        assert got == misbehaving and got["TransformerEmbedding"] < 6, (got, misbehaving)
+
+    def test_the_stand_ins_and_the_wrapped_own_parts_look_the_same(self, tmp_path):
+        """In one process, as the worker builds them: the reference's stand-in and the submission's own
+        part, a class and a function, agree on every tell (and the own part runs its own code)."""
+        import importlib
+        import inspect
+
+        import torch
+
+        from grader.sandbox.child import standins
+        from grader.sandbox.child.tree import import_tree
+        from grader.suite.parts import ReferenceParts
+
+        tree = mutant(tmp_path, {"assignment1/embedding.py": [TOKEN_BUG, TOKEN_MARKER]})
+        import_tree(tree, "_h35_student")
+        mine = importlib.import_module("_h35_student.assignment1.embedding").TokenEmbedding
+        pad = importlib.import_module("_h35_student.assignment2.masks").make_pad_mask
+        parts = ReferenceParts(None)
+        parts.allow(ROOT / "solutions", {"assignment1.embedding:TokenEmbedding", "assignment2.masks:make_pad_mask"})
+        link = standins.Link(parts.answer, known=lambda part: None)
+        reference = link.stand_in("assignment1.embedding:TokenEmbedding",
+                                  parts.describe_class("assignment1.embedding:TokenEmbedding"), mine)
+        own = link.wrap(mine)
+        a, b = reference(7, 4, 0), own(7, 4, 0)
+        for tell in (lambda m: type(m).__name__, lambda m: type(m).__qualname__, lambda m: type(m).__module__,
+                     lambda m: type(m).__doc__, lambda m: inspect.getsourcefile(type(m)),
+                     lambda m: isinstance(m, mine), lambda m: [c.__name__ for c in type(m).__mro__],
+                     lambda m: sorted(vars(m)), lambda m: type(m).forward, lambda m: m.mine):
+            assert tell(a) == tell(b)
+        x = torch.tensor([[3, 1]])
+        assert torch.allclose(b(x), b.embedding(x))  # its own bug
+        assert torch.allclose(a(x), a.embedding(x) * 2)  # the reference's arithmetic
+        ref_fn = link.stand_in("assignment2.masks:make_pad_mask", None, pad)
+        own_fn = link.wrap(pad)
+        for tell in (lambda f: f.__name__, lambda f: f.__qualname__, lambda f: f.__module__, lambda f: f.__doc__,
+                     lambda f: inspect.getsourcefile(f), lambda f: f.__code__):
+            assert tell(ref_fn) == tell(own_fn)
+        assert torch.equal(ref_fn(x, 1), own_fn(x, 1))

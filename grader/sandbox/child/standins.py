@@ -28,15 +28,47 @@ TORCH = {c.__name__: c for c in (nn.Linear, nn.Dropout, nn.Embedding, nn.LayerNo
                                  nn.ReLU, nn.GELU, nn.Identity, nn.Tanh, nn.Sigmoid)}
 
 
+# the classes Link.wrap made: stand-ins that run the submission's own forward
+_OWN: "weakref.WeakSet[type]" = weakref.WeakSet()
+
+
 class StandIn(nn.Module):
-    """A module of the reference's whose forward runs in the grader, at `_kit_path` of built tree `_kit_build`."""
+    """A module of the reference's whose forward runs in the grader, at `_kit_path` of built tree `_kit_build`;
+    or, in a class `Link.wrap` made (the submission's own part, dressed as a stand-in), the submission's forward."""
 
     _kit_link: "Link"
     _kit_build: int
     _kit_path: str
 
     def forward(self, *args, **kwargs):
+        if type(self) in _OWN:
+            return super().forward(*args, **kwargs)  # the next forward in the MRO: the submission's class's
         return self._kit_link.run(self, {"forward": self._kit_build, "path": self._kit_path}, args, kwargs)
+
+
+def _dress(made, like, name: str):
+    """Give `made` (a class or function) the identity of the submission's `like`, where there is one: its
+    name, qualified name, module (hence inspect's source file) and docstring. The composite then sees
+    the same names whether a part is its own (Link.wrap) or the reference's (Link.stand_in)."""
+    made.__name__ = made.__qualname__ = name
+    if like is not None:
+        for key in ("__name__", "__qualname__", "__module__", "__doc__"):
+            value = getattr(like, key, None)
+            if type(value) is str:
+                setattr(made, key, value)
+    return made
+
+
+def _own_attributes(cls, args, kwargs) -> dict:
+    """The plain attributes an object of the submission's `cls` sets on itself when built with these
+    arguments (built aside, its random draws undone): a stand-in gets those the reference lacks, so that
+    the composite finds the same names (a marker of its own included) on either."""
+    try:
+        with torch.random.fork_rng(devices=[]):
+            own = cls(*args, **kwargs)
+        return {k: v for k, v in vars(own).items() if not k.startswith("_") and plain(v)}
+    except Exception:  # the part's own constructor fails: that is charged in its own component
+        return {}
 
 
 class Link:
@@ -46,6 +78,7 @@ class Link:
         self.ask = ask  # message -> the grader's answer
         self.known = known  # part -> the class standing in for it in this check, or None
         self.classes: dict[str, type] = {}
+        self.built = 0  # build ids of the submission's own parts (the grader numbers the reference's)
         self.freed: list[int] = []  # grader-side graphs no longer needed, sent with the next request
 
     def send(self, message: dict):
@@ -60,33 +93,57 @@ class Link:
     def __deepcopy__(self, memo):
         return self  # copy.deepcopy(layer) (the "clones" idiom) copies a stand-in, never the worker
 
-    def stand_in(self, part: str, info: dict | None = None):
+    def stand_in(self, part: str, info: dict | None = None, own=None):
         """A class or function to use in place of `part` ("assignment2.masks:make_pad_mask"); `info`:
-        the grader's description of a class part (grader.suite.parts.ReferenceParts.describe_class)."""
+        the grader's description of a class part (grader.suite.parts.ReferenceParts.describe_class);
+        `own`: the submission's own version of it, whose identity the stand-in takes (_dress), and, for a
+        module, whose class it derives from (its methods other than forward and __init__ are not run
+        on it by an honest composite), as `wrap`'s do: isinstance(x, own) holds either way."""
         name, link = part.rpartition(":")[2], self
         attrs = {_name(k): v for k, v in (info or {}).get("attrs", {}).items() if plain(v)}
         if info is not None and not info.get("module", True):
             return plain_class(self, part, name, attrs, info.get("methods", []))
         if name[:1].islower():
-            def function(*args, **kwargs):
-                return link.run(None, {"call": part}, args, kwargs)
+            return _dress(_function(lambda *args, **kwargs: link.run(None, {"call": part}, args, kwargs)),
+                          own, name)
+        base = own if _module_class(own) else None
 
-            function.__name__ = function.__qualname__ = name
-            return function
+        def __init__(self, *args, **kwargs):
+            nn.Module.__init__(self)
+            answer = link.send({"build": part, "args": list(args), "kwargs": kwargs})
+            if not isinstance(answer, dict) or type(answer.get("id")) is not int:
+                raise RuntimeError("malformed description of a reference part")
+            link.populate(self, answer.get("tree"), answer["id"], "")
+            if base is not None:
+                for key, value in _own_attributes(base, args, kwargs).items():
+                    if key not in vars(self) and not hasattr(type(self), key):
+                        setattr(self, key, value)
 
-        class Part(StandIn):
-            def __init__(self, *args, **kwargs):
-                super().__init__()
-                answer = link.send({"build": part, "args": list(args), "kwargs": kwargs})
-                if not isinstance(answer, dict) or type(answer.get("id")) is not int:
-                    raise RuntimeError("malformed description of a reference part")
-                link.populate(self, answer.get("tree"), answer["id"], "")
-
-        Part.__name__ = Part.__qualname__ = name
+        Part = _dress(type(name, (StandIn,) if base is None else (StandIn, base), {"__init__": __init__}), own, name)
         for key, value in attrs.items():
             if not hasattr(Part, key):
                 setattr(Part, key, value)
         return Part
+
+    def wrap(self, own):
+        """The submission's own part `own` (a module class or a function) dressed as `stand_in` dresses
+        the reference's: the same kind of class (derived from StandIn and `own`) or function, with the
+        same identity, so that a composite cannot tell which it has; it runs `own`'s code. None for
+        anything else (a plain class), which is left as it is."""
+        if _module_class(own):
+            link = self
+
+            class Part(StandIn, own):  # type: ignore[valid-type,misc]
+                def __init__(self, *args, **kwargs):
+                    own.__init__(self, *args, **kwargs)
+                    link.built += 1
+                    self._kit_link, self._kit_build, self._kit_path = link, link.built, ""
+
+            _OWN.add(Part)
+            return _dress(Part, own, own.__name__)
+        if callable(own) and not isinstance(own, type) and type(getattr(own, "__name__", None)) is str:
+            return _dress(_function(own), own, own.__name__)
+        return None
 
     # building ------------------------------------------------------------------------------
 
@@ -95,9 +152,12 @@ class Link:
         node = _node(node)
         module._kit_link, module._kit_build, module._kit_path = self, build, path
         for key, value in node["attrs"].items():
-            if not plain(value) or hasattr(type(module), _name(key)):
+            if not plain(value) or hasattr(StandIn, _name(key)):
                 raise RuntimeError(f"malformed attribute {key!r} of a reference part")
-            setattr(module, key, value)
+            try:
+                setattr(module, key, value)
+            except (AttributeError, TypeError):  # a property of the submission's class (the stand-in derives from it)
+                pass
         for key, value in node["parameters"].items():
             module.register_parameter(_name(key), nn.Parameter(_tensor(value)))
         for key, value in node["buffers"].items():
@@ -180,8 +240,11 @@ class Link:
                 continue
             for key, value in values.items():
                 taken = {*target._parameters, *target._buffers, *target._modules}
-                if isinstance(value, torch.Tensor) and key not in taken and not hasattr(type(target), _name(key)):
-                    setattr(target, key, _to(value, device))
+                if isinstance(value, torch.Tensor) and key not in taken and not hasattr(StandIn, _name(key)):
+                    try:
+                        setattr(target, key, _to(value, device))
+                    except (AttributeError, TypeError):  # a property of the submission's class
+                        pass
 
 
 class Call:
@@ -226,6 +289,18 @@ class Call:
                 raise RuntimeError("the grader sent a gradient of the wrong shape")
             out.append(g.to(device, dtype) if g is not None and floating else None)
         return out
+
+
+def _module_class(v) -> bool:
+    return isinstance(v, type) and issubclass(v, nn.Module) and not issubclass(v, StandIn)
+
+
+def _function(call):
+    """One code object for a part that is a function, the reference's and the submission's alike."""
+    def function(*args, **kwargs):
+        return call(*args, **kwargs)
+
+    return function
 
 
 def _release(freed: list, call: int, recorders: list):

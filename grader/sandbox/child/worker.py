@@ -35,9 +35,11 @@ class Worker:
         self.baseline = state.Baseline()  # before any of the submission's code runs
         self.objects: dict[int, object] = {}
         self.next_id = 1
-        self.swaps: dict[str, tuple[object, object]] = {}  # part -> (submission's, stand-in)
+        self.swaps: dict[str, tuple[object, object]] = {}  # part -> (submission's, stand-in or wrapped own)
+        self.references: dict[str, object] = {}  # part -> the reference's stand-in (of those in swaps)
+        self.own: set[str] = set()  # parts to wrap (standins.Link.wrap) once their module is imported
         self.patched: list[tuple[object, str, object]] = []  # (module, name, original)
-        self.link = standins.Link(self.ask, known=lambda part: self.swaps.get(part, (None, None))[1])
+        self.link = standins.Link(self.ask, known=self.known)
         self.watch = record.Watch()  # forbidden APIs the submission's code runs, handed over at reset
 
     def keep(self, obj) -> protocol.Handle:
@@ -213,14 +215,36 @@ class Worker:
             import_alone(f"{PACKAGE}.{req['module']}", PACKAGE)
         self._patch()
 
+    def known(self, part: str):
+        """The class standing in for the reference's `part` where a described tree holds one: the
+        swapped-in stand-in; for a part wrapped as the submission's own, a reference stand-in dressed
+        the same way; None (a plain stand-in class) for any other."""
+        if part in self.references:
+            return self.references[part]
+        if part in self.own and part in self.swaps:
+            key = f"nested:{part}"
+            if key not in self.references:
+                self.references[key] = self.link.stand_in(part, None, self.swaps[part][0])
+            return self.references[key]
+        return None
+
     def op_swap(self, req):
         """Use stand-ins that run the reference's `parts` in the grader wherever the submission's
-        code names them, until the next reset: a composite is then graded on its own wiring."""
-        for part in req["parts"]:
-            if part in self.swaps:
-                continue  # already swapped in: its name now resolves to the stand-in itself
+        code names them, until the next reset: a composite is then graded on its own wiring. The
+        `own` parts (the composite's other parts, and all of them when none is swapped: the instructor's
+        grade sends them for every check of a composite) are the submission's own, dressed as the
+        stand-ins are (standins.Link.wrap), so that the composite cannot tell its own parts from the
+        reference's: a composite that behaves only with the reference's would have its failures excused."""
+        self.own.update(p for p in req.get("own", []) if type(p) is str and p not in req["parts"])
+        fresh = [part for part in req["parts"] if part not in self.references]  # the others: already in
+        if fresh:
+            self._unpatch()  # a part wrapped as the submission's own until now is the reference's from here
+        for part in fresh:
+            self.own.discard(part)
             info = (req.get("classes") or {}).get(part)  # a class part's description, from the grader
-            self.swaps[part] = (resolve(PACKAGE, part), self.link.stand_in(part, info))
+            own = self.swaps[part][0] if part in self.swaps else resolve(PACKAGE, part)
+            self.references[part] = self.link.stand_in(part, info, own)
+            self.swaps[part] = (own, self.references[part])
         self._patch()
 
     def ask(self, message: dict):
@@ -238,6 +262,12 @@ class Worker:
             return reply["ok"]
 
     def _patch(self):
+        for part in sorted(self.own - set(self.swaps)):  # wrapped once its module is imported (never imported here)
+            module = sys.modules.get(f"{PACKAGE}.{part.partition(':')[0]}")
+            own = getattr(module, part.rpartition(":")[2], None) if module is not None else None
+            wrapped = self.link.wrap(own) if own is not None else None
+            if wrapped is not None:
+                self.swaps[part] = (own, wrapped)
         if not self.swaps:
             return
         replace = {id(own): ref for own, ref in self.swaps.values()}
@@ -257,6 +287,8 @@ class Worker:
     def op_reset(self, req):
         self._unpatch()
         self.swaps.clear()
+        self.references.clear()
+        self.own.clear()
         self.link.reset()
         self.objects.clear()
         state.seed(0)
