@@ -3,14 +3,20 @@ grading worksheet. Rows are matched by the LMS's own id of the student (grades.c
 a Canvas or Moodle download by grader.batch.lms); every other cell of the sheet is left as the LMS wrote
 it, so that the LMS recognises its own file.
 
-- Canvas (Grades > Export): `Student, ID, SIS User ID, SIS Login ID, Section, <assignment> (<id>), ...`,
-  then a `Points Possible` row (kept as it is). The chosen column gets each student's total; a student
-  of the gradebook with no row in grades.csv gets a blank cell (Canvas's import leaves a blank alone).
-- Moodle (Assignment > View all submissions > Download grading worksheet): `Identifier` ("Participant N"),
-  `Full name`, ..., `Grade`, `Maximum Grade`, ..., `Feedback comments`. `Grade` gets the total and
-  `Feedback comments` a one-line summary (points per component, overrides named); rows of students
-  with no row in grades.csv are left as they were.
-Students in one file and not the other are listed, one line each.
+- Canvas (Grades > Export; canvas-lms lib/gradebook_exporter.rb): `Student` (or `LastName, FirstName`
+  where the gradebook shows them apart), `ID`, `SIS User ID`, `SIS Login ID`, `Section`, custom columns,
+  `<assignment> (<id>)`, ..., then a `Points Possible` row (and, above it, a row naming assignments with
+  manual posting), both without an ID and kept as they are. The chosen column gets each student's total;
+  a student of the gradebook with no row in grades.csv gets a blank cell (Canvas's import leaves a blank
+  alone).
+- Moodle (Assignment > View all submissions > Download grading worksheet; mod/assign/gradingtable.php):
+  `Identifier` ("Participant N"), `Full name`, ..., `Status`, `Grade`, `Maximum Grade`, `Grade can be
+  changed`, `Last modified (submission)`, `Last modified (grade)`, `Feedback comments`. Its import
+  (mod/assign/feedback/offline/importgradeslib.php) needs `Identifier`, `Grade` and `Last modified
+  (grade)`, and skips a grade above the maximum. `Grade` gets the total and `Feedback comments` a
+  one-line summary (points per component, overrides named); rows of students with no row in grades.csv
+  are left as they were.
+Students in one file and not the other are listed, one line each, as are totals Moodle would skip.
 """
 
 from __future__ import annotations
@@ -77,9 +83,9 @@ def canvas(grades: Path, gradebook: Path, column: str) -> Filled:
     filled from `grades`."""
     _, by_id, without = read_grades(grades)
     rows, header = _read(gradebook, "--gradebook")
-    if "ID" not in header or "Student" not in header:
-        raise ConfigError(f"--gradebook: {str(gradebook)!r} is not a Canvas gradebook export (no Student and ID "
-                          "columns)")
+    if "ID" not in header or not ("Student" in header or {"LastName", "FirstName"} <= set(header)):
+        raise ConfigError(f"--gradebook: {str(gradebook)!r} is not a Canvas gradebook export (no ID column, or "
+                          "no Student or LastName and FirstName columns)")
     chosen = [h for h in header if h == column] or [h for h in header if re.sub(r"\s*\(\d+\)$", "", h) == column]
     if len(chosen) != 1:
         raise ConfigError(f"--column: {'no' if not chosen else 'more than one'} column {column!r} in "
@@ -87,13 +93,14 @@ def canvas(grades: Path, gradebook: Path, column: str) -> Filled:
     filled = Filled("")
     seen = set()
     for row in rows:
-        if not row.get("ID") or (row.get("Student") or "").strip() in ("Points Possible", "Manual Posting"):
-            continue  # Canvas's own rows under the header
+        if not (row.get("ID") or "").strip():
+            continue  # Canvas's own rows under the header (Points Possible, manual posting): no student's
         seen.add(row["ID"])
         got = by_id.get(row["ID"])
         if got is None:
             row[chosen[0]] = ""
-            filled.unmatched.append(f"no submission graded: {safe.inert(row['Student'])} (ID {row['ID']})")
+            name = row["Student"] if "Student" in row else f"{row['LastName']}, {row['FirstName']}"
+            filled.unmatched.append(f"no submission graded: {safe.inert(name)} (ID {row['ID']})")
         else:
             row[chosen[0]] = _total(got)
             filled.filled += 1
@@ -113,10 +120,14 @@ def moodle(grades: Path, worksheet: Path) -> Filled:
     """Moodle's offline grading worksheet with `Grade` and `Feedback comments` filled from `grades`."""
     components, by_id, without = read_grades(grades)
     rows, header = _read(worksheet, "--worksheet")
-    need = [c for c in ("Identifier", "Grade", "Feedback comments") if c not in header]
+    # the columns Moodle's import reads (it refuses a sheet without the first three)
+    need = [c for c in ("Identifier", "Grade", "Last modified (grade)", "Feedback comments") if c not in header]
     if need:
         raise ConfigError(f"--worksheet: {str(worksheet)!r} is not a Moodle grading worksheet (no "
                           f"{', '.join(need)} column; download it with feedback comments enabled)")
+    if "Maximum Grade" not in header:
+        raise ConfigError(f"--worksheet: {str(worksheet)!r} has no Maximum Grade column: the assignment is graded "
+                          "on a scale in Moodle, and the kit's totals are points (grade it by points)")
     filled = Filled("")
     seen = set()
     for row in rows:
@@ -132,9 +143,24 @@ def moodle(grades: Path, worksheet: Path) -> Filled:
         row["Grade"] = _total(got)
         row["Feedback comments"] = safe.cell(comment(components, got))
         filled.filled += 1
+        total, most = _number(row["Grade"]), _number(row["Maximum Grade"])
+        if total is not None and most is not None and total > most:
+            filled.unmatched.append(f"above the Maximum Grade ({row['Maximum Grade']}), which Moodle's import "
+                                    f"skips: {safe.inert(row.get('Full name') or '')} ({row['Identifier']}) "
+                                    f"{row['Grade']}")
     filled.unmatched += _not_in_sheet(by_id, seen, without, "the worksheet")
     filled.text = _write(header, rows)
     return filled
+
+
+def _number(text: str) -> float | None:
+    """A number as Moodle writes it (format_float: "40.00", or "40,00" where the decimal separator is a
+    comma); None for anything else."""
+    text = (text or "").strip()
+    try:
+        return float(text.replace(",", ".") if "." not in text else text)
+    except ValueError:
+        return None
 
 
 def comment(components: list[str], row: dict[str, str]) -> str:

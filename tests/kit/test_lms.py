@@ -11,17 +11,31 @@ from pathlib import Path
 import pytest
 
 from grader.batch import export, lms
+from grader.course import ConfigError
 from tests.kit.conftest import SOLUTIONS, mutant, run_grade
 from tests.kit.test_batch import LN_BUG, batch, read_csv
 
 A1 = sorted(p.name for p in (SOLUTIONS / "assignment1").glob("*.py"))
 
+# Canvas's gradebook export (Grades > Export) as canvas-lms writes it (lib/gradebook_exporter.rb in
+# instructure/canvas-lms): Student, ID, SIS User ID, SIS Login ID, Section, the assignments as "TITLE (ID)",
+# the read-only totals, then a row "    Points Possible" with no ID; Canvas's test student comes last. The
+# columns as documented at
+# https://nemogb-dev.github.io/nemogb-r/articles/detailed-canvas-export-info.html
+# https://teaching.resources.osu.edu/toolsets/carmencanvas/guides/calculating-final-grades/import-csv-file-carmen-grades
 CANVAS_GRADEBOOK = (
     "Student,ID,SIS User ID,SIS Login ID,Section,Assignment 1 (88001),Quiz 1 (88002),Current Score,Final Score\n"
-    "    Points Possible,,,,,40,5,(read only),(read only)\n"
-    '"Lovelace, Ada",1001,s1001,ada,Section A,,4,80,80\n'
-    '"Babbage, Bob",1002,s1002,bob,Section A,,5,100,100\n'
+    "    Points Possible,,,,,40.00,5.00,(read only),(read only)\n"
+    '"Lovelace, Ada",1001,s1001,ada,Section A,,4.00,80.00,80.00\n'
+    '"Babbage, Bob",1002,s1002,bob,Section A,,5.00,100.00,100.00\n'
     '"Student, Test",1999,,,Section A,,,,\n')
+# Moodle's offline grading worksheet (Assignment > View all submissions > Download grading worksheet, with the
+# "Offline grading worksheet" and "Feedback comments" feedback types on, as
+# https://docs.moodle.org/401/en/Assignment_settings says), its columns as mod/assign/gradingtable.php in
+# moodle/moodle writes them for a download: Identifier ("Participant " + the id also in the download's file
+# names), Full name, the identity fields (Email address), Status, Grade, Maximum Grade, Grade can be changed,
+# Last modified (submission), Last modified (grade), then each feedback plugin's field (Feedback comments);
+# mod/assign/feedback/offline/importgradeslib.php reads Identifier, Grade and Last modified (grade) back
 MOODLE_WORKSHEET = (
     "Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,"
     "Last modified (submission),Last modified (grade),Feedback comments\n"
@@ -110,6 +124,40 @@ def test_the_moodle_worksheet_gets_grades_and_a_one_line_comment(tmp_path):
                                 "LMS download)"]
 
 
+def test_canvas_gradebooks_with_first_and_last_names_and_a_manual_posting_row_are_filled(tmp_path):
+    # canvas-lms writes LastName, FirstName where the gradebook shows them apart, and a row above Points
+    # Possible, with no ID, naming the assignments that are posted by hand
+    (tmp_path / "grades.csv").write_text(GRADES)
+    (tmp_path / "gradebook.csv").write_text(
+        "LastName,FirstName,ID,SIS Login ID,Section,Assignment 1 (88001),Current Score\n"
+        ",,,,,Manual Posting,\n"
+        "    Points Possible,,,,,40.00,(read only)\n"
+        "C,Ana,501,ana,Section A,,\n"
+        "D,Ben,502,ben,Section A,,\n")
+    filled = export.canvas(tmp_path / "grades.csv", tmp_path / "gradebook.csv", "Assignment 1")
+    rows = list(csv.reader(io.StringIO(filled.text)))
+    assert rows[1][5] == "Manual Posting" and rows[2][5] == "40.00"  # Canvas's rows, as it wrote them
+    assert [(r[1], r[5]) for r in rows[3:]] == [("Ana", "40"), ("Ben", "")]
+    assert filled.unmatched[0] == "no submission graded: D, Ben (ID 502)"
+
+
+def test_moodle_worksheets_its_import_would_refuse_or_skip_are_named(tmp_path):
+    (tmp_path / "grades.csv").write_text(GRADES)
+    # the import reads Last modified (grade): a sheet without it is not one Moodle takes back
+    (tmp_path / "w.csv").write_text(MOODLE_WORKSHEET.replace("Last modified (grade),", ""))
+    with pytest.raises(ConfigError, match=r"no Last modified \(grade\) column"):
+        export.moodle(tmp_path / "grades.csv", tmp_path / "w.csv")
+    # an assignment graded on a scale has a Scale column, not Maximum Grade: points do not fit it
+    (tmp_path / "w.csv").write_text(MOODLE_WORKSHEET.replace("Maximum Grade", "Scale"))
+    with pytest.raises(ConfigError, match="scale"):
+        export.moodle(tmp_path / "grades.csv", tmp_path / "w.csv")
+    # Moodle's import skips a grade above the maximum: the assignment's maximum is not the course's
+    (tmp_path / "w.csv").write_text(MOODLE_WORKSHEET.replace("40.00", '"20,00"'))  # a comma locale's
+    filled = export.moodle(tmp_path / "grades.csv", tmp_path / "w.csv")
+    assert filled.unmatched[0] == ("above the Maximum Grade (20,00), which Moodle's import skips: Ana C "
+                                   "(Participant 501) 40")
+
+
 def test_lms_downloads_are_graded_and_go_back_into_each_lms(tmp_path, quick_course):
     out = tmp_path / "out"
     proc = batch(str(canvas_download(tmp_path / "canvas", tmp_path)), "--assignment", "assignment1",
@@ -128,7 +176,7 @@ def test_lms_downloads_are_graded_and_go_back_into_each_lms(tmp_path, quick_cour
     assert filled[:2] == original[:2]  # the header and the Points Possible row, as Canvas wrote them
     assert [(r[0], r[5]) for r in filled[2:]] == [("Lovelace, Ada", "40"), ("Babbage, Bob", "32.5"),
                                                   ("Student, Test", "")]
-    assert [r[6] for r in filled[2:]] == ["4", "5", ""]  # other columns untouched
+    assert [r[6] for r in filled[2:]] == ["4.00", "5.00", ""]  # other columns untouched
     assert export_.stdout.splitlines()[:3] == ["no submission graded: Student, Test (ID 1999)",
                                                "not in the gradebook: smithsam_1003 (id 1003)",
                                                "not in the gradebook: smithsam_1004 (id 1004)"]
