@@ -29,6 +29,7 @@ from grader.sandbox import isolation
 from grader.sandbox.faults import StudentError, WorkerFault, bounded_str, doing, student_frames
 from grader.sandbox.limits import environment, preexec, rlimits
 from grader.sandbox.reap import descendants, kill_descendants, kill_user
+from grader.sandbox.spare import Spare, ahead_after
 from grader.sandbox.stage import stage
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ MAX_ASKS_PER_REQUEST, MAX_ASKS = 20_000, 400_000
 # A request that runs out of time: the signal that makes the worker write its Python stacks
 # (grader.sandbox.child.worker.STACK_SIGNAL), how long to wait for them, and the most of them read
 STACK_SIGNAL, STACK_SECONDS, MAX_STACK_BYTES = signal.SIGUSR1, 1.0, 256 * 1024
+STACK_PAUSE = 0.05
 
 
 class Sandbox:
@@ -58,6 +60,7 @@ class Sandbox:
         self.gpu = gpu  # it may use a CUDA device (see rlimits)
         self.template = template
         self.own_template: Template | None = None  # started at the first restart, where none was given
+        self.spare = Spare(limits)  # that template, begun while a request that may hang still runs
         self.created = time.monotonic()
         self.isolation = isolation.choose(limits)  # "namespaces", "seccomp" or "process"
         self.user = isolation.sandbox_user()  # as root, the submission's uid and gid: not root's
@@ -86,7 +89,7 @@ class Sandbox:
         if self.restarts == 1 and self.template is None:
             # a fault seldom comes alone (a hang or a crash recurs in each check of its component): later
             # restarts fork from a template rather than each import torch again
-            self.template = self.own_template = _template_for_restarts(self.limits)
+            self.template = self.own_template = self.spare.take()
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         self.started = time.monotonic()
@@ -185,6 +188,12 @@ class Sandbox:
         def wait():
             # an answer already there when the deadline has passed still counts
             left = max(deadline - time.monotonic(), 0)
+            ahead = begun + ahead_after(seconds) - time.monotonic()
+            if self.template is None and not self.restarts and 0 < ahead < left:
+                if select.select([self.resp], [], [], ahead)[0]:
+                    return
+                self.spare.begin()
+                left = max(deadline - time.monotonic(), 0)
             if not select.select([self.resp], [], [], left)[0]:
                 chain = self._where_hung()
                 at = f"; it was at {chain[-1].partition(': ')[0]}" if chain else ""
@@ -276,8 +285,8 @@ class Sandbox:
                 pass
         data, end = b"", time.monotonic() + STACK_SECONDS
         while len(data) < MAX_STACK_BYTES:
-            # once it has begun, a pause of 0.1 s ends the dump
-            left = min(end - time.monotonic(), 0.1 if data else STACK_SECONDS)
+            # once it has begun, a pause ends the dump (faulthandler writes it at once, from the handler)
+            left = min(end - time.monotonic(), STACK_PAUSE if data else STACK_SECONDS)
             if left <= 0 or not select.select([self.resp], [], [], left)[0]:
                 break
             try:
@@ -341,13 +350,6 @@ class Sandbox:
             kill_user(self.user)
         if self.own_template is not None:
             self.own_template.close()
+        self.spare.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-
-def _template_for_restarts(limits: Limits) -> "Template | None":
-    from grader.sandbox.template import Template, TemplateError, unavailable
-
-    try:
-        return None if unavailable() else Template(limits).start()
-    except TemplateError:
-        return None

@@ -192,7 +192,9 @@ def assert_loses_only_in(report: dict, component: str):
     got, full = scores(report), full_marks(report)
     assert got[component] < full[component], f"{component} kept full marks: {got}"
     others = {n: s for n, s in got.items() if n != component and s != full[n]}
-    assert not others, f"points lost outside {component}: {others} (full: {full})"
+    failed = [f"{t['id']}: {t['status']}: {(t.get('message') or '')[:200]}" for c in report["components"]
+              if c["name"] in others for t in c["tests"] if t["status"] not in ("passed", "excused")]
+    assert not others, f"points lost outside {component}: {others} (full: {full}); failed: {failed}"
 
 
 @pytest.fixture(scope="session")
