@@ -26,6 +26,8 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING, Any
 
+from grader.sandbox.reap import KIT
+
 if TYPE_CHECKING:
     from grader.course import Course
     from grader.results import Outcome
@@ -131,6 +133,7 @@ class Helper:
     def __init__(self, course: Course):
         self.proc = subprocess.Popen([sys.executable, "-c", BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, start_new_session=True, bufsize=0)
+        KIT.add(self.proc.pid)  # in a session of its own, and no sandbox's orphan (grader.sandbox.reap)
         self.broken = False
         self.warmed = False  # its warm-up job is sent
         self.pending = 1  # replies not read yet: "ready", then the warm-up's

@@ -28,7 +28,7 @@ from grader.course import Limits
 from grader.sandbox import isolation
 from grader.sandbox.faults import StudentError, WorkerFault, bounded_str, doing, student_frames
 from grader.sandbox.limits import environment, preexec, rlimits
-from grader.sandbox.reap import descendants, kill_descendants, kill_user
+from grader.sandbox.reap import KIT, adopt_orphans, descendants, kill_descendants, kill_orphans, kill_user, start_time
 from grader.sandbox.spare import Spare, ahead_after
 from grader.sandbox.stage import stage
 
@@ -63,6 +63,8 @@ class Sandbox:
         self.spare = Spare(limits)  # that template, begun while a request that may hang still runs
         self.created = time.monotonic()
         self.isolation = isolation.choose(limits)  # "namespaces", "seccomp" or "process"
+        if self.isolation != "namespaces":  # no PID namespace: orphans of its processes come here (reap)
+            adopt_orphans()
         self.user = isolation.sandbox_user()  # as root, the submission's uid and gid: not root's
         self.dir = Path(tempfile.mkdtemp(prefix="grade-"))
         self.staged = stage(submission, files, self.dir)
@@ -132,6 +134,9 @@ class Sandbox:
             os.close(req_r)
             os.close(resp_w)
         self.req, self.resp = req_w, resp_r
+        if isinstance(self.proc, subprocess.Popen):
+            KIT.add(self.proc.pid)  # a child in a session of its own that is no orphan (reap.orphans)
+        self.since = start_time(self.proc.pid) or 0  # the orphans adopted since are this sandbox's
         self.here = here  # the folder the worker sees the submission in, as its frames name it
         self.ready = False
 
@@ -325,6 +330,8 @@ class Sandbox:
                 os.close(fd)
             except OSError:
                 pass
+        KIT.discard(self.proc.pid)
+        kill_orphans(self.since)  # a double fork's orphan, adopted here: killed once the worker can make no more
         self.proc = None
         self.restarts += 1
         if self.user is not None:  # as root: whatever runs as its uid, wherever it went (never reused)

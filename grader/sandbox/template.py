@@ -37,6 +37,7 @@ from pathlib import Path
 
 from grader.course import Limits
 from grader.sandbox.limits import environment
+from grader.sandbox.reap import KIT
 
 CHILD = Path(__file__).resolve().parent / "child"
 # the template's copy of the zygote, loaded by path: nothing named grader is imported in it
@@ -81,6 +82,7 @@ class _Server:
                 [sys.executable, "-I", "-B", "-c", BOOT, str(self.dir / "zygote.py"), str(theirs.fileno()), *PRELOAD],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=self.dir, env=environment(str(self.dir)),
                 pass_fds=(theirs.fileno(),), start_new_session=True)
+        KIT.add(self.proc.pid)  # in a session of its own, and no sandbox's orphan (grader.sandbox.reap)
         theirs.close()
         try:
             ready = self.await_event(0, ("ready",), startup_seconds)

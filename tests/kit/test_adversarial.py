@@ -522,3 +522,88 @@ class TestACompositeCannotTellTheReferencesParts:
                      lambda f: inspect.getsourcefile(f), lambda f: f.__code__):
             assert tell(ref_fn) == tell(own_fn)
         assert torch.equal(ref_fn(x, 1), own_fn(x, 1))
+
+
+# --- every process a submission starts ends with its grading, without root or namespaces too ------
+
+AS_A_USER = '''
+import json, os, sys, tempfile, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+os.environ["GRADER_ISOLATION"] = "process"
+from grader.course import Limits
+from grader.sandbox.host import Sandbox
+from tests.kit.test_adversarial import PROBE, _running
+tree = Path(tempfile.mkdtemp()) / "probe"
+(tree / "assignment1").mkdir(parents=True)
+(tree / "assignment1" / "__init__.py").touch()
+(tree / "assignment1" / "probe.py").write_text(PROBE)
+box = Sandbox(tree, {"assignment1": ["probe.py"]}, Limits(timeout_seconds=20))
+try:
+    box.request({"op": "import", "module": "assignment1.probe"})
+    box.request({"op": "call", "target": "assignment1.probe:detach", "args": [sys.argv[2]]})
+    deadline = time.monotonic() + 10
+    while len(_running(sys.argv[2])) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    started = len(_running(sys.argv[2]))
+finally:
+    box.close()
+deadline = time.monotonic() + 5
+while _running(sys.argv[2]) and time.monotonic() < deadline:
+    time.sleep(0.1)
+print(json.dumps({"uid": os.geteuid(), "tier": box.isolation, "user": box.user, "started": started,
+                  "left": _running(sys.argv[2])}))
+'''
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="child subreapers are Linux's")
+class TestEveryProcessEndsWithItsGradingWithoutRoot:
+    """In the process tier a grader without root has no uid of its own to kill the sandbox by: it
+    adopts orphans (PR_SET_CHILD_SUBREAPER), so that a double fork whose middle process exits leaves
+    its grandchild with the grader, which kills it with the sandbox (it outlived it before)."""
+
+    def test_a_setsid_double_fork_outlives_nothing_as_nobody(self):
+        import shutil
+        import subprocess
+
+        marker = f"orph{os.getpid() % 10**6}"
+        argv = [sys.executable, "-c", AS_A_USER, str(ROOT), marker]
+        if os.geteuid() == 0:  # as nobody; DAC_READ_SEARCH only to reach a Python under /root (pyenv)
+            if shutil.which("setpriv") is None:
+                pytest.skip("no setpriv to run the grader as nobody")
+            argv = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "--inh-caps",
+                    "+dac_read_search", "--ambient-caps", "+dac_read_search", *argv]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            got = json.loads(proc.stdout.strip().splitlines()[-1])
+            assert got["uid"] != 0 and got["tier"] == "process" and got["user"] is None, got
+            assert got["started"] == 2 and got["left"] == [], got  # a new session, and a double fork's orphan
+        finally:
+            for pid in _running(marker):  # what a failure left
+                os.kill(int(pid), 9)
+
+    def test_only_the_sandboxes_orphans_are_taken(self):
+        """reap.orphans lists the children this process adopted: not those it started in its own
+        session, nor the kit's own processes in sessions of theirs (KIT), nor any started before."""
+        import subprocess
+
+        from grader.sandbox import reap
+
+        assert reap.adopt_orphans()
+        since = reap.start_time(os.getpid())
+        own = subprocess.Popen(["sleep", "30"])  # the grader's own, in its session
+        kit = subprocess.Popen(["sleep", "30"], start_new_session=True)  # a template, say
+        stray = subprocess.Popen(["sleep", "30"], start_new_session=True)  # as an adopted orphan looks
+        reap.KIT.add(kit.pid)
+        try:
+            assert reap.orphans(since) == [stray.pid]
+            assert reap.orphans(reap.start_time(stray.pid) + 1) == []  # started before that sandbox's worker
+            reap.kill_orphans(since)
+            assert reap.start_time(stray.pid) is None  # killed and reaped: no zombie left
+            assert own.poll() is None and kit.poll() is None
+        finally:
+            reap.KIT.discard(kit.pid)
+            for p in (own, kit, stray):
+                p.kill()
+                p.wait()
