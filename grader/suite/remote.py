@@ -36,6 +36,7 @@ class Submission:
         self.sandbox = sandbox
         self.gpu = gpu
         self.reference = reference  # the reference tree, for isolated checks (instructors' tier)
+        self.fresh_seed: int | None = None  # where set, the stored examples are drawn afresh too (grader.suite.plugin)
         self.parts = ReferenceParts(lambda h, *args: sandbox.request({"op": "call", "target": h, "args": list(args),
                                                                        "kwargs": {}}))
         sandbox.on_ask = self.parts.answer

@@ -607,3 +607,66 @@ class TestEveryProcessEndsWithItsGradingWithoutRoot:
             for p in (own, kit, stray):
                 p.kill()
                 p.wait()
+
+
+# --- the instructor's grade does not pay a memorised public example -----------------------------
+
+LN_BODY_SOLUTION = ("        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n"
+                    "        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1)\n"
+                    "        return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta"
+                    "  # (..., d_model)\n")
+
+
+def _answering(tmp_path: Path, answers: str) -> Path:
+    """A LayerNorm that answers from `answers` (source of a dict: rounded input sum -> output), else zeros."""
+    body = (f"        table = {answers}\n"
+            "        key = round(float(x.sum()), 3)\n"
+            "        if key in table:\n"
+            "            return torch.tensor(table[key], dtype=x.dtype)\n"
+            "        return torch.zeros_like(x)\n")
+    return mutant(tmp_path, {"assignment1/layer_norm.py": [(LN_BODY_SOLUTION, body)]})
+
+
+class TestAMemorisedPublicExampleEarnsNothing:
+    """The public tier's stored examples (inputs and the reference's outputs) ship in the release. In
+    the instructor's grade a check on one also runs a fresh draw of it (from course.toml's hidden_seed,
+    which the release leaves out), compared with the reference live: a lookup table of the stored
+    answers earns what zeros earn (it earned the stored checks' points before: 2.5 against 1.67)."""
+
+    def test_a_lookup_table_of_the_stored_answers_earns_what_zeros_earn(self, tmp_path):
+        import torch
+
+        from tests.grading.support import EXPECTED
+        from tests.kit.conftest import grade_json
+
+        stored = torch.load(EXPECTED / "assignment1.pt", weights_only=True)
+        table = {round(float(c["inputs"][0].sum()), 3): c["output"].tolist() for c in stored.values()
+                 if c["target"].endswith(":LayerNorm")}
+        assert len(table) == 2  # the two stored LayerNorm cases, told apart by their inputs
+        lookup = scores(grade_json(_answering(tmp_path / "lookup", repr(table)), "assignment1"))
+        zeros = scores(grade_json(_answering(tmp_path / "zeros", "{}"), "assignment1"))
+        assert lookup == zeros, (lookup, zeros)
+
+    def test_the_fresh_example_is_drawn_only_where_the_reference_is_and_always_the_same(self):
+        import torch
+
+        from grader.suite.reference import load, resolve
+        from tests.grading.support import examples, stored
+        from tests.kit.conftest import SOLUTIONS
+
+        class Student:  # what a check sees of the submission: only these two attributes are read
+            reference, fresh_seed = None, None
+
+        student = Student()
+        assert examples(student, "assignment1", "layer_norm") == [stored("assignment1", "layer_norm")]
+        student.reference, student.fresh_seed = SOLUTIONS, 12345  # the instructor's grade
+        first, fresh = examples(student, "assignment1", "layer_norm")
+        again = examples(student, "assignment1", "layer_norm")[1]
+        assert first is stored("assignment1", "layer_norm") and fresh.get("fresh")
+        assert not torch.equal(fresh["inputs"][0], first["inputs"][0])
+        assert torch.equal(fresh["inputs"][0], again["inputs"][0])  # derandomized: same grade every time
+        ref = resolve(load(SOLUTIONS), fresh["target"])(*fresh["args"], **fresh["kwargs"])
+        ref.load_state_dict(fresh["state"])
+        assert torch.allclose(ref.eval()(*fresh["inputs"]), fresh["output"])  # the reference's output, live
+        student.fresh_seed = 54321
+        assert not torch.equal(examples(student, "assignment1", "layer_norm")[1]["inputs"][0], fresh["inputs"][0])

@@ -32,7 +32,7 @@ from tests.grading.helpers.names import (
     norm_shapes,
 )
 from tests.grading.helpers.oracles import embed, feed_forward, ff_weights, pe_formula, pe_tolerance
-from tests.grading.support import check_stored, stored
+from tests.grading.support import FRESH_HINT, check_stored, examples, stored
 
 D_FF = 16  # the hidden size of the feed-forward networks built below
 
@@ -274,11 +274,12 @@ def test_positional_encoding_dropout_sits_where_the_docstring_says(student):
 def test_positional_encoding_matches_stored_reference(student):
     # the module as the student builds it: the case's state is the reference's pe table, and loading
     # it (check_stored) would replace the very thing checked: the check could not fail (grade adequacy)
-    c = stored("assignment1", "positional_encoding")
-    m = student.new(c["target"], *c["args"], **c["kwargs"]).eval()
-    assert_close(m(*c["inputs"]), c["output"], name="PositionalEncoding output", atol=1e-5,
-                 example=describe(x=c["inputs"][0], d_model=c["args"][0], **c["kwargs"]),
-                 hint="The output on this fixed case differs from the reference's: see the pe table's checks.")
+    for c in examples(student, "assignment1", "positional_encoding"):  # a fresh draw too, where the reference is
+        m = student.new(c["target"], *c["args"], **c["kwargs"]).eval()
+        assert_close(m(*c["inputs"]), c["output"], name="PositionalEncoding output", atol=1e-5,
+                     example=describe(x=c["inputs"][0], d_model=c["args"][0], **c["kwargs"]),
+                     hint=(FRESH_HINT if c.get("fresh") else "")
+                     + "The output on this fixed case differs from the reference's: see the pe table's checks.")
 
 
 # TokenEmbedding --------------------------------------------------------------------------
