@@ -480,6 +480,99 @@ _GUARDED: dict[str, Bug] = {
 }
 BUGS.update(_GUARDED)
 
+# Classic mistakes of tests/kit/heldout.py (issue 37, item 3) that the numerical forensics cannot tell
+# (their values are no simple function of the expected ones), each written here as another student would
+# write it: the held-out set is named by what the code computes, not by its text
+_HELDOUT: dict[str, Bug] = {
+    "layer_norm_without_eps": _one(
+        "LayerNorm", LN, "torch.sqrt(var + self.eps)", "var.sqrt()",
+        "LayerNorm without eps under the square root (a constant vector divides 0 by 0)",
+        "normalise by torch.sqrt(var + eps)"),
+    "layer_norm_statistics_over_the_batch": Bug("LayerNorm", {LN: [
+        ("mean = x.mean(dim=-1, keepdim=True)", "mean = x.mean(0, keepdim=True)"),
+        ("var = x.var(dim=-1, keepdim=True, unbiased=False)", "var = x.var(0, keepdim=True, unbiased=False)")]},
+        "LayerNorm with BatchNorm's axis: the statistics over the batch (dim 0), not each vector's features",
+        "x.mean(dim=-1, keepdim=True), x.var(dim=-1, keepdim=True, unbiased=False)"),
+    "feed_forward_adds_its_input": _one(
+        "PositionwiseFeedForward", FFN, "return self.linear2(self.dropout(h))",
+        "return self.linear2(self.dropout(h)) + x",
+        "a feed-forward network that adds its input back (the residual belongs to ResidualConnection)",
+        "return linear2(dropout(relu(linear1(x)))) alone"),
+    # Kyubyong/transformer #81: an integer division makes every exponent 0
+    "positional_encoding_integer_exponent": _one(
+        "PositionalEncoding", PE,
+        "torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))",
+        "1.0 / torch.pow(10000.0, torch.arange(0, d_model, 2) // d_model)",
+        "a positional table whose exponent 2i // d_model is an integer division (0: one frequency for all)",
+        "a float exponent: torch.arange(0, d_model, 2).float() / d_model"),
+    # zju3dv/LoFTR #41: -log(10000) / d_model // 2, an operator precedence slip
+    "positional_encoding_exponent_floored": _one(
+        "PositionalEncoding", PE, "(-math.log(10000.0) / d_model)", "math.floor(-math.log(10000.0) / d_model / 2)",
+        "a positional table whose exponent is floored by // (operator precedence)",
+        "div_term = exp(arange(0, d_model, 2) * (-log(10000) / d_model)), no //"),
+    "positional_encoding_sliced_by_the_batch": _one(
+        "PositionalEncoding", PE, "T = x.size(1)", "T = x.shape[0]",
+        "a positional encoding sliced by x.size(0), the batch (a sequence-first tutorial's), not the length",
+        "the inputs are (B, T, d_model): pe[:x.size(1)]"),
+    # hyunwoongko/transformer #10: -inf, whose fully masked rows are 0/0
+    "attention_fills_with_minus_inf": _one(
+        "scaled_dot_product_attention", ATT, "masked_fill(~mask, torch.finfo(scores.dtype).min)",
+        "masked_fill(mask == 0, -math.inf)",
+        "attention that fills blocked scores with -inf (a row whose keys are all blocked is 0/0: NaN)",
+        "fill with torch.finfo(scores.dtype).min"),
+    "softmax_over_dim_1": _one(
+        "scaled_dot_product_attention", ATT, "scores.softmax(dim=-1)", "torch.softmax(scores, 1)",
+        "attention with the softmax over dim=1 (the heads, or the queries), not the keys",
+        "softmax over the keys: dim=-1"),
+    "attention_adds_the_boolean_mask": _one(
+        "scaled_dot_product_attention", ATT, "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
+        "scores = scores + mask.to(scores.dtype)",
+        "attention that adds the boolean mask to the scores (+1 where allowed: nothing is blocked)",
+        "scores.masked_fill(~mask, torch.finfo(scores.dtype).min)"),
+    "pad_mask_compares_to_zero": _one(
+        "make_pad_mask", MASKS, "(tokens != pad_idx)", "(tokens > 0)",
+        "a pad mask that takes token 0 for the padding, whatever pad_idx is",
+        "compare with pad_idx: tokens != pad_idx"),
+    # annotated-transformer #137: the padding unsqueezed on the query axis
+    "tgt_mask_pad_over_the_queries": _one(
+        "make_tgt_mask", MASKS, "return pad & causal", "return pad.permute(0, 1, 3, 2) & causal",
+        "a target mask whose padding part hides queries (B, 1, T, 1), not keys",
+        "make_pad_mask(tgt, pad_idx) (B, 1, 1, T) & make_causal_mask(T) (1, 1, T, T)"),
+    "mha_keys_projected_with_w_q": _one(
+        "MultiHeadAttention", MHA, "k = self.w_k(k)", "k = self.w_q(k)",
+        "multi-head attention that projects the keys with w_q (copy-paste: w_k unused)", "k = self.w_k(k)"),
+    "heads_split_interleaved": Bug("MultiHeadAttention", {MHA: [
+        (f"self.w_{n}({n}).view(B, {t}, self.n_heads, self.d_k).transpose(1, 2)",
+         f"self.w_{n}({n}).reshape(B, {t}, self.d_k, self.n_heads).transpose(1, 3).transpose(2, 3)")
+        for n, t in (("q", "T_q"), ("k", "T_k"), ("v", "T_k"))]},
+        "heads split as (B, T, d_k, h): head i takes every h-th column, not a contiguous block",
+        "view(B, T, h, d_k).transpose(1, 2)"),
+    "residual_without_the_skip": _one(
+        "ResidualConnection", SUB, "return self.norm(x + self.dropout(sublayer(x)))",
+        "return self.norm(self.dropout(sublayer(x)))",
+        "a post-norm residual connection without the skip: norm(dropout(sublayer(x)))",
+        "norm(x + dropout(sublayer(x)))"),
+    # harvardnlp/harvardnlp.github.io #6: the Annotated Transformer's pre-norm where the paper has post-norm
+    "residual_always_pre_norm": _one(
+        "ResidualConnection", SUB, "        if self.norm_first:\n", "        if self.norm_first or True:\n",
+        "a residual connection that is always pre-norm (the Annotated Transformer's), whatever norm_first says",
+        "norm_first=False: norm(x + dropout(sublayer(x)))"),
+    "encoder_final_norm_always": _one(
+        "Encoder", ENC, "return self.norm(x) if self.norm_first else x", "return self.norm(x)  # always",
+        "an encoder that applies its final LayerNorm in post-norm too (the Annotated Transformer's Encoder)",
+        "apply the final norm only when norm_first"),
+    "encoder_layer_feed_forward_without_residual": _one(
+        "EncoderLayer", ENC, "return self.residuals[1](x, self.feed_forward)", "return self.feed_forward(x)",
+        "an encoder layer whose feed-forward has no residual connection (nor its norm)",
+        "return self.residuals[1](x, self.feed_forward)"),
+    # Kamichanw/SeekDeeper #3, zhouhaoyi/Informer2020 #38: the cross-attention's mask
+    "cross_attention_masked_with_the_target_mask": _one(
+        "DecoderLayer", DEC, "self.cross_attn(x, memory, memory, src_mask)",
+        "self.cross_attn(x, memory, memory, mask=tgt_mask)",
+        "cross-attention masked with the target mask, not the source mask", "cross_attn(x, memory, memory, src_mask)"),
+}
+BUGS.update(_HELDOUT)
+
 # `grade adequacy`: checks (fnmatch patterns of their ids) that are expected to catch no entry of this
 # table, and why; any other check that catches none is flagged for a look (or a new entry)
 UNCAUGHT = {
