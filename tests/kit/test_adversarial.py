@@ -670,3 +670,82 @@ class TestAMemorisedPublicExampleEarnsNothing:
         assert torch.allclose(ref.eval()(*fresh["inputs"]), fresh["output"])  # the reference's output, live
         student.fresh_seed = 54321
         assert not torch.equal(examples(student, "assignment1", "layer_norm")[1]["inputs"][0], fresh["inputs"][0])
+
+
+# --- placement: testing for the meta device does not pass the placement checks -----------------
+
+META_TELLS = {  # where a submission makes its tensors: the inputs' device only where it sees meta
+    "is_meta": "x.device if x.is_meta else 'cpu'",
+    "device_type": "x.device if x.device.type == 'meta' else 'cpu'",
+    "device_string": "'meta' if str(x.device) == 'meta' else 'cpu'",
+}
+RIGHTLY = {  # made where the inputs are, as a GPU needs: nothing is found
+    "device_kwarg": lambda x: x * torch_ones(x.shape[-1], device=x.device),
+    "zeros_like": lambda x: x + __import__("torch").zeros_like(x),
+    "new_ones": lambda x: x * x.new_ones(x.shape[-1]),
+    "a_python_scalar": lambda x: x * 2.0,
+}
+
+
+def torch_ones(*args, **kwargs):
+    import torch
+
+    return torch.ones(*args, **kwargs)
+
+
+class TestPlacementIsNotFooledByTestingForMeta:
+    """On a machine without a GPU the placement checks run the module on `meta`; code that made its
+    tensors on the CPU except where it saw `meta` passed them. The worker runs it again on fake
+    tensors that say they are on `lazy:0` (placement.on_a_second_device): such code meets them there."""
+
+    @pytest.mark.parametrize("tell", sorted(META_TELLS))
+    def test_a_tensor_made_on_the_cpu_except_on_meta_is_found(self, tell):
+        import torch
+
+        from grader.sandbox.child import placement
+
+        def forward(x):
+            return x * torch.ones(x.shape[-1], device=eval(META_TELLS[tell]))
+
+        x = torch.randn(2, 3, device="meta")
+        with placement.Placement("meta"):
+            assert forward(x).is_meta  # the meta run alone finds nothing
+        found = placement.on_a_second_device(lambda a, k: forward(*a, **k), None, [x], {})
+        assert found is not None and found["function"] == "mul", found
+
+    @pytest.mark.parametrize("way", sorted(RIGHTLY))
+    def test_tensors_made_where_the_inputs_are_pass(self, way):
+        import torch
+
+        from grader.sandbox.child import placement
+
+        assert placement.on_a_second_device(lambda a, k: RIGHTLY[way](*a), None,
+                                            [torch.randn(2, 3, device="meta")], {}) is None
+
+    def test_a_module_comes_back_as_it_was_and_what_reads_a_value_judges_nothing(self):
+        import torch
+
+        from grader.sandbox.child import placement
+
+        module = torch.nn.Linear(3, 4).to("meta")
+        module.register_buffer("table", torch.ones(4, device="meta"))
+        before = [module.weight, module.bias, module.table]
+        x = torch.randn(2, 3, device="meta")
+        assert placement.on_a_second_device(lambda a, k: module(*a) + module.table, module, [x], {}) is None
+        assert placement.on_a_second_device(lambda a, k: module(*a) * float(a[0].sum()), module, [x], {}) is None
+        module.plain = torch.ones(4)  # a plain attribute: .to(device) leaves it on the CPU
+        found = placement.on_a_second_device(lambda a, k: module(*a) * module.plain, module, [x], {})
+        assert found is not None and found["attribute"] == "plain", found
+        assert [module.weight, module.bias, module.table] == before and all(t.is_meta for t in before)
+
+    def test_a_layer_norm_that_tests_for_meta_loses_its_placement_check(self, tmp_path):
+        from tests.kit.conftest import grade_json
+
+        body = ("        scale = torch.ones(x.shape[-1], device=x.device if x.device.type == 'meta' else 'cpu')\n"
+                "        return scale * self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta\n")
+        old = "        return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta  # (..., d_model)\n"
+        report = grade_json(mutant(tmp_path, {"assignment1/layer_norm.py": [(old, body)]}), "assignment1")
+        assert_loses_only_in(report, "LayerNorm")
+        failed = [t for c in report["components"] for t in c["tests"] if t["status"] != "passed"]
+        assert [t["id"] for t in failed] == ["layer_norm_stays_on_the_inputs_device"], failed
+        assert "lazy:0" in failed[0]["message"] and "layer_norm.py" in failed[0]["message"], failed[0]

@@ -91,6 +91,64 @@ class Placement(TorchFunctionMode):
         return ""
 
 
+# A second device for the placement checks on the CPU: a submission could make its tensors on the
+# CPU everywhere but where it sees `meta`. Fake tensors (meta storage) that say they are on `lazy:0`
+# hide `meta` from x.device and x.is_meta. Not `cuda:0`: PyTorch's composite kernels take a device
+# guard for a fake tensor's device, and a CPU build aborts the process for cuda ("not linked with
+# support for cuda devices"), as for every device type but cpu, meta and lazy (torch 2.13).
+SECOND = torch.device("lazy", 0)
+
+
+def on_a_second_device(run, module: torch.nn.Module | None, args: list, kwargs: dict) -> dict | None:
+    """Run `run(args, kwargs)` again, forward only, with what the meta run moved to `meta` (the module's
+    parameters and buffers, and the tensors and modules among the arguments) as fake tensors on SECOND,
+    under Placement: the stray it finds (Placement.found), or None. Only a stray is judged here:
+    whatever else fails on fake tensors (code that reads a value) judges nothing. The module's own
+    tensors are put back as they were."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    saved: list[tuple[dict, str, object]] = []  # (a module's _parameters or _buffers, key, what was there)
+
+    def fake(t):
+        return FakeTensor(mode, t.detach(), SECOND) if isinstance(t, torch.Tensor) and t.is_meta else t
+
+    def move(m: torch.nn.Module):
+        for sub in m.modules():
+            for table in (sub._parameters, sub._buffers):
+                for key, t in list(table.items()):
+                    if isinstance(t, torch.Tensor) and t.is_meta:
+                        saved.append((table, key, t))
+                        f = fake(t)
+                        table[key] = torch.nn.Parameter(f, t.requires_grad) if isinstance(t, torch.nn.Parameter) else f
+
+    def convert(v):
+        if isinstance(v, torch.nn.Module):
+            move(v)
+            return v
+        if isinstance(v, torch.Tensor):
+            return fake(v)
+        if type(v) in (list, tuple):
+            return type(v)(convert(x) for x in v)
+        if type(v) is dict:
+            return {k: convert(x) for k, x in v.items()}
+        return v
+
+    placed = Placement(SECOND.type, module)
+    try:
+        if module is not None:
+            move(module)
+        fake_args, fake_kwargs = convert(list(args)), convert(dict(kwargs))
+        with torch.no_grad(), mode, placed:
+            run(fake_args, fake_kwargs)
+    except (Exception, Stray):
+        pass
+    finally:
+        for table, key, t in reversed(saved):
+            table[key] = t
+    return placed.found
+
+
 def tensors_in(v) -> list[torch.Tensor]:
     """The tensors of a value, in lists, tuples (torch.return_types too) and dicts."""
     if isinstance(v, torch.Tensor):

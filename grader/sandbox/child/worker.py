@@ -184,6 +184,16 @@ class Worker:
                 raise
         if placed.found is not None:  # reported even when the submission caught the Stray
             return {"stray": placed.found}
+        if kind == "meta" and not req.get("autocast"):
+            # again on a second device that is not `meta`: code that makes CPU tensors except where it
+            # sees `meta` meets them there (placement.on_a_second_device)
+            if req.get("seed") is not None:
+                state.seed(req["seed"])
+            with self.watch:
+                found = placement.on_a_second_device(lambda a, k: fn(*a, **k), module if isinstance(
+                    module, torch.nn.Module) else None, args, kwargs)
+            if found is not None:
+                return {"stray": {**found, "device": str(placement.SECOND)}}
         grads = None
         if grad_output is not None and isinstance(module, torch.nn.Module):
             grads = {n: p.grad for n, p in module.named_parameters()}

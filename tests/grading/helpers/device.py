@@ -3,7 +3,9 @@
 check_device_placement (public tier, every machine): the module and its inputs move to PyTorch's
 `meta` device (shapes and dtypes, no data), where a tensor made on the CPU that meets them stops
 the run as it would on a GPU (grader.sandbox.child.placement); the report names the line that
-made it and the line where they met.
+made it and the line where they met. The worker then runs it again on fake tensors that say they
+are on another device (`lazy:0`), so that code making CPU tensors except where it sees `meta`
+meets them too.
 
 check_on_gpu and check_under_autocast (the GPU tier, tests/grading/cuda/): on the GPU the same
 module gives what it gives on the CPU, at float32 tolerance, with its outputs on the GPU; under
@@ -104,6 +106,8 @@ def expect_no_stray(answer: dict, *, component: str, device: str, example: str, 
         origin, where = "of unknown origin", ""
     where += "".join(f"\n{'met at' if i == 0 else '  called from'} {f}" for i, f in enumerate(met))
     at = f" at {_frame(met[0])}" if met else ""
+    if stray.get("device"):  # the worker's second run, on fake tensors on another device than meta
+        device = f"a second device ({str(stray['device'])[:20]}, simulated: code that tests for meta meets it)"
     device = "the meta device" if device == "meta" else device
     raise Mismatch(f"{component} mixes devices: a CPU tensor ({origin}) meets tensors on {device} in "
                    f"{stray.get('function')}(){at}",
