@@ -6,6 +6,7 @@ import ctypes
 import os
 import signal
 import sys
+import time
 
 PR_SET_CHILD_SUBREAPER = 36
 # processes the kit starts in sessions of their own (workers, templates, the split grading's helper):
@@ -74,11 +75,14 @@ def kill_orphans(since: int) -> None:
                     os.kill(victim, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
-        for pid in found:
-            try:
-                os.waitpid(pid, 0)  # this process's children now: reaped here, or they stay zombies
-            except ChildProcessError:
-                pass
+        for pid in found:  # this process's children now: reaped here, or they stay zombies
+            for _ in range(200):  # 2 s at most: one stuck in the kernel is left to be reaped later
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0]:
+                        break
+                except ChildProcessError:
+                    break
+                time.sleep(0.01)
         if not found:
             return
 

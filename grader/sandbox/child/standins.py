@@ -60,6 +60,8 @@ def _dress(made, like, name: str):
             value = getattr(like, key, None)
             if type(value) is str:
                 setattr(made, key, value)
+        if not isinstance(made, type):
+            made.__wrapped__ = like  # inspect.signature shows the submission's own parameters, on either
     return made
 
 
