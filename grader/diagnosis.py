@@ -52,7 +52,8 @@ def load(course: Course) -> dict[str, dict]:
 
 
 def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
-             excused: frozenset[str] = frozenset(), table: dict[str, dict] | None = None) -> dict[str, dict]:
+             excused: frozenset[str] = frozenset(), table: dict[str, dict] | None = None,
+             upstream: frozenset[str] | None = None) -> dict[str, dict]:
     """component -> {"bug": id, "message": the sentence for the student}, where one bug explains all.
 
     `excused`: the failed checks that pass with the reference's parts swapped in. A component with
@@ -60,7 +61,9 @@ def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
     what one of its own bugs says (a PositionalEncoding without dropout and a TransformerEmbedding
     that does not pass dropout on fail TransformerEmbedding's checks alike): the part is named, in
     its own component, and the composite is not. `table`: the bug table to match (default: the
-    course's bugs.json; {} leaves the forensics alone, as for a bug outside the table)."""
+    course's bugs.json; {} leaves the forensics alone, as for a bug outside the table). `upstream`: the
+    parts of earlier assignments found failing their own checks (grader.attribution); None: not known,
+    and a component built on any part of another assignment gets no forensics."""
     table = load(course) if table is None else table
     found = {}
     for comp in spec.components:
@@ -74,21 +77,25 @@ def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
             found[comp.name] = {"bug": matches[0],
                                 "message": f"matches {bug['message']} on all {n} failing public check"
                                            f"{'s' * (n > 1)}: {bug['fix']}."}
-        elif not matches and _own(spec, comp, results):
+        elif not matches and _own(spec, comp, results, upstream):
             seen = forensic(spec, comp.name, results)
             if seen:
                 found[comp.name] = seen
     return found
 
 
-def _own(spec: Assignment, comp, results: dict[str, Outcome]) -> bool:
-    """Whether a failure of `comp` can only be its own: every part it is built on is graded here
-    and passes every check (a part's bug shows in its composites' values too, and its "looks like"
-    would then be said on the wrong component)."""
+def _own(spec: Assignment, comp, results: dict[str, Outcome], upstream: frozenset[str] | None) -> bool:
+    """Whether a failure of `comp` can only be its own: every part it is built on passes every check,
+    here or (a part of an earlier assignment) where attribution ran it: not in `upstream` (a part's bug
+    shows in its composites' values too, and its "looks like" would then be said on the wrong component)."""
     parts = {c.name: c for c in spec.components}
     for name in comp.depends:
         part = parts.get(name)
-        if part is None or not _own(spec, part, results):
+        if part is None:
+            if upstream is None or name in upstream:
+                return False
+            continue
+        if not _own(spec, part, results, upstream):
             return False
         if any(chk.id not in results or results[chk.id].status != "passed" for chk in part.checks
                if chk.tier == "public"):
@@ -106,6 +113,33 @@ def forensic(spec: Assignment, component: str, results: dict[str, Outcome]) -> d
         if chk.tier != "public" or o is None or o.status == "passed" or not o.details.get("looks_like"):
             continue
         what = o.message.partition(" differs from the expected values")[0].partition(" has the wrong shape")[0]
+        what = what.partition(" has the wrong dtype")[0]
         return {"bug": f"looks_like:{chk.id}",
                 "message": f"{what} looks like {o.details['looks_like']} (in {chk.id})."}
+    for chk in comp.checks:
+        o = results.get(chk.id)
+        said = _names(component, o) if chk.tier == "public" and o is not None and o.status != "passed" else ""
+        if said:
+            return {"bug": f"looks_like:{chk.id}", "message": f"{said} (in {chk.id})."}
     return None
+
+
+_MISSING = re.compile(r"missing: ([^;]*); unexpected: none; wrong shape: none")
+_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+
+
+def _names(component: str, outcome: Outcome) -> str:
+    """What a check of the module's parameter names says of the parameters that are missing: only the
+    first of its stacked layers has any (one module repeated), or only biases (a layer without one)."""
+    found = _MISSING.fullmatch(str(outcome.details.get("got", "")))
+    if not found or found.group(1) in ("", "none") or "..." in found.group(1):
+        return ""
+    missing = [n.strip() for n in found.group(1).split(",")]
+    layers = {m.group(1) for n in missing for m in [_LAYER.search(n)] if m}
+    if missing and all(_LAYER.search(n) for n in missing) and "0" not in layers:
+        return (f"{component}'s stacked layers look like one module repeated ([layer] * n_layers): only layers.0 "
+                f"has parameters, so every layer shares them; build each layer with its own constructor call")
+    if all(n.endswith(".bias") for n in missing):
+        where = ", ".join(n.removesuffix(".bias") for n in missing)
+        return f"{component} looks like {where} built without a bias (bias=False): the docstring asks for one"
+    return ""

@@ -169,7 +169,7 @@ def _grade(course: Course, assignment: str, submission: Path, device: str, sandb
     excused = frozenset(t.id for c in report.components for t in c.checks
                         if t.excused_by or getattr(t, "waiting_on", ()))
     # a bug is named from all of a component's public checks: with --only some did not run
-    named = diagnosis.diagnose(course, spec, results, excused) if not only else {}
+    named = diagnosis.diagnose(course, spec, results, excused, upstream=frozenset(upstream)) if not only else {}
     table = diagnosis.load(course)
     for comp in report.components:
         comp.diagnosis = named.get(comp.name)

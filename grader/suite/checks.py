@@ -88,7 +88,12 @@ def expect_tensor(value, *, name: str, shape=None, dtype=None, example: str = ""
 def assert_close(got, expected: torch.Tensor, *, name: str, example: str = "", hint: str = "",
                  atol: float | torch.Tensor = 1e-5, rtol: float = 1e-4, mask: torch.Tensor | None = None):
     """`got` must match `expected` elementwise within atol + rtol*|expected|, only where `mask` is True."""
-    got = expect_tensor(got, name=name, shape=expected.shape, dtype=expected.dtype, example=example, hint=hint)
+    try:
+        got = expect_tensor(got, name=name, shape=expected.shape, dtype=expected.dtype, example=example, hint=hint)
+    except Mismatch as wrong:
+        if not wrong.looks_like and type(got) is torch.Tensor and got.dtype != expected.dtype:
+            wrong.looks_like = _like(got, expected, "dtype")
+        raise
     if expected.dtype.is_floating_point:
         g, e = got.double(), expected.double()
         # NaN and inf never match, not even themselves: an expected value built from the submission's
@@ -122,6 +127,15 @@ def _looks_like(got: torch.Tensor, expected: torch.Tensor, mask: torch.Tensor | 
 
     try:  # a phrase is a help, never a reason for a check to fail otherwise
         return looks_like(got, expected, mask)
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def _like(got: torch.Tensor, expected: torch.Tensor, rule: str) -> str:
+    from grader.suite import forensics
+
+    try:  # as _looks_like
+        return getattr(forensics, rule)(got, expected)
     except Exception:  # noqa: BLE001
         return ""
 

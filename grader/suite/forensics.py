@@ -120,6 +120,71 @@ def _only_where_zero(g: torch.Tensor, e: torch.Tensor, scale: float) -> str:
     return ""
 
 
+def _row_shift(g: torch.Tensor, e: torch.Tensor, scale: float) -> str:
+    """got = expected + a constant per row (the last axis), the constants not all one: log_softmax's
+    output where logits are expected, or scores shifted by a per-row amount."""
+    if e.dim() < 2 or e.shape[-1] < 3 or e.numel() // e.shape[-1] < 2 or not bool(torch.isfinite(g).all()):
+        return ""
+    d = g - e
+    shift = d.mean(-1, keepdim=True)
+    if not _close(d, shift.expand(d.shape), scale) or float((shift.max() - shift.min()).abs()) <= _TIGHT * scale:
+        return ""  # not a per-row shift, or one constant for all (no story: a bias)
+    if torch.allclose(torch.logsumexp(g, -1), torch.zeros((), dtype=g.dtype), atol=1e-4):
+        return ("the expected values minus a constant per row, whose exponentials sum to one: log_softmax of the "
+                "expected (log-probabilities where logits are expected)")
+    return "the expected values plus a different constant in each row (along the last axis)"
+
+
+def _per_batch(g: torch.Tensor, e: torch.Tensor, scale: float) -> str:
+    """got - expected the same for every element of the batch (axis 0) and not 0: a term that depends on
+    position and feature only (a table such as the positional encoding) added, scaled or left out."""
+    if e.dim() < 3 or e.shape[0] < 2 or not bool(torch.isfinite(g).all()):
+        return ""
+    d = g - e
+    if float(d.abs().max()) <= 100 * _TIGHT * scale or not _close(d, d[:1].expand(d.shape), scale):
+        return ""
+    if _close(d, d.flatten()[0].expand(d.shape), scale):
+        return ""  # one constant everywhere: no story
+    row = d.reshape(-1, d.shape[-1])
+    if _close(row, row[:1].expand(row.shape), scale):  # the same for every position too: a bias
+        return ("the expected values plus a constant per feature (last axis), the same at every position: a bias "
+                "(or beta) added, left out, or the wrong one")
+    return ("the expected values plus a term that is the same for every element of the batch (it depends on "
+            "position and feature only, like the positional table: added twice, scaled, or left out)")
+
+
+def _per_feature(g: torch.Tensor, e: torch.Tensor, scale: float) -> str:
+    """got[..., j] = a_j * expected[..., j] + b_j, the (a_j, b_j) not all (1, 0) nor one factor: each
+    feature scaled and shifted by its own constants (LayerNorm's gamma and beta applied otherwise)."""
+    if e.dim() < 2 or e.shape[-1] < 2 or not bool(torch.isfinite(g).all()):
+        return ""
+    n = e.shape[-1]
+    ge, ee = g.reshape(-1, n), e.reshape(-1, n)
+    if ee.shape[0] < 6:
+        return ""  # two constants per feature: too few rows to tell a fit from a coincidence
+    em, gm = ee.mean(0), ge.mean(0)
+    var = ((ee - em) ** 2).sum(0)
+    if bool((var <= (1e-3 * scale) ** 2 * ee.shape[0]).any()):
+        return ""
+    a = ((ee - em) * (ge - gm)).sum(0) / var
+    b = gm - a * em
+    if not _close(ge, a * ee + b, scale):
+        return ""
+    uniform = float(a.max() - a.min()) <= 1e-3 * max(float(a.abs().max()), 1.0)
+    if uniform and float(b.max() - b.min()) <= _TIGHT * scale:
+        return ""  # one scale and one shift for every feature (0 included): no per-feature story
+    if uniform and abs(float(a.mean()) - 1) < 1e-3:
+        return ("the expected values plus a constant per feature (last axis), the same at every position: a bias "
+                "(or beta) added, left out, or the wrong one")
+    if uniform:  # one factor about each feature's own centre: the normalised part scaled, the shift kept
+        c = float(a.mean())
+        named = _constant(c, tuple(e.shape))
+        return (f"the expected values times {named} about each feature's own centre (the normalised part scaled "
+                f"by {named}, the shift kept: a variance or standard deviation off by that factor)") if named else ""
+    return ("the expected values with each feature (last axis) scaled and shifted by its own constants: a "
+            "per-feature scale and shift (gamma and beta) applied in another way, or not at all")
+
+
 def looks_like(got: torch.Tensor, expected: torch.Tensor, graded: torch.Tensor | None = None) -> str:
     """A phrase for how `got` relates to `expected` ("" when no rule fits tightly). `graded`: the
     positions the check compares (others are ignored only where whole tensors are not needed)."""
@@ -144,7 +209,8 @@ def looks_like(got: torch.Tensor, expected: torch.Tensor, graded: torch.Tensor |
         return scaled
     if graded is not None and not bool(graded.all()):
         return _only_where_zero(g, e, scale)
-    return _nan_rows(g, e, scale) or _moved(g, e, scale) or _sums(g, e) or _only_where_zero(g, e, scale)
+    return (_nan_rows(g, e, scale) or _moved(g, e, scale) or _sums(g, e) or _only_where_zero(g, e, scale)
+            or _row_shift(g, e, scale) or _per_batch(g, e, scale) or _per_feature(g, e, scale))
 
 
 def _mask(got: torch.Tensor, expected: torch.Tensor) -> str:
@@ -152,15 +218,70 @@ def _mask(got: torch.Tensor, expected: torch.Tensor) -> str:
     if bool((got == ~expected).all()):
         return "the expected mask inverted (True where it should be False, and the reverse)"
     g, e = got.double(), expected.double()
-    return _moved(g, e, 1.0)
+    future = _future(got, expected)
+    n = got.shape[-1] if got.dim() >= 2 else 0
+    # a mask one diagonal too wide is an off-by-one (a shift says it best); wider, the causal part is missing
+    band = torch.ones(n, n, dtype=torch.bool).triu(1) & ~torch.ones(n, n, dtype=torch.bool).triu(2)  # j == i + 1
+    if future and not bool((got & ~expected & ~band).any()):
+        return _moved(g, e, 1.0) or future
+    return future or _moved(g, e, 1.0)
+
+
+def _future(got: torch.Tensor, expected: torch.Tensor) -> str:
+    """A square mask that lets through everything the expected does, and more, only above the diagonal."""
+    if got.dim() < 2 or got.shape[-1] != got.shape[-2] or got.shape[-1] < 2:
+        return ""
+    extra = got & ~expected
+    if not bool(extra.any()) or bool((~got & expected).any()):
+        return ""
+    n = got.shape[-1]
+    future = torch.ones(n, n, dtype=torch.bool).triu(1)
+    if bool((extra & ~future).any()):
+        return ""
+    return "the expected mask with the future (key j > query i) let through: the causal part missing"
 
 
 def shape(got: tuple[int, ...], expected: tuple[int, ...]) -> str:
     """A wrong shape that is the expected one with two axes swapped."""
-    if len(got) != len(expected) or got == expected:
+    if got == expected:
         return ""
+    if len(got) != len(expected):
+        return _singletons(got, expected)
     differ = [i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b]
     n = len(expected)
     if len(differ) == 2 and got[differ[0]] == expected[differ[1]] and got[differ[1]] == expected[differ[0]]:
         return f"the expected shape with axes {differ[0] - n} and {differ[1] - n} swapped"
+    if differ == [0] and got[0] == 1 and n >= 3:
+        return (f"the expected shape with size 1 on the batch axis where {expected[0]} is expected: the same "
+                f"values for every batch element (the part that depends on the batch left out?)")
+    return ""
+
+
+def _singletons(got: tuple[int, ...], expected: tuple[int, ...]) -> str:
+    """got is expected with some size-1 axes left out (or added): the values may be right, the layout not."""
+    def squeeze(s: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(n for n in s if n != 1)
+
+    if squeeze(got) != squeeze(expected) or not squeeze(expected):
+        return ""
+    fewer = len(got) < len(expected)
+    what = "it does not broadcast as the contract says" if fewer else "extra singleton axes"
+    return (f"the expected shape with {'fewer' if fewer else 'more'} size-1 axes ({len(got)} axes where "
+            f"{len(expected)} are expected): {what}")
+
+
+def dtype(got: torch.Tensor, expected: torch.Tensor) -> str:
+    """A tensor of the wrong dtype whose values are the expected ones (a 0/1 mask for a boolean one)."""
+    if got.shape != expected.shape or got.dtype == expected.dtype or got.numel() == 0:
+        return ""
+    g = got.detach().cpu()
+    if expected.dtype == torch.bool:
+        if bool(((g == 0) | (g == 1)).all()) and bool((g.bool() == expected.detach().cpu()).all()):
+            return (f"the expected mask as 0/1 values of dtype {str(got.dtype).removeprefix('torch.')}, not "
+                    f"torch.bool (build it from comparisons, or call .bool())")
+        return ""
+    if expected.dtype.is_floating_point and g.dtype.is_floating_point:
+        e = expected.detach().cpu().double()
+        if _close(g.double(), e, max(float(e.abs().max()), 1e-6) * 10):
+            return f"the expected values in {str(got.dtype).removeprefix('torch.')}"
     return ""

@@ -53,14 +53,16 @@ HELDOUT: dict[str, Classic] = {
     # annotated-transformer's LayerNorm (std unbiased, eps outside the root): annotated-transformer #119,
     # codertimo/BERT-pytorch #30
     "ln_annotated_std_plus_eps": _one(
-        "LayerNorm", LN, _LN_OUT, "return self.gamma * (x - mean) / (x.std(dim=-1, keepdim=True) + self.eps) + self.beta",
+        "LayerNorm", LN, _LN_OUT,
+        "return self.gamma * (x - mean) / (x.std(dim=-1, keepdim=True) + self.eps) + self.beta",
         "LayerNorm as the Annotated Transformer writes it: unbiased std, eps outside the root"),
     # torch.var's default is unbiased (allenai/allennlp #953, annotated-transformer #119)
     "ln_var_default_unbiased": _one(
         "LayerNorm", LN, "x.var(dim=-1, keepdim=True, unbiased=False)", "x.var(dim=-1, keepdim=True)",
         "LayerNorm with torch.var's default (unbiased) variance"),
     "ln_std_unbiased_inside_root": _one(
-        "LayerNorm", LN, "torch.sqrt(var + self.eps)", "torch.sqrt(x.var(dim=-1, keepdim=True, correction=1) + self.eps)",
+        "LayerNorm", LN, "torch.sqrt(var + self.eps)",
+        "torch.sqrt(x.var(dim=-1, keepdim=True, correction=1) + self.eps)",
         "LayerNorm with the unbiased variance written with correction=1"),
     "ln_without_eps": _one("LayerNorm", LN, "torch.sqrt(var + self.eps)", "torch.sqrt(var)",
                            "LayerNorm without eps (NaN on a constant vector)"),
@@ -100,7 +102,8 @@ HELDOUT: dict[str, Classic] = {
                                 "return x + self.linear2(self.dropout(h))",
                                 "a feed-forward network that adds its own residual"),
     "ffn_linear1_without_bias": _one("PositionwiseFeedForward", FFN, "self.linear1 = nn.Linear(d_model, d_ff)",
-                                     "self.linear1 = nn.Linear(d_model, d_ff, bias=False)", "the first linear layer without bias"),
+                                     "self.linear1 = nn.Linear(d_model, d_ff, bias=False)",
+                                     "the first linear layer without bias"),
     "ffn_dropout_twice": _one("PositionwiseFeedForward", FFN, "return self.linear2(self.dropout(h))",
                               "return self.dropout(self.linear2(self.dropout(h)))",
                               "the feed-forward network with a second dropout on its output"),
@@ -134,7 +137,8 @@ HELDOUT: dict[str, Classic] = {
                          "a positional table with 1000 where the formula has 10000"),
     # --- assignment1: embeddings
     # hkproj/pytorch-transformer's InputEmbeddings has no padding_idx
-    "emb_without_padding_idx": _one("TokenEmbedding", EMB, "self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)",
+    "emb_without_padding_idx": _one("TokenEmbedding", EMB,
+                                    "self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)",
                                     "self.embedding = nn.Embedding(vocab_size, d_model)",
                                     "a token embedding whose padding row is not zero"),
     "emb_scaled_by_d_model_root_written_as_power": _one(
@@ -210,7 +214,8 @@ HELDOUT: dict[str, Classic] = {
     "pad_mask_compares_to_zero": _one("make_pad_mask", MASKS, "(tokens != pad_idx)", "(tokens != 0)",
                                       "a pad mask that takes 0 for the padding, whatever pad_idx is"),
     "pad_mask_eq_written_with_unsqueeze": _one(
-        "make_pad_mask", MASKS, "(tokens != pad_idx)[:, None, None, :]", "(tokens == pad_idx).unsqueeze(1).unsqueeze(2)",
+        "make_pad_mask", MASKS, "(tokens != pad_idx)[:, None, None, :]",
+        "(tokens == pad_idx).unsqueeze(1).unsqueeze(2)",
         "a pad mask True on the padding (PyTorch's key_padding_mask convention)"),
     # PyTorch's generate_square_subsequent_mask: triu(diagonal=1) is the *blocked* set
     "causal_mask_triu_diagonal_1": _one("make_causal_mask", MASKS, ".tril()[None, None]",
@@ -240,7 +245,8 @@ HELDOUT: dict[str, Classic] = {
         (_SPLIT[n], f"self.w_{n}({n}).reshape(B, self.n_heads, {t}, self.d_k)")
         for n, t in (("q", "T_q"), ("k", "T_k"), ("v", "T_k"))]},
         "heads split with reshape(B, h, T, d_k), no transpose"),
-    "mha_merge_view_without_contiguous": _one("MultiHeadAttention", MHA, _MERGE, "out.transpose(1, 2).view(B, T_q, self.d_model)",
+    "mha_merge_view_without_contiguous": _one("MultiHeadAttention", MHA, _MERGE,
+                                              "out.transpose(1, 2).view(B, T_q, self.d_model)",
                                               "heads merged with view after a transpose (no .contiguous())"),
     "mha_mask_not_passed": _one("MultiHeadAttention", MHA, "scaled_dot_product_attention(q, k, v, mask)",
                                 "scaled_dot_product_attention(q, k, v)", "multi-head attention that drops the mask"),
@@ -252,7 +258,8 @@ HELDOUT: dict[str, Classic] = {
         (_SPLIT[n], f"self.w_{n}({n}).view(B, {t}, self.d_k, self.n_heads).permute(0, 3, 1, 2)")
         for n, t in (("q", "T_q"), ("k", "T_k"), ("v", "T_k"))]},
         "heads split as view(B, T, d_k, h): head i takes every h-th column"),
-    "mha_merge_interleaved": _one("MultiHeadAttention", MHA, _MERGE, "out.permute(0, 2, 3, 1).reshape(B, T_q, self.d_model)",
+    "mha_merge_interleaved": _one("MultiHeadAttention", MHA, _MERGE,
+                                  "out.permute(0, 2, 3, 1).reshape(B, T_q, self.d_model)",
                                   "heads merged as (B, T, d_k, h): the columns interleaved"),
     "mha_weights_kept_after_dropout": _one(
         "MultiHeadAttention", MHA, "self.attention_weights = weights\n        out = self.dropout(weights) @ v",
@@ -261,9 +268,11 @@ HELDOUT: dict[str, Classic] = {
     "mha_output_projection_w_v": _one("MultiHeadAttention", MHA, "return self.w_o(out)", "return self.w_v(out)",
                                       "multi-head attention whose output projection is w_v"),
     # --- assignment3: residual connections
-    "res_post_norm_without_residual": _one("ResidualConnection", SUB, _POST, "return self.norm(self.dropout(sublayer(x)))",
+    "res_post_norm_without_residual": _one("ResidualConnection", SUB, _POST,
+                                           "return self.norm(self.dropout(sublayer(x)))",
                                            "a post-norm residual connection without the residual"),
-    "res_pre_norm_without_residual": _one("ResidualConnection", SUB, _PRE, "return self.dropout(sublayer(self.norm(x)))",
+    "res_pre_norm_without_residual": _one("ResidualConnection", SUB, _PRE,
+                                          "return self.dropout(sublayer(self.norm(x)))",
                                           "a pre-norm residual connection without the residual"),
     "res_post_norm_normalises_twice": _one("ResidualConnection", SUB, _POST,
                                            "return self.norm(x + self.dropout(sublayer(self.norm(x))))",
@@ -273,11 +282,13 @@ HELDOUT: dict[str, Classic] = {
                                 "a residual connection always pre-norm (the Annotated Transformer's)"),
     "res_always_post_norm": _one("ResidualConnection", SUB, "        if self.norm_first:\n", "        if False:\n",
                                  "a residual connection always post-norm (norm_first ignored)"),
-    "res_pre_norm_normalises_the_sum": _one("ResidualConnection", SUB, _PRE, "return self.norm(x + self.dropout(sublayer(self.norm(x))))",
+    "res_pre_norm_normalises_the_sum": _one("ResidualConnection", SUB, _PRE,
+                                            "return self.norm(x + self.dropout(sublayer(self.norm(x))))",
                                             "a pre-norm residual connection that normalises the sum too"),
     # --- assignment3: encoder
     "enc_layer_ffn_without_residual": _one("EncoderLayer", ENC, "return self.residuals[1](x, self.feed_forward)",
-                                           "return self.feed_forward(x)", "an encoder layer without the FFN's residual"),
+                                           "return self.feed_forward(x)",
+                                           "an encoder layer without the FFN's residual"),
     "enc_layer_one_residual_module_twice": _one("EncoderLayer", ENC, "return self.residuals[1](x, self.feed_forward)",
                                                 "return self.residuals[0](x, self.feed_forward)",
                                                 "an encoder layer that uses residuals[0] for both sublayers"),
@@ -286,7 +297,8 @@ HELDOUT: dict[str, Classic] = {
         "an encoder layer whose attention closure reads the outer x (the norm skipped in pre-norm)"),
     "enc_layer_ffn_before_attention": _one(
         "EncoderLayer", ENC,
-        f"x = self.residuals[0](x, {_ENC_SELF})  # (B, S, d_model)\n        return self.residuals[1](x, self.feed_forward)",
+        f"x = self.residuals[0](x, {_ENC_SELF})  # (B, S, d_model)\n"
+        "        return self.residuals[1](x, self.feed_forward)",
         f"x = self.residuals[1](x, self.feed_forward)\n        return self.residuals[0](x, {_ENC_SELF})",
         "an encoder layer with the feed-forward before the attention"),
     # the Annotated Transformer's Encoder always ends in a norm
@@ -320,7 +332,7 @@ HELDOUT: dict[str, Classic] = {
     "dec_cross_attention_without_mask": _one("DecoderLayer", DEC, _CROSS, "self.cross_attn(x, memory, memory, None)",
                                              "cross-attention that ignores the source mask"),
     "dec_layer_without_cross_attention": _one(
-        "DecoderLayer", DEC, f"x = self.residuals[1](x, lambda x: {_CROSS})  # (B, T, d_model)\n", "",
+        "DecoderLayer", DEC, f"        x = self.residuals[1](x, lambda x: {_CROSS})  # (B, T, d_model)\n", "",
         "a decoder layer without its cross-attention"),
     "decoder_one_layer_repeated": _one(
         "Decoder", DEC, "[DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first) for _ in range(n_layers)]",
@@ -339,7 +351,8 @@ HELDOUT: dict[str, Classic] = {
         "Transformer", TRANSFORMER, "return self.projection(self.decode(memory, src_mask, tgt, tgt_mask))",
         "return self.projection(self.decode(memory, src_mask, tgt, tgt_mask)).log_softmax(dim=-1)",
         "a Transformer that returns log-probabilities, not logits"),
-    "transformer_encoder_without_mask": _one("Transformer", TRANSFORMER, "return self.encoder(self.src_embed(src), src_mask)",
+    "transformer_encoder_without_mask": _one("Transformer", TRANSFORMER,
+                                             "return self.encoder(self.src_embed(src), src_mask)",
                                              "return self.encoder(self.src_embed(src), None)",
                                              "a Transformer whose encoder gets no source mask"),
     "transformer_masks_swapped_in_decode": _one(
