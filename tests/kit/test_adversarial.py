@@ -485,6 +485,17 @@ class TestACompositeCannotTellTheReferencesParts:
         misbehaving = scores(grade_json(_two_faced(tmp_path / "always", "False"), "assignment1"))
         assert got == misbehaving and got["TransformerEmbedding"] < 6, (got, misbehaving)
 
+    def test_a_part_that_names_its_own_class_in_super_keeps_every_point(self, tmp_path):
+        """`super(TokenEmbedding, self).__init__()` (the Annotated Transformer's style) names, through
+        its module, the wrapper its class is behind: it still builds the part (it recursed, 0.67/6)."""
+        from tests.kit.conftest import grade_json
+
+        init = "    def __init__(self, vocab_size: int, d_model: int, padding_idx: int | None = None):\n"
+        report = grade_json(mutant(tmp_path, {"assignment1/embedding.py": [
+            (init + "        super().__init__()\n", init + "        super(TokenEmbedding, self).__init__()\n")]}),
+            "assignment1")
+        assert scores(report) == full_marks(report), scores(report)
+
     def test_the_stand_ins_and_the_wrapped_own_parts_look_the_same(self, tmp_path):
         """In one process, as the worker builds them: the reference's stand-in and the submission's own
         part, a class and a function, agree on every tell (and the own part runs its own code)."""

@@ -275,7 +275,10 @@ class Worker:
         for part in sorted(self.own - set(self.swaps)):  # wrapped once its module is imported (never imported here)
             module = sys.modules.get(f"{PACKAGE}.{part.partition(':')[0]}")
             own = getattr(module, part.rpartition(":")[2], None) if module is not None else None
-            wrapped = self.link.wrap(own) if own is not None else None
+            try:
+                wrapped = self.link.wrap(own) if own is not None else None
+            except Exception:  # a class that refuses to be derived from (its __init_subclass__): left as it is;
+                wrapped = None  # its stand-in cannot be made either, so a failure on its parts is not excused
             if wrapped is not None:
                 self.swaps[part] = (own, wrapped)
         if not self.swaps:
