@@ -135,6 +135,22 @@ def _row_shift(g: torch.Tensor, e: torch.Tensor, scale: float) -> str:
     return "the expected values plus a different constant in each row (along the last axis)"
 
 
+def _row_scale(g: torch.Tensor, e: torch.Tensor, scale: float) -> str:
+    """got = expected times a factor per row (the last axis), the factors not all one: each vector
+    normalised by another amount (LayerNorm's variance or eps taken otherwise)."""
+    if e.dim() < 2 or e.shape[-1] < 3 or e.numel() // e.shape[-1] < 2 or not bool(torch.isfinite(g).all()):
+        return ""
+    ge, ee = g.reshape(-1, e.shape[-1]), e.reshape(-1, e.shape[-1])
+    denom = (ee * ee).sum(-1, keepdim=True)
+    if bool((denom <= (1e-3 * scale) ** 2).any()) or bool(((ee != 0).sum(-1) < 2).any()):
+        return ""  # a row of zeros scales to anything
+    c = (ge * ee).sum(-1, keepdim=True) / denom
+    if not _close(ge, c * ee, scale) or float(c.max() - c.min()) <= 1e-3 * max(float(c.abs().max()), 1e-6):
+        return ""  # not a factor per row, or one factor for all (_scaled's case)
+    return ("the expected values times a different factor in each row (along the last axis): each vector "
+            "normalised by another amount (its variance, eps or norm taken otherwise)")
+
+
 def _per_batch(g: torch.Tensor, e: torch.Tensor, scale: float) -> str:
     """got - expected the same for every element of the batch (axis 0) and not 0: a term that depends on
     position and feature only (a table such as the positional encoding) added, scaled or left out."""
@@ -210,7 +226,8 @@ def looks_like(got: torch.Tensor, expected: torch.Tensor, graded: torch.Tensor |
     if graded is not None and not bool(graded.all()):
         return _only_where_zero(g, e, scale)
     return (_nan_rows(g, e, scale) or _moved(g, e, scale) or _sums(g, e) or _only_where_zero(g, e, scale)
-            or _row_shift(g, e, scale) or _per_batch(g, e, scale) or _per_feature(g, e, scale))
+            or _row_shift(g, e, scale) or _row_scale(g, e, scale) or _per_batch(g, e, scale)
+            or _per_feature(g, e, scale))
 
 
 def _mask(got: torch.Tensor, expected: torch.Tensor) -> str:

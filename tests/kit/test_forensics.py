@@ -167,3 +167,12 @@ def test_a_mask_of_zeros_and_ones_is_named(n, kind):
     want = torch.ones(n, n, dtype=torch.bool).tril()
     assert dtype(want.to(kind), want).startswith("the expected mask as 0/1 values")
     assert dtype((~want).to(kind), want) == ""  # other values: not the expected mask
+
+
+@settings(max_examples=25)
+@given(shape=shapes, seed=seeds)
+def test_a_different_factor_in_each_row_is_named(shape, seed):
+    e = s.tensor(list(shape), seed)
+    factor = 0.5 + s.tensor([*shape[:-1], 1], seed + 1).abs()  # one per row, drawn apart
+    assume(float(factor.max() - factor.min()) > 1e-2)
+    assert looks_like(e * factor, e).startswith("the expected values times a different factor in each row")
