@@ -210,3 +210,4 @@ class Helper:
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()
             self.proc.wait()
+        KIT.discard(self.proc.pid)  # reaped: its pid may be a sandbox's orphan's next

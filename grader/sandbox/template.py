@@ -156,6 +156,7 @@ class _Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        KIT.discard(self.proc.pid)  # reaped: its pid may be a sandbox's orphan's next
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
