@@ -137,9 +137,9 @@ def _names(component: str, outcome: Outcome) -> str:
     missing = [n.strip() for n in found.group(1).split(",")]
     layers = {m.group(1) for n in missing for m in [_LAYER.search(n)] if m}
     if missing and all(_LAYER.search(n) for n in missing) and "0" not in layers:
-        return (f"{component}'s stacked layers look like one module repeated ([layer] * n_layers): only layers.0 "
-                f"has parameters, so every layer shares them; build each layer with its own constructor call")
+        return (f"{component}'s layers look like one module repeated ([layer] * n): only layers.0 has "
+                f"parameters; build each layer with its own call")
     if all(n.endswith(".bias") for n in missing):
         where = ", ".join(n.removesuffix(".bias") for n in missing)
-        return f"{component} looks like {where} built without a bias (bias=False): the docstring asks for one"
+        return f"{component} looks like {where} built with bias=False: the docstring asks for a bias"
     return ""
