@@ -178,7 +178,7 @@ def _decode(v, tensors: list, bounds: Bounds, depth: int):
                     for k, x in v["$d"]}
         if set(v) == {"$dtype"} and v["$dtype"] in DTYPES:
             return DTYPES[v["$dtype"]]
-        if set(v) == {"$device"} and type(v["$device"]) is str and re.fullmatch(r"(cpu|meta|cuda)(:\d{1,2})?",
+        if set(v) == {"$device"} and type(v["$device"]) is str and re.fullmatch(r"(cpu|meta|cuda|lazy)(:\d{1,2})?",
                                                                                v["$device"]):
             return torch.device(v["$device"])
         if set(v) == {"$h", "type"} and type(v["$h"]) is int and type(v["type"]) is str:
