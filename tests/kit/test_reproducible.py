@@ -108,8 +108,9 @@ def test_a_component_cut_in_two_that_hangs_on_both_sides_is_graded_as_in_one_pro
     the cut between the two processes falls inside it and it hangs on both sides, its checks run
     again in one process, and the JSON is one process's, deadlines and restarts included."""
     forward = "        T = x.size(1)\n"
+    # the loop on one line: the line a hang is reported at is the same whenever the stack is taken
     tree = mutant(tmp_path, {"assignment1/positional_encoding.py": [
-        (forward, "        while self.training:\n            pass\n" + forward)]})
+        (forward, "        while self.training: pass\n" + forward)]})
     components = [(c.name, [k.id for k in c.checks]) for c in watching.course.assignment("assignment1").components]
     ids = dict(components)["PositionalEncoding"]
     heavy = dict.fromkeys(ids, 100.0)  # as if its checks were most of the time: the cut falls among them
