@@ -18,7 +18,8 @@ NORM_HINT = {False: "post-norm (norm_first=False): x = norm(x + dropout(sublayer
 
 # names and shapes --------------------------------------------------------------------------
 
-def _listing(shapes: dict, limit: int = 8) -> str:
+# a few of them: with the hint and what is missing, eight pushed the panel past one screen
+def _listing(shapes: dict, limit: int = 4) -> str:
     items = [f"{n} {s}" for n, s in sorted(shapes.items())]
     return ", ".join(items[:limit]) + (f", ... ({len(items)} in all)" if len(items) > limit else "")
 
