@@ -6,6 +6,7 @@ honest code still earns full marks), False when the attack replaces its honest w
 must lose points). Every other component must keep every point either way.
 """
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -204,3 +205,57 @@ def build(tmp_path: Path, attack: Attack) -> Path:
         (tree / attack.link[0]).unlink()
         (tree / attack.link[0]).symlink_to(attack.link[1])
     return tree
+
+
+# A submission's module that answers malformed frames, truncates its own output, and detaches
+# processes (a new session, an orphan); tests/kit/test_adversarial.py runs it in each tier
+DETACHING_PROBE = '''
+import os, struct, sys, time
+
+
+def malformed():
+    h = b'{"v": {"ok": ["' + b"x" * 900_000 + b'"]}, "tensors": []}'
+    os.write(int(sys.argv[3]), struct.pack(">Q", len(h)) + h)
+    time.sleep(30)
+
+
+def truncate():
+    print("y" * 3000, flush=True)
+    os.ftruncate(1, 0)
+    print("after", flush=True)
+    return 1
+
+
+def detach(marker):
+    for orphan in (False, True):
+        pid = os.fork()
+        if pid:
+            if orphan:
+                os.waitpid(pid, 0)
+            continue
+        try:
+            try:
+                os.setsid()
+            except OSError:  # the seccomp tier refuses it: the process stays in the worker's group
+                pass
+            if orphan and os.fork():
+                os._exit(0)
+            import ctypes
+            ctypes.CDLL(None).prctl(15, marker.encode(), 0, 0, 0)  # PR_SET_NAME: /proc/PID/comm
+            time.sleep(120)
+        finally:
+            os._exit(0)
+    return 1
+'''
+
+
+def running(marker: str) -> list[str]:
+    """The pids whose /proc/PID/comm is `marker` (DETACHING_PROBE's processes name themselves so)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == marker:
+                found.append(pid)
+        except OSError:
+            pass
+    return found

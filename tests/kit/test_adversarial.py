@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit.attacks import ATTACKS, MESSAGES, PROBE_PORT, build
+from tests.kit.attacks import ATTACKS, DETACHING_PROBE, MESSAGES, PROBE_PORT, build, running
 from tests.kit.conftest import ROOT, assert_loses_only_in, cli_json, full_marks, mutant, run_grade, scores
 
 # the harness reads /proc; the kit's CI is Linux
@@ -242,57 +242,6 @@ def test_sandbox_uids_are_never_reused():
     assert len(set(uids)) == len(uids) and all(u is not None and 0 < u < 2**32 - 1 for u in uids)
 
 
-PROBE = '''
-import os, struct, sys, time
-
-
-def malformed():
-    h = b'{"v": {"ok": ["' + b"x" * 900_000 + b'"]}, "tensors": []}'
-    os.write(int(sys.argv[3]), struct.pack(">Q", len(h)) + h)
-    time.sleep(30)
-
-
-def truncate():
-    print("y" * 3000, flush=True)
-    os.ftruncate(1, 0)
-    print("after", flush=True)
-    return 1
-
-
-def detach(marker):
-    for orphan in (False, True):
-        pid = os.fork()
-        if pid:
-            if orphan:
-                os.waitpid(pid, 0)
-            continue
-        try:
-            try:
-                os.setsid()
-            except OSError:  # the seccomp tier refuses it: the process stays in the worker's group
-                pass
-            if orphan and os.fork():
-                os._exit(0)
-            import ctypes
-            ctypes.CDLL(None).prctl(15, marker.encode(), 0, 0, 0)  # PR_SET_NAME: /proc/PID/comm
-            time.sleep(120)
-        finally:
-            os._exit(0)
-    return 1
-'''
-
-
-def _running(marker: str) -> list[str]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() == marker:
-                found.append(pid)
-        except OSError:
-            pass
-    return found
-
-
 @pytest.mark.parametrize("tier", ["process", "seccomp"])
 def test_the_worker_pipe_output_and_processes_in_a_tier_without_namespaces(tmp_path, monkeypatch, tier):
     """A malformed answer is a tamper fault that keeps nothing of the frame; output truncated under
@@ -307,7 +256,7 @@ def test_the_worker_pipe_output_and_processes_in_a_tier_without_namespaces(tmp_p
     tree = tmp_path / "probe"
     (tree / "assignment1").mkdir(parents=True)
     (tree / "assignment1" / "__init__.py").touch()
-    (tree / "assignment1" / "probe.py").write_text(PROBE)
+    (tree / "assignment1" / "probe.py").write_text(DETACHING_PROBE)
     box = Sandbox(tree, {"assignment1": ["probe.py"]}, Limits(timeout_seconds=20))
     marker = f"det{os.getpid() % 10**6}{tier[0]}"  # a process name: 15 characters at most
     try:
@@ -320,9 +269,9 @@ def test_the_worker_pipe_output_and_processes_in_a_tier_without_namespaces(tmp_p
 
         assert box.request({"op": "call", "target": "assignment1.probe:detach", "args": [marker]}) == 1
         deadline = time.monotonic() + 10
-        while len(_running(marker)) < 2 and time.monotonic() < deadline:
+        while len(running(marker)) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert len(_running(marker)) == 2
+        assert len(running(marker)) == 2
 
         # last: the fault kills the worker, and a restart costs a start
         with pytest.raises(WorkerFault) as caught:
@@ -340,9 +289,9 @@ def test_the_worker_pipe_output_and_processes_in_a_tier_without_namespaces(tmp_p
     finally:
         box.close()
     deadline = time.monotonic() + 5
-    while _running(marker) and time.monotonic() < deadline:
+    while running(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _running(marker), "a process the submission detached outlived its sandbox"
+    assert not running(marker), "a process the submission detached outlived its sandbox"
 
 
 def test_a_malformed_answer_to_the_performance_timing_is_the_submissions_fault(tmp_path, quick_course):
@@ -544,26 +493,26 @@ sys.path.insert(0, sys.argv[1])
 os.environ["GRADER_ISOLATION"] = "process"
 from grader.course import Limits
 from grader.sandbox.host import Sandbox
-from tests.kit.test_adversarial import PROBE, _running
+from tests.kit.attacks import DETACHING_PROBE, running
 tree = Path(tempfile.mkdtemp()) / "probe"
 (tree / "assignment1").mkdir(parents=True)
 (tree / "assignment1" / "__init__.py").touch()
-(tree / "assignment1" / "probe.py").write_text(PROBE)
+(tree / "assignment1" / "probe.py").write_text(DETACHING_PROBE)
 box = Sandbox(tree, {"assignment1": ["probe.py"]}, Limits(timeout_seconds=20))
 try:
     box.request({"op": "import", "module": "assignment1.probe"})
     box.request({"op": "call", "target": "assignment1.probe:detach", "args": [sys.argv[2]]})
     deadline = time.monotonic() + 10
-    while len(_running(sys.argv[2])) < 2 and time.monotonic() < deadline:
+    while len(running(sys.argv[2])) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
-    started = len(_running(sys.argv[2]))
+    started = len(running(sys.argv[2]))
 finally:
     box.close()
 deadline = time.monotonic() + 5
-while _running(sys.argv[2]) and time.monotonic() < deadline:
+while running(sys.argv[2]) and time.monotonic() < deadline:
     time.sleep(0.1)
 print(json.dumps({"uid": os.geteuid(), "tier": box.isolation, "user": box.user, "started": started,
-                  "left": _running(sys.argv[2])}))
+                  "left": running(sys.argv[2])}))
 '''
 
 
@@ -591,7 +540,7 @@ class TestEveryProcessEndsWithItsGradingWithoutRoot:
             assert got["uid"] != 0 and got["tier"] == "process" and got["user"] is None, got
             assert got["started"] == 2 and got["left"] == [], got  # a new session, and a double fork's orphan
         finally:
-            for pid in _running(marker):  # what a failure left
+            for pid in running(marker):  # what a failure left
                 os.kill(int(pid), 9)
 
     def test_only_the_sandboxes_orphans_are_taken(self):
