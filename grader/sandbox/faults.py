@@ -7,6 +7,8 @@ from pathlib import Path
 
 # What the grader keeps of an exception of the submission's (protocol.describe_error sends no more)
 MAX_NAME, MAX_MESSAGE, MAX_MRO, MAX_WHERE, MAX_WHERE_LINES = 200, 4000, 32, 300, 6
+# what a timeout's frames read of one staged file (staging refuses larger sources: grader.sandbox.stage)
+MAX_SOURCE_READ = 1 << 20
 # a frame as faulthandler writes it: `  File "/.../submission/assignment2/masks.py", line 17 in make_pad_mask`
 FRAME = re.compile(r'^\s*File "([^"\n]{1,1000})", line (\d{1,7}) in ([^\n]{1,200})$', re.M)
 
@@ -50,24 +52,43 @@ def doing(message: dict) -> str:
     return f"running your code ({op})"
 
 
-def student_frames(dump: str, prefix: str, staged: Path) -> list[str]:
+def student_frames(dump: str, prefix: str, staged: dict[str, Path]) -> list[str]:
     """The frames of files under `prefix` (the submission as the worker sees it) in a faulthandler
-    dump, of the first thread that has any, outermost first; each must name a file of `staged`."""
+    dump, of the first thread that has any, outermost first. The dump is the worker's say-so: a frame
+    is given its source line only where its path is `prefix` followed by the name of a file the grader
+    staged (`staged`: that name -> the grader's own copy), read from that copy, at most
+    MAX_SOURCE_READ bytes of it; any other path under `prefix` is shown as the worker's text and never
+    opened (a forged dump named the reference's files through /proc/self/cwd, and a 434 MB library)."""
     for thread in re.split(r"^(?=Current thread|Thread 0x)", dump, flags=re.M):
         frames = []
+        lines: dict[str, list[str]] = {}
         for path, line, name in FRAME.findall(thread):
-            rel = path[len(prefix):] if path.startswith(prefix) else ""
-            file = staged / rel
-            if not rel or ".." in rel.split("/") or not file.is_file():
+            if not path.startswith(prefix):
                 continue
-            try:
-                source = file.read_text(encoding="utf-8", errors="replace").splitlines()[int(line) - 1].strip()
-            except (OSError, IndexError):
-                source = ""
+            rel = path[len(prefix):]
+            source = ""
+            if rel in staged:
+                if rel not in lines:
+                    lines[rel] = _head(staged[rel])
+                number = int(line)
+                source = lines[rel][number - 1].strip() if 0 < number <= len(lines[rel]) else ""
             frames.append(f"{rel}:{int(line)} in {name.strip()}: {source}"[:MAX_WHERE])
         if frames:
             return frames[::-1][-MAX_WHERE_LINES:]  # faulthandler writes the innermost first
     return []
+
+
+def staged_files(root: Path) -> dict[str, Path]:
+    """The files the grader staged under `root` (its own copy of the submission), by their path there."""
+    return {str(p.relative_to(root)): p for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
+
+
+def _head(file: Path) -> list[str]:
+    try:
+        with open(file, "rb") as f:
+            return f.read(MAX_SOURCE_READ).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return []
 
 
 def bounded_str(e: BaseException) -> str:

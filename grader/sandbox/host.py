@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader.course import Limits
 from grader.sandbox import isolation
-from grader.sandbox.faults import StudentError, WorkerFault, bounded_str, doing, student_frames
+from grader.sandbox.faults import StudentError, WorkerFault, bounded_str, doing, staged_files, student_frames
 from grader.sandbox.limits import environment, preexec, rlimits
 from grader.sandbox.reap import KIT, adopt_orphans, descendants, kill_descendants, kill_orphans, kill_user, start_time
 from grader.sandbox.spare import Spare, ahead_after
@@ -68,6 +68,7 @@ class Sandbox:
         self.user = isolation.sandbox_user()  # as root, the submission's uid and gid: not root's
         self.dir = Path(tempfile.mkdtemp(prefix="grade-"))
         self.staged = stage(submission, files, self.dir)
+        self.staged_files = staged_files(self.dir / "submission")  # what a timeout's frames may be read from
         (self.dir / "jail").mkdir()  # where the launcher builds the namespaces' root
         self.home = self.dir  # the process sandbox's HOME and folder
         if self.isolation == "seccomp" or self.user is not None and self.isolation == "process":
@@ -301,8 +302,7 @@ class Sandbox:
             if not chunk:
                 break
             data += chunk
-        return student_frames(data.decode("utf-8", "replace"), f"{self.here}/submission/",
-                               self.dir / "submission")
+        return student_frames(data.decode("utf-8", "replace"), f"{self.here}/submission/", self.staged_files)
 
     def _fault(self, kind: str, detail: str, where: list[str] | None = None):
         self._kill()
