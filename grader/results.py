@@ -77,6 +77,16 @@ class ComponentResult:
         return "failed" if self.score == 0 else "partial"
 
     @property
+    def provisional(self) -> float:
+        """The points credited for now to failing checks that wait on failing parts: part of `score`
+        until those parts pass their own checks, then the checks are graded again (those still
+        failing lose them)."""
+        counted = self.counted
+        total = sum(c.weight for c in counted)
+        waits = sum(c.weight for c in counted if c.outcome.status != "passed" and c.waiting_on and not c.excused_by)
+        return round(self.max_score * waits / total, 2) if total and waits and not self.forbidden else 0.0
+
+    @property
     def waiting_on(self) -> tuple[str, ...]:
         """The failing parts whose fix this component's uncharged failures wait for, in `depends` order."""
         parts = {p for c in self.counted if c.outcome.status != "passed" for p in c.waiting_on}
@@ -109,6 +119,11 @@ class Report:
     def max_score(self) -> float:
         return sum(c.max_score for c in self.components) + (self.performance or {}).get("max_score", 0)
 
+    @property
+    def provisional(self) -> float:
+        """The points of `score` credited for now, to checks waiting on failing parts."""
+        return round(sum(c.provisional for c in self.components), 2)
+
     def start_here(self) -> ComponentResult | None:
         """The first component in dependency order (the order of course.toml) that is not passed."""
         return next((c for c in self.components if c.status not in ("passed", "excused", "waiting")), None)
@@ -129,6 +144,8 @@ def to_json(report: Report) -> dict:
         "submission": str(report.submission),
         "score": report.score,
         "max_score": report.max_score,
+        # of score: points credited for now to checks waiting on failing parts (graded again once they pass)
+        "provisional": report.provisional,
         "duration_seconds": round(report.duration, 2),
         "isolation": report.isolation,
         "isolation_detail": report.isolation_detail,
@@ -144,7 +161,7 @@ def to_json(report: Report) -> dict:
                         **({"output": t.outcome.output} if t.outcome.output else {})}
                        for t in c.checks],
              "forbidden": c.forbidden, "flagged": c.flagged, "diagnosis": c.diagnosis,
-             "waiting_on": list(c.waiting_on), "telling": c.telling}
+             "waiting_on": list(c.waiting_on), "provisional": c.provisional, "telling": c.telling}
             for c in report.components],
         "start_here": report.start_at(),
         "performance": report.performance,

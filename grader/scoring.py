@@ -66,8 +66,9 @@ def _attribute(result: CheckResult, blame: Blame, waiting: dict[str, tuple[str, 
             roots = " and ".join(result.waiting_on)
             result.note = (f"waiting: your {roots} fail{'s' * (len(result.waiting_on) == 1)} "
                            f"{'its' if len(result.waiting_on) == 1 else 'their'} own checks, and this check runs "
-                           f"through {'it' if len(result.waiting_on) == 1 else 'them'}: not counted until "
-                           f"{'it passes' if len(result.waiting_on) == 1 else 'they pass'}, then judged here")
+                           f"through {'it' if len(result.waiting_on) == 1 else 'them'}: its points count for now, "
+                           f"and once {'it passes' if len(result.waiting_on) == 1 else 'they pass'} it is graded "
+                           "again here (still failing, it then loses them)")
         else:
             result.note = (f"your {names} also fail{'s' * (len(blame.parts) == 1)} their own checks: fix {names} "
                            "first, then look here")

@@ -43,9 +43,13 @@ def _summary(report: Report) -> Table:
         waiting = sum(t.outcome.status != "passed" and bool(t.waiting_on) for t in c.counted)
         checks = f"{passed} / {len(c.counted)}" + (f" (+{excused} excused)" if excused else "") \
             + (f" (+{waiting} waiting)" if waiting else "")
-        table.add_row(c.name, f"{c.score:g} / {c.max_score:g}", checks, _status(c.status))
+        # waiting points are in the score, credited for now: the row says how many
+        status = _status(c.status) if not c.provisional else \
+            Text(f"waiting: {c.provisional:g} pts for now", style=STYLES["waiting"])
+        table.add_row(c.name, f"{c.score:g} / {c.max_score:g}", checks, status)
     table.add_section()
-    table.add_row(Text("total", style="bold"), Text(f"{report.score:g} / {report.max_score:g}", style="bold"), "", "")
+    now = Text(f"{report.provisional:g} pts of it for now", style=STYLES["waiting"]) if report.provisional else ""
+    table.add_row(Text("total", style="bold"), Text(f"{report.score:g} / {report.max_score:g}", style="bold"), "", now)
     return table
 
 
@@ -168,14 +172,35 @@ def _folded(components: list[ComponentResult]) -> Text:
 
 
 def _waiting_line(checks: list[CheckResult], verbose: bool = False) -> Text:
-    """Failures that may come from failing parts, with no reference here to tell: not charged, judged later."""
+    """Failures that may come from failing parts, with no reference here to tell: credited for now,
+    graded again once the parts pass."""
     parts = " and ".join(dict.fromkeys(p for t in checks for p in t.waiting_on))
     n, one = len(checks), " and " not in parts
     ids = f" ({', '.join(t.id for t in checks)})" if verbose else ""
     return Text(f"Waiting on your {parts}: {n} check{'s' * (n > 1)}{ids} here fail{'s' * (n == 1)} and run"
                 f"{'s' * (n == 1)} through {'it' if one else 'them'}, which fail{'s' * one} "
-                f"{'its' if one else 'their'} own checks. Not counted: judged once {parts} "
-                f"pass{'es' * one}.", style="blue")
+                f"{'its' if one else 'their'} own checks. {_for_now(parts, one, n)}", style="blue")
+
+
+def _for_now(parts: str, one: bool, checks: int = 2) -> str:
+    """What waiting points are, the same words in the panel and under the table."""
+    they = "they are" if checks > 1 else "it is"
+    return (f"{'Their' if checks > 1 else 'Its'} points count for now (in the total); once {parts} "
+            f"pass{'es' * one} {'its' if one else 'their'} own checks {they} graded again, and "
+            + ("each check that still fails then loses its points." if checks > 1 else
+               "if it still fails, it then loses its points."))
+
+
+def _waiting_footer(report: Report, waiting: list[ComponentResult]) -> Text:
+    """The components that wait, their points for now and what becomes of them: the row's and the
+    total's "for now" in words."""
+    parts = list(dict.fromkeys(p for c in waiting for p in c.waiting_on))
+    names = " and ".join(parts)
+    said = ", ".join(c.name for c in waiting)
+    return Text(f"Waiting: {report.provisional:g} points of the total are for checks of {said} that fail while "
+                f"running through your {names}, which fail{'s' * (len(parts) == 1)} "
+                f"{'its' if len(parts) == 1 else 'their'} own checks (grade --verbose lists them). "
+                + _for_now(names, len(parts) == 1), style="blue")
 
 
 def _excused_line(checks: list[CheckResult]) -> Text:
@@ -234,9 +259,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     if folded:
         console.print(_folded(folded))
     if waiting:
-        said = "; ".join(f"{c.name} (on {' and '.join(c.waiting_on)})" for c in waiting)
-        console.print(Text(f"Waiting, not counted until the parts they run through pass their own checks (grade "
-                           f"--verbose lists the checks): {said}.", style="blue"))
+        console.print(_waiting_footer(report, waiting))
     # informational timings are for --verbose: the report's one screen is for what costs points
     if report.performance and (verbose or not report.performance["informational"]):
         console.print(_speed(report.performance))
