@@ -146,7 +146,7 @@ def _grade(course: Course, assignment: str, submission: Path, device: str, sandb
         speed = performance.measure(course, spec, student, results, gpu, has_reference) if not only else None
         faults, refused = sandbox.faults, sandbox.staged.refused
         # the staged copy is what ran: scanned before the sandbox and its folder go
-        verdict = forbidden.judge(spec, sandbox.dir / "submission", student.executed)
+        verdict = forbidden.judge(spec, sandbox.dir / "submission", student.executed, student.executed_in)
     finally:
         sandbox.close()
     unavailable: dict[str, Outcome | None] = {}

@@ -1,0 +1,197 @@
+"""The source half of grader.forbidden: one staged file parsed (ast), its forbidden APIs and the
+tools that could hide one found by line (see grader.forbidden for what each costs)."""
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+_EVAL = {"eval", "exec", "compile", "__import__"}
+_SUSPECT_MODULES = ("importlib", "builtins", "grader", "torch.ops", "torch._C", "torch.overrides",
+                    "torch.utils._python_dispatch", "sys.modules", "sys._getframe", "sys._current_frames",
+                    "sys.settrace", "sys.setprofile", "sys.meta_path", "sys.path_hooks", "gc", "inspect",
+                    "ctypes", "_ctypes")
+# introspection by name or attribute: what it reaches is not in the source (flag -> what the report says)
+_INTROSPECTION = {"vars": "vars()", "globals": "globals()", "locals": "locals()", "__builtins__": "__builtins__"}
+_FRAMES = {"__dict__": "__dict__", "__globals__": "__globals__", "__builtins__": "__builtins__",
+           "__subclasses__": "__subclasses__", "f_back": "frame inspection", "f_globals": "frame inspection",
+           "f_locals": "frame inspection", "f_builtins": "frame inspection", "tb_frame": "frame inspection",
+           "gi_frame": "frame inspection", "cr_frame": "frame inspection", "ag_frame": "frame inspection"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    what: str  # the course's name of the API, or what was suspicious
+    file: str  # "assignment1/layer_norm.py"
+    line: int
+    scope: str  # the top-level class or function it is in ("" at module level)
+    how: str  # "source" or "executed"
+
+    def as_dict(self) -> dict:
+        return {"what": self.what, "where": f"{self.file}:{self.line}", "how": self.how}
+
+
+def _torch_object(dotted: str):
+    """The object torch has under `dotted` ("torch.nn.LayerNorm"), or None."""
+    import torch
+
+    obj: object = torch
+    for part in dotted.split(".")[1:]:
+        try:
+            obj = getattr(obj, part)
+        except Exception:  # torch.ops raises its own errors for names it lacks
+            return None
+    return obj
+
+
+def _script_only(node: ast.stmt) -> bool:
+    """`if __name__ == "__main__":` (either way round), with no `else`: it runs only as a script."""
+    if not isinstance(node, ast.If) or node.orelse or not isinstance(node.test, ast.Compare):
+        return False
+    test = node.test
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = {ast.dump(test.left), ast.dump(test.comparators[0])}
+    return sides == {ast.dump(ast.Name("__name__", ast.Load())), ast.dump(ast.Constant("__main__"))}
+
+
+class _Scan(ast.NodeVisitor):
+    def __init__(self, file: str, apis: set[str]):
+        self.file, self.scope = file, ""
+        self.hits: list[Finding] = []
+        self.flags: list[Finding] = []
+        self.aliases: dict[str, str] = {}  # local name -> dotted module path it stands for
+        self.plain: dict[int, str] = {}  # id(torch object) -> course name, for entries without a keyword
+        self.keyword: dict[int, list[tuple[str, str]]] = {}  # id(object) -> [(course name, keyword)]
+        self.alive: list[object] = []  # the objects behind those ids: no other object can take their id
+        for api in apis:
+            path, _, kw = api.partition("(")
+            obj = _torch_object(path)
+            self.alive.append(obj)
+            if obj is not None and kw:
+                self.keyword.setdefault(id(obj), []).append((api, kw.rstrip(")")))
+            elif obj is not None:
+                self.plain[id(obj)] = api
+
+    def run(self, tree: ast.Module) -> None:
+        tree = ast.Module(body=[node for node in tree.body if not _script_only(node)], type_ignores=[])
+        for node in ast.walk(tree):  # aliases first: an import below its use still names the API
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    self.aliases[a.asname or a.name.partition(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        for node in tree.body:
+            self.scope = node.name if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) else ""
+            self.visit(node)
+
+    def _note(self, into: list[Finding], what: str, node: ast.AST) -> None:
+        into.append(Finding(what, self.file, getattr(node, "lineno", 0), self.scope, "source"))
+
+    def _dotted(self, node: ast.AST) -> str | None:
+        """`F.layer_norm` -> "torch.nn.functional.layer_norm", through the file's imports; so do
+        `vars(F)["layer_norm"]`, `F.__dict__["layer_norm"]` and `getattr(F, "layer_norm")`."""
+        parts = []
+        while True:
+            if isinstance(node, ast.Attribute) and node.attr != "__dict__":
+                parts.append(node.attr)
+                node = node.value
+            elif (name := _constant_member(node)) is not None:
+                parts.append(name[1])
+                node = name[0]
+            else:
+                break
+        if not isinstance(node, ast.Name) or node.id not in self.aliases:
+            return None
+        return ".".join([self.aliases[node.id], *reversed(parts)])
+
+    def _check(self, dotted: str, node: ast.AST) -> None:
+        suspect = next((m for m in _SUSPECT_MODULES if dotted == m or dotted.startswith(f"{m}.")), None)
+        if suspect:
+            self._note(self.flags, suspect, node)
+        if dotted.startswith("torch.") and (obj := _torch_object(dotted)) is not None and id(obj) in self.plain:
+            self._note(self.hits, self.plain[id(obj)], node)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            self._check(a.name, node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.module and not node.level:
+            self._check(node.module, node)
+            for a in node.names:
+                self._check(f"{node.module}.{a.name}", node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if _constant_member(node) is not None and (dotted := self._dotted(node)) is not None:
+            self._check(dotted, node)
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in _FRAMES:
+            self._note(self.flags, _FRAMES[node.attr], node)
+        dotted = self._dotted(node)
+        if dotted is None:
+            self.generic_visit(node)  # the chain does not start at an import: look inside (x.f(F.g).h)
+        else:  # and each prefix: nn.LayerNorm.forward names nn.LayerNorm
+            parts = dotted.split(".")
+            for i in range(1, len(parts) + 1):
+                self._check(".".join(parts[:i]), node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in _EVAL:
+            self._note(self.flags, node.id, node)
+        elif node.id in _INTROSPECTION and node.id not in self.aliases:
+            self._note(self.flags, _INTROSPECTION[node.id], node)
+        elif node.id in self.aliases and self.aliases[node.id] != node.id:
+            self._check(self.aliases[node.id], node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) > 1 and not (
+                isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+            self._note(self.flags, "getattr with a computed name", node)
+        if _constant_member(node) is not None and (whole := self._dotted(node)) is not None:
+            self._check(whole, node)  # getattr(F, "layer_norm")
+        dotted = self._dotted(func) if isinstance(func, (ast.Attribute, ast.Name)) else None
+        obj = _torch_object(dotted) if dotted and dotted.startswith("torch.") else None
+        given = {k.arg for k in node.keywords}
+        for api, kw in self.keyword.get(id(obj), []) if obj is not None else []:
+            if kw in given:
+                self._note(self.hits, api, node)
+        self.generic_visit(node)
+
+
+def _constant_member(node: ast.AST) -> tuple[ast.AST, str] | None:
+    """(X, "name") for `vars(X)["name"]`, `X.__dict__["name"]`, their `.get("name")`, and
+    `getattr(X, "name")`; None for anything else."""
+    key = None
+    if isinstance(node, ast.Subscript):
+        key, holder = node.slice, node.value
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+            and len(node.args) >= 2:
+        key = node.args[1]
+        return (node.args[0], key.value) if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+            and node.args:
+        key, holder = node.args[0], node.func.value
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+        return None
+    if isinstance(holder, ast.Attribute) and holder.attr == "__dict__":
+        return holder.value, key.value
+    if isinstance(holder, ast.Call) and isinstance(holder.func, ast.Name) and holder.func.id == "vars" \
+            and len(holder.args) == 1:
+        return holder.args[0], key.value
+    return None
+
+
+def scan(staged: Path, rel: str, apis: set[str]) -> tuple[list[Finding], list[Finding]]:
+    """Hits and flags in the staged file `rel` ("assignment1/layer_norm.py") of the tree `staged`."""
+    path = staged / rel
+    try:
+        tree = ast.parse(path.read_bytes(), filename=rel)
+    except (OSError, SyntaxError, ValueError):
+        return [], []  # missing or not Python: its checks fail already
+    s = _Scan(rel, apis)
+    s.run(tree)
+    return s.hits, s.flags
