@@ -17,7 +17,8 @@ from grader.authoring.stubs import make_stub
 from grader.batch import similarity
 from tests.kit import mutants, test_torch_backed
 from tests.kit.conftest import ROOT, SOLUTIONS
-pytestmark = pytest.mark.sandbox  # copydetect imports matplotlib, whose first import runs fc-list (tests/kit/tiering.py)
+
+pytestmark = pytest.mark.sandbox  # copydetect imports matplotlib, whose first import runs fc-list
 
 BLOCK = re.compile(r"^[ \t]*### BEGIN SOLUTION\n.*?^[ \t]*### END SOLUTION\n", re.M | re.S)
 VARIANTS = {**mutants.VARIANTS, **mutants.DEVICE_VARIANTS,
