@@ -49,7 +49,8 @@ STACK_PAUSE = 0.05
 class Sandbox:
     """One submission's worker process, restarted after each fault; forked by `template` where one is given."""
 
-    student_seconds = 0.0  # what the submission's answers took, in all: the grader's own work answering asks not
+    student_seconds = 0.0  # what the submission's requests took, in all: the grader's work answering their asks too
+    grader_seconds = 0.0  # of which the grader's own work answering asks (reported, and charged all the same)
     asks = 0  # requests for reference parts the worker made, in all
     asks_now = 0  # and in the request being answered
     interrupted = False  # by Ctrl-C: the worker is killed and no request is sent again
@@ -188,8 +189,7 @@ class Sandbox:
 
         begun = time.monotonic() if since is None else since
         deadline = begun + seconds
-        graders = 0.0  # seconds of the grader's own work answering asks: not the submission's
-        nested = self.student_seconds  # what requests made while answering asks spend is theirs
+        nested = self.student_seconds  # what requests made while answering asks spend is counted there
 
         def wait():
             # an answer already there when the deadline has passed still counts
@@ -226,13 +226,13 @@ class Sandbox:
                         self._fault("tamper", f"the submission's process asked for reference parts more than "
                                               f"{MAX_ASKS_PER_REQUEST:,} times in one request or {MAX_ASKS:,} "
                                               "in a grading; it was killed")
-                    # the grader's time (a reference part: the first on meta imports torch._dynamo) is not
-                    # theirs; what the submission's callables spend when the grader calls them back is
+                    # the grader's time answering is charged to the submission, and never moves its
+                    # deadline (a request of 15 s ran 40 s); what its callables spend when the grader
+                    # calls them back is counted in those nested requests, not twice here
                     asked, before = time.monotonic(), self.student_seconds
                     self._answer(reply["ask"])
-                    spent = max(time.monotonic() - asked - (self.student_seconds - before), 0.0)
-                    graders += spent
-                    deadline += spent
+                    nested_here = self.student_seconds - before
+                    self.grader_seconds += max(time.monotonic() - asked - nested_here, 0.0)
                     continue
                 if not isinstance(reply, dict) or not ({"ok"} == set(reply) or {"error"} == set(reply)
                                                       and isinstance(reply["error"], dict)):
@@ -241,8 +241,9 @@ class Sandbox:
                                           "it was killed")
                 return reply
         finally:
-            # this request's own time: its wall time less the grader's and the nested requests' (counted there)
-            self.student_seconds += max(time.monotonic() - begun - graders - (self.student_seconds - nested), 0.0)
+            # this request's own time, the grader's answers to its asks included: its wall time less the
+            # nested requests' (counted there)
+            self.student_seconds += max(time.monotonic() - begun - (self.student_seconds - nested), 0.0)
 
     def _answer(self, message):
         from grader.sandbox.child import protocol

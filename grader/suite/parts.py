@@ -11,42 +11,19 @@ attributes, and "method" runs its methods here.
 """
 
 import itertools
-from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
-from grader.sandbox.child import protocol, state
+from grader.sandbox.child import placement, protocol, state
 from grader.sandbox.child.gradients import fill, split
-from grader.sandbox.child.standins import TORCH
 from grader.sandbox.child.values import data, plain
 from grader.suite.callback import Callback
+from grader.suite.described import describe, methods
 from grader.suite.layout import Layout, changed, on_weights, tensor_attrs
 from grader.suite.reference import PACKAGE, load, resolve
-
-# constructor arguments of the torch.nn built-ins that the stand-ins rebuild as themselves
-TORCH_ARGS: dict[type[nn.Module], Callable[[Any], dict]] = {
-    nn.Linear: lambda m: {"in_features": m.in_features, "out_features": m.out_features, "bias": m.bias is not None},
-    nn.Dropout: lambda m: {"p": m.p, "inplace": m.inplace},
-    nn.Embedding: lambda m: {"num_embeddings": m.num_embeddings, "embedding_dim": m.embedding_dim,
-                             "padding_idx": m.padding_idx, "max_norm": m.max_norm, "norm_type": m.norm_type,
-                             "scale_grad_by_freq": m.scale_grad_by_freq, "sparse": m.sparse},
-    nn.LayerNorm: lambda m: {"normalized_shape": tuple(m.normalized_shape), "eps": m.eps,
-                             "elementwise_affine": m.elementwise_affine, "bias": m.bias is not None},
-    nn.ReLU: lambda m: {"inplace": m.inplace},
-    nn.GELU: lambda m: {"approximate": m.approximate},
-    **{c: lambda m: {} for c in (nn.ModuleList, nn.Sequential, nn.Identity, nn.Tanh, nn.Sigmoid)},
-}
-assert {c.__name__ for c in TORCH_ARGS} == set(TORCH), "the worker rebuilds the same classes"
-# what a plain class's stand-in forwards here besides its public methods
-DUNDERS = ("__len__", "__getitem__", "__contains__")
-
-
-def methods(cls: type) -> list[str]:
-    """The methods of a plain class (not a module) that its stand-in forwards to the grader."""
-    return sorted({name for c in cls.__mro__ if c is not object for name, v in vars(c).items()
-                   if callable(v) and (not name.startswith("_") or name in DUNDERS)})
+from grader.suite.sizing import Sized
 
 
 class ReferenceParts:
@@ -62,6 +39,9 @@ class ReferenceParts:
     # in one check and the graphs kept in it, and the modules cached for the whole grading
     MAX_CHECK_NUMEL = 20_000_000  # 80 MB of float32; an honest grading builds parts of thousands
     MAX_CACHED_NUMEL = 5_000_000
+    # the tensors one part's build may make (a module per layer: a stacked encoder of 10,000 layers),
+    # and the elements of all the parts a grading builds (each build's time, bounded as a whole)
+    MAX_TENSORS, MAX_GRADING_NUMEL = 4096, 400_000_000
 
     def __init__(self, call_back):
         self.call_back = call_back  # (handle, *args) -> what the submission's callable returns
@@ -76,10 +56,14 @@ class ReferenceParts:
         self.package = PACKAGE
         self.held = 0  # elements of the parts built and the graphs kept in this check
         self.cached = 0  # elements of the modules in self.modules
+        self.grading_built = 0  # elements the parts built in this grading made (a bound: MAX_GRADING_NUMEL)
 
     def allow(self, reference, parts):
         if reference is not None:
             self.package = load(reference)
+            # what meta kernels import on first use, now: the grader's time answering asks is charged
+            # to the submission (grader.sandbox.host), and this is no part of it
+            placement.warm()
         parts = set(parts)
         if not parts or not parts >= self.allowed:  # a new check: what the last one built and kept goes
             self.built.clear()
@@ -154,7 +138,12 @@ class ReferenceParts:
             return {"id": build, "tree": tree}
         args, kwargs = self._callables([args, kwargs], {}, None)
         state.seed(0)
-        module = cls(*args, **kwargs)
+        sized = Sized(min(self.MAX_NUMEL, self.MAX_GRADING_NUMEL - self.grading_built), self.MAX_TENSORS)
+        try:
+            with sized:  # each tensor sized on meta before it is made: the build stops at the bound
+                module = cls(*args, **kwargs)
+        finally:
+            self.grading_built += sized.numel
         if not isinstance(module, nn.Module):  # a plain object: kept here, its data attributes described
             build = next(self.ids)
             self.built[build] = module
@@ -166,7 +155,7 @@ class ReferenceParts:
         self._hold(numel)
         build = next(self.ids)
         self.built[build] = module
-        tree = self._describe(module)
+        tree = describe(module, self.package + ".")
         if key is not None and self.cached + numel <= self.MAX_CACHED_NUMEL:  # past it: built again each time
             self.modules[key] = (module, tree, torch.default_generator.get_state())
             self.cached += numel
@@ -176,23 +165,6 @@ class ReferenceParts:
         if self.held + numel > self.MAX_CHECK_NUMEL:
             raise ValueError(f"parts and graphs of more than {self.MAX_CHECK_NUMEL:,} elements in one check")
         self.held += numel
-
-    def _describe(self, m: nn.Module) -> dict:
-        kind, prefix = type(m), self.package + "."
-        rebuilt = kind in TORCH_ARGS
-        return {
-            "class": kind.__name__,
-            "part": f"{kind.__module__[len(prefix):]}:{kind.__qualname__}" if kind.__module__.startswith(prefix)
-            else None,
-            "torch": rebuilt,
-            "kwargs": TORCH_ARGS[kind](m) if rebuilt else {},
-            "attrs": {} if rebuilt else {k: v for k, v in vars(m).items()
-                                         if not k.startswith("_") and k != "training" and plain(v)},
-            "parameters": {k: v.detach() for k, v in m._parameters.items() if v is not None},
-            "buffers": {k: v for k, v in m._buffers.items() if v is not None},
-            "persistent": [k for k in m._buffers if k not in m._non_persistent_buffers_set],
-            "modules": [[k, self._describe(c)] for k, c in m._modules.items() if c is not None],
-        }
 
     def _place(self, build, path) -> nn.Module:
         if (type(build) is not int or not isinstance(self.built.get(build), nn.Module) or type(path) is not str

@@ -373,8 +373,10 @@ def asks(n):
 def test_what_the_submission_takes_when_the_grader_calls_it_back_counts_against_its_deadline(tmp_path):
     """While the grader answers an ask it may call the submission's code back (a sublayer): that
     time is the submission's. Two call-backs of 1.8 s each, each inside its own 3 s deadline, take
-    the asking request past its 3 s (they used to extend it: one request ran 40 s against 15 s);
-    the grader's own time answering does not count (asks answered in 1.8 s each, twice, pass)."""
+    the asking request past its 3 s (they used to extend it: one request ran 40 s against 15 s).
+    The grader's own time answering is charged to the request too, never added to its deadline
+    (issue 43: asks answered in 1.8 s each, twice, used to pass a 3 s deadline); it is counted
+    against the time budgets (student_seconds) and shown apart (grader_seconds)."""
     from grader.course import Limits
     from grader.sandbox.host import Sandbox, WorkerFault
 
@@ -386,6 +388,12 @@ def test_what_the_submission_takes_when_the_grader_calls_it_back_counts_against_
     try:
         box.request({"op": "import", "module": "assignment1.probe"})
         box.on_ask = lambda message: time.sleep(1.8) or message["n"]  # the grader's own work
+        with pytest.raises(WorkerFault) as caught:
+            box.request({"op": "call", "target": "assignment1.probe:asks", "args": [2]})
+        assert caught.value.kind == "timeout" and "no answer within 3 s" in caught.value.detail, caught.value.detail
+        assert box.grader_seconds >= 1.8 and box.student_seconds >= box.grader_seconds, vars(box)
+        box.on_ask = lambda message: time.sleep(0.5) or message["n"]  # within the deadline: answered
+        box.request({"op": "import", "module": "assignment1.probe"})
         assert box.request({"op": "call", "target": "assignment1.probe:asks", "args": [2]}) == [0, 1]
         box.on_ask = lambda message: box.request({"op": "call", "target": "assignment1.probe:slow", "args": []})
         with pytest.raises(WorkerFault) as caught:
