@@ -3,10 +3,11 @@ becomes of the performance feedback (pure functions of the course: no release is
 
 import re
 import tomllib
-from importlib import metadata
 
 from grader import load_course, repro
-from grader.authoring.release import course_text, readme_text
+from grader.authoring.readme import readme_text
+from grader.authoring.release import course_text
+from grader.authoring.torch_pin import TORCH
 from tests.kit.conftest import ROOT
 
 COURSE = load_course(ROOT / "course.toml")
@@ -14,12 +15,13 @@ COURSE = load_course(ROOT / "course.toml")
 
 def test_student_readme_says_how_to_set_up_grade_and_debug():
     text = readme_text(COURSE)
-    torch = metadata.version("torch").split("+")[0]
-    assert f"pip install torch=={torch}\n" in text  # the version the kit grades with, exactly
+    assert f"pip install torch=={TORCH}\n" in text  # the kit's pin (what CI installs), not the torch here
+    assert f"pip install torch=={TORCH} --index-url" in text  # the CPU build, as a command
     for words in ("python3 -m venv .venv", "source .venv/bin/activate", "pip install -e .",
                   "grade assignmentN --watch", "grade assignmentN --verbose", "grade assignmentN --only CHECK",
                   "grade assignmentN --repro CHECK", "python -m pdb repro_CHECK.py", 'grader.check("assignment1")',
-                  "Linux, macOS or WSL2", "On Windows"):
+                  "Linux, macOS or WSL2", "On\nWindows", "python3 --version", "Ubuntu 22.04", "Colab",
+                  "grade assignmentN --device cuda", "| waiting |", "| not attempted |", "status 0", "130"):
         assert words in text, words
     # every check the README offers to reproduce is one --repro knows
     offered = set(re.findall(r"`(\w+)`", text.split("## Debugging a failed check")[1].split("##")[0]))
@@ -37,3 +39,9 @@ def test_student_course_keeps_the_performance_feedback_the_readme_describes(tmp_
     text = " ".join(readme_text(COURSE).split())
     assert "It is feedback only and costs no points; the report shows it with `--verbose`." in text
     assert "`MultiHeadAttention` (against `nn.MultiheadAttention`)" in text
+
+
+def test_the_torch_pin_is_what_ci_installs():
+    ci = (ROOT / ".ci/run").read_text()
+    assert "torch_pin.py" in ci and "torch==" in ci, "CI installs torch from grader/authoring/torch_pin.py"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", TORCH), TORCH
