@@ -74,9 +74,12 @@ def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
         if len(matches) == 1:
             bug = table[matches[0]]
             n = len(failing)
+            # "what" (the bug alone) and "fix" are the table's own fields, for a report that names the bug
+            # without the code to write (course.toml [feedback] reveal = "bug")
             found[comp.name] = {"bug": matches[0],
                                 "message": f"matches {bug['message']} on all {n} failing public check"
-                                           f"{'s' * (n > 1)}: {bug['fix']}."}
+                                           f"{'s' * (n > 1)}: {bug['fix']}.",
+                                "what": bug["message"], "fix": bug["fix"]}
         elif not matches and _own(spec, comp, results, upstream):
             seen = forensic(spec, comp.name, results)
             if seen:
@@ -114,14 +117,52 @@ def forensic(spec: Assignment, component: str, results: dict[str, Outcome]) -> d
             continue
         what = o.message.partition(" differs from the expected values")[0].partition(" has the wrong shape")[0]
         what = what.partition(" has the wrong dtype")[0]
-        return {"bug": f"looks_like:{chk.id}",
-                "message": f"{what} looks like {o.details['looks_like']} (in {chk.id})."}
+        said = f"{what} looks like {o.details['looks_like']}"
+        return {"bug": f"looks_like:{chk.id}", "message": f"{said} (in {chk.id}).", "what": said, "fix": ""}
     for chk in comp.checks:
         o = results.get(chk.id)
         said = _names(component, o) if chk.tier == "public" and o is not None and o.status != "passed" else ""
         if said:
-            return {"bug": f"looks_like:{chk.id}", "message": f"{said} (in {chk.id})."}
-    return None
+            return {"bug": f"looks_like:{chk.id}", "message": f"{said} (in {chk.id}).", "what": said, "fix": ""}
+    return placement(spec, comp, results)
+
+
+def placement(spec: Assignment, comp, results: dict[str, Outcome]) -> dict | None:
+    """Where every failing public check of `comp` is a placement failure (a tensor made on the CPU while
+    the inputs were on another device: the device checks' "where" starts "made at <file>:<line> in
+    <function>: <code>"), the line of the component's own code that made it: the first frame of the chain
+    (the line that made it, then its callers) in the component's file, its own function first
+    (make_causal_mask(T) called without a device is make_tgt_mask's line, not make_causal_mask's)."""
+    failing = [results[c.id] for c in comp.checks
+               if c.tier == "public" and c.id in results and results[c.id].status != "passed"]
+    chains = [_chain(o) for o in failing]
+    if not failing or not all(chains):
+        return None
+    path = f"{spec.name}/{comp.file}"
+    mine = [f for f in chains[0] if f[0].split(":")[0] == path]
+    if not mine:
+        return None  # made in another file: a part's line, said there
+    at, function, code = next((f for f in mine if f[1] == comp.name), mine[0])
+    check = next(c.id for c in comp.checks if c.tier == "public" and c.id in results
+                 and results[c.id].status != "passed")
+    what = f"{comp.name} makes a tensor on the CPU at {at} ({function}: {code}) where its inputs' device is expected"
+    return {"bug": f"placement:{check}", "message": f"{what}: make it on the input's device (in {check}).",
+            "what": what, "fix": "make it on the input's device", "where": at, "line": code}
+
+
+_FRAME = re.compile(r"(\S+:\d+) in (\w+|<\w+>): (.*)")
+
+
+def _chain(outcome: Outcome) -> list[tuple[str, str, str]]:
+    """The frames ((file:line, function, code)) that made a stray CPU tensor, the maker first, then its
+    callers; [] where the failure is not a placement failure."""
+    lines = str(outcome.details.get("where", "")).splitlines()
+    if not lines or not lines[0].startswith("made at "):
+        return []
+    frames = [lines[0].removeprefix("made at ")]
+    frames += [x.strip().removeprefix("called from ") for x in lines[1:] if x.startswith("  called from ")]
+    found = [(m[1], m[2], m[3]) for m in map(_FRAME.fullmatch, frames) if m]
+    return found if len(found) == len(frames) else []
 
 
 _MISSING = re.compile(r"missing: ([^;]*); unexpected: none; wrong shape: none")

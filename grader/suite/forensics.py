@@ -15,6 +15,8 @@ import math
 
 import torch
 
+from grader.suite.forensics_form import dtype, shape  # noqa: F401  (the checks read them here)
+
 _EVIDENCE = 4  # distinct expected values a float rule needs before it says anything
 _TIGHT = 1e-4  # of the expected's scale: float32 arithmetic written another way stays well inside
 
@@ -23,9 +25,9 @@ def _close(a: torch.Tensor, b: torch.Tensor, scale: float) -> bool:
     return a.shape == b.shape and bool(torch.isfinite(a).all()) and bool(((a - b).abs() <= _TIGHT * scale).all())
 
 
-def _constant(c: float, shape: tuple[int, ...]) -> str:
+def _constant(c: float, dims: tuple[int, ...]) -> str:
     """c named as a simple function of a size of the tensor, else "" (a bare number names nothing)."""
-    sizes = sorted({n for n in shape if n > 1})
+    sizes = sorted({n for n in dims if n > 1})
     # a size of the tensor first (d_model, T...), then any small size (a d_k the tensor does not show);
     # the n/(n-1) family (a variance's correction) only for the tensor's sizes: its values lie close together
     for n, near in [(n, True) for n in sizes] + [(n, False) for n in range(2, 65) if n not in sizes]:
@@ -256,49 +258,3 @@ def _future(got: torch.Tensor, expected: torch.Tensor) -> str:
     if bool((extra & ~future).any()):
         return ""
     return "the expected mask with the future (key j > query i) let through: the causal part missing"
-
-
-def shape(got: tuple[int, ...], expected: tuple[int, ...]) -> str:
-    """A wrong shape that is the expected one with two axes swapped."""
-    if got == expected:
-        return ""
-    if len(got) != len(expected):
-        return _singletons(got, expected)
-    differ = [i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b]
-    n = len(expected)
-    if len(differ) == 2 and got[differ[0]] == expected[differ[1]] and got[differ[1]] == expected[differ[0]]:
-        return f"the expected shape with axes {differ[0] - n} and {differ[1] - n} swapped"
-    if differ == [0] and got[0] == 1 and n >= 3:
-        return (f"the expected shape with size 1 on the batch axis where {expected[0]} is expected: the same "
-                f"values for every batch element (the part that depends on the batch left out?)")
-    return ""
-
-
-def _singletons(got: tuple[int, ...], expected: tuple[int, ...]) -> str:
-    """got is expected with some size-1 axes left out (or added): the values may be right, the layout not."""
-    def squeeze(s: tuple[int, ...]) -> tuple[int, ...]:
-        return tuple(n for n in s if n != 1)
-
-    if squeeze(got) != squeeze(expected) or not squeeze(expected):
-        return ""
-    fewer = len(got) < len(expected)
-    what = "it does not broadcast as the contract says" if fewer else "extra singleton axes"
-    return (f"the expected shape with {'fewer' if fewer else 'more'} size-1 axes ({len(got)} axes where "
-            f"{len(expected)} are expected): {what}")
-
-
-def dtype(got: torch.Tensor, expected: torch.Tensor) -> str:
-    """A tensor of the wrong dtype whose values are the expected ones (a 0/1 mask for a boolean one)."""
-    if got.shape != expected.shape or got.dtype == expected.dtype or got.numel() == 0:
-        return ""
-    g = got.detach().cpu()
-    if expected.dtype == torch.bool:
-        if bool(((g == 0) | (g == 1)).all()) and bool((g.bool() == expected.detach().cpu()).all()):
-            return (f"the expected mask as 0/1 values of dtype {str(got.dtype).removeprefix('torch.')}, not "
-                    f"torch.bool (build it from comparisons, or call .bool())")
-        return ""
-    if expected.dtype.is_floating_point and g.dtype.is_floating_point:
-        e = expected.detach().cpu().double()
-        if _close(g.double(), e, max(float(e.abs().max()), 1e-6) * 10):
-            return f"the expected values in {str(got.dtype).removeprefix('torch.')}"
-    return ""
