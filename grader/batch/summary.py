@@ -78,6 +78,11 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
         public = public_score(spec, r)
         if abs(r["score"] - public) / max_score * 100 >= GAP:
             gaps.append({"student": student, "score": r["score"], "public": public})
+    # what grader.forbidden flagged for review, and what it scored 0, student by student, with the line
+    flagged = [{"student": student, "component": c["name"], "what": f.get("what"), "where": f.get("where"),
+                "scored_0": kind == "forbidden"}
+               for student, r in rows for c in r["components"] for kind in ("forbidden", "flagged")
+               for f in c.get(kind, []) if isinstance(f, dict)]
     # the tiers the submissions ran in, and what each kept from them (grader.sandbox.isolation.describe)
     tiers = Counter(r.get("isolation_detail") or r.get("isolation") for _, r in rows if r.get("isolation"))
     return {"assignment": spec.name, "students": len(rows), "max_score": max_score,
@@ -87,7 +92,7 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
             "histogram": [{"from": round(i * max_score / BINS, 2), "to": round((i + 1) * max_score / BINS, 2),
                            "students": n} for i, n in enumerate(histogram)],
             "components": components, "most_failed": checks, "diagnoses": diagnoses,
-            "public_gap": sorted(gaps, key=lambda g: -abs(g["score"] - g["public"]))}
+            "public_gap": sorted(gaps, key=lambda g: -abs(g["score"] - g["public"])), "flagged": flagged}
 
 
 def changed_line(summary: dict) -> str:
@@ -148,7 +153,23 @@ def render(summary: dict) -> RenderableType:
         for g in summary["public_gap"][:10]:
             gap.add_row(Text(inert(g["student"])), f"{g['score']:g}", f"{g['public']:g}")
         parts.append(gap)
+    if summary.get("flagged"):
+        parts.append(_flagged(summary["flagged"]))
     return Panel(Group(*parts), title="class summary", title_align="left")
+
+
+def _flagged(found: list[dict]) -> RenderableType:
+    """grader.forbidden's findings, for the instructor to review (summary.json has them all)."""
+    table = Table(title="Forbidden APIs (scored 0) and code flagged for review", title_justify="left")
+    table.add_column("student", overflow="fold")
+    table.add_column("component", no_wrap=True)
+    table.add_column("what, where", overflow="fold")
+    for f in found[:20]:
+        what = f"{'scored 0: ' if f['scored_0'] else ''}{inert(str(f['what']))} at {inert(str(f['where']))}"
+        table.add_row(Text(inert(f["student"])), f["component"], Text(what))
+    if len(found) > 20:
+        table.caption = f"and {len(found) - 20} more in summary.json"
+    return table
 
 
 def _similar(found: dict) -> RenderableType:

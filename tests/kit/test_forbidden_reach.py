@@ -1,0 +1,126 @@
+"""Forbidden APIs across the whole submission (issue 43, item 4): a helper in the assignment
+package's `__init__.py` or in a sibling component's file is the submission's code too, charged to
+the component that runs it; the recorder patched through sys.modules and the API taken as
+`vars(F)["layer_norm"]` is found in the source, and the introspection is flagged with its line.
+
+Each attack was seen to get full marks, nothing flagged, before grader.forbidden read every staged
+file; the judge-only cases need no grading run.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from grader import course as config
+from grader import forbidden
+from grader.batch import summary
+from tests.kit.conftest import ROOT, full_marks, grade_json, mutant, scores
+
+COURSE = config.load(ROOT / "course.toml")
+LN, FF, INIT1 = "assignment1/layer_norm.py", "assignment1/feed_forward.py", "assignment1/__init__.py"
+ATT, INIT2 = "assignment2/attention.py", "assignment2/__init__.py"
+LN_RETURN = "        return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta  # (..., d_model)\n"
+HELPER = ("\n\nimport torch.nn.functional as _F\n\n\n"
+          "def _norm(x, gamma, beta, eps):\n"
+          "    return _F.layer_norm(x, (x.size(-1),), gamma, beta, eps)\n")
+
+
+def _helper_in(tmp_path: Path, file: str, importing: str) -> Path:
+    """The solution, with LayerNorm returning F.layer_norm from a helper appended to `file`."""
+    tree = mutant(tmp_path, {LN: [(LN_RETURN, f"        {importing}\n"
+                                   "        return _norm(x, self.gamma, self.beta, self.eps)  # (..., d_model)\n")]})
+    (tree / file).write_text((tree / file).read_text() + HELPER)
+    return tree
+
+
+IN_INIT = (INIT1, "from . import _norm")
+IN_SIBLING = (FF, "from .feed_forward import _norm")
+# the kit's recorder silenced from the submission, and the API taken where no attribute names it
+TAMPERED = {LN: [("import torch.nn as nn\n",
+                  "import sys\n\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+                  'sys.modules["grader.sandbox.child.record"].Watch._note = lambda *a, **k: None\n'),
+                 (LN_RETURN, '        return vars(F)["layer_norm"](x, (x.size(-1),), self.gamma, self.beta, '
+                             "self.eps)\n")]}
+
+
+def _line(tree: Path, file: str, text: str) -> int:
+    return next(i for i, line in enumerate((tree / file).read_text().splitlines(), 1) if text in line)
+
+
+def _judge(tree: Path, assignment: str) -> dict:
+    return forbidden.judge(COURSE.assignment(assignment), tree, [])
+
+
+@pytest.mark.parametrize("file, importing", [IN_INIT, IN_SIBLING], ids=["init", "sibling"])
+def test_a_helper_in_another_file_is_charged_to_the_component_importing_it(tmp_path, file, importing):
+    tree = _helper_in(tmp_path, file, importing)
+    verdict = _judge(tree, "assignment1")
+    where = f"{file}:{_line(tree, file, '_F.layer_norm(')}"
+    assert verdict == {"LayerNorm": ([{"what": "torch.nn.functional.layer_norm", "where": where, "how": "source"}],
+                                     [])}
+
+
+def test_a_helper_in_the_package_init_for_attention_is_charged_to_attention(tmp_path):
+    tree = mutant(tmp_path, {
+        ATT: [("    return weights @ v, weights",
+               "    from . import _sdpa\n    _sdpa(q, k, v)\n    return weights @ v, weights")]})
+    (tree / INIT2).write_text((tree / INIT2).read_text() + "\n\ndef _sdpa(q, k, v):\n    import torch\n"
+                              "    return torch.nn.functional.scaled_dot_product_attention(q, k, v)\n")
+    verdict = _judge(tree, "assignment2")
+    # multi-head attention imports the attention's file, whose component takes nothing from __init__:
+    # both reach it, both forbid it
+    assert set(verdict) == {"scaled_dot_product_attention", "MultiHeadAttention"}
+    assert {h["where"] for h in verdict["scaled_dot_product_attention"][0]} == {
+        f"{INIT2}:{_line(tree, INIT2, 'scaled_dot_product_attention(q')}"}
+
+
+def test_the_recorder_patched_and_vars_F_are_found_and_flagged_by_line(tmp_path):
+    tree = mutant(tmp_path, TAMPERED)
+    hits, flags = _judge(tree, "assignment1")["LayerNorm"]
+    assert hits == [{"what": "torch.nn.functional.layer_norm", "where": f"{LN}:{_line(tree, LN, 'vars(F)')}",
+                     "how": "source"}]
+    assert {(f["what"], f["where"]) for f in flags} >= {
+        ("sys.modules", f"{LN}:{_line(tree, LN, 'sys.modules')}"), ("vars()", f"{LN}:{_line(tree, LN, 'vars(F)')}")}
+
+
+@pytest.mark.parametrize("source, flag", [
+    ("import gc\n", "gc"), ("import ctypes\n", "ctypes"), ("import inspect\n", "inspect"),
+    ("import sys\nf = sys._getframe(1).f_back\n", "sys._getframe"), ("g = globals()\n", "globals()"),
+    ("class LayerNorm:\n    def f(self, m):\n        return m.__dict__\n", "__dict__"),
+    ("def f(e):\n    return e.__traceback__.tb_frame.f_globals\n", "frame inspection"),
+    ("import importlib\nm = importlib.import_module('torch')\n", "importlib"),
+])
+def test_introspection_is_flagged_wherever_it_is(tmp_path, source, flag):
+    tree = mutant(tmp_path, {})
+    (tree / INIT1).write_text((tree / INIT1).read_text() + "\n" + source)
+    hits, flags = _judge(tree, "assignment1").get("LayerNorm", ([], []))
+    assert not hits and flag in {f["what"] for f in flags}, flags
+    assert all(f["where"].startswith(f"{INIT1}:") for f in flags)
+
+
+def test_constant_member_lookups_read_as_the_attribute(tmp_path):
+    tree = mutant(tmp_path, {})
+    (tree / LN).write_text("import torch.nn.functional as F\n"
+                           "a = F.__dict__['layer_norm']\nb = getattr(F, 'layer_norm')\n"
+                           "c = vars(F).get('layer_norm')\n")
+    hits, _ = _judge(tree, "assignment1")["LayerNorm"]
+    assert [h["where"] for h in hits] == [f"{LN}:2", f"{LN}:3", f"{LN}:4"]
+
+
+@pytest.mark.parametrize("attack", ["init_helper", "recorder_patched"])
+def test_graded_layer_norm_from_another_file_or_a_patched_recorder_is_zeroed(tmp_path, attack):
+    tree = _helper_in(tmp_path, *IN_INIT) if attack == "init_helper" else mutant(tmp_path, TAMPERED)
+    report = grade_json(tree, "assignment1")
+    got, full = scores(report), full_marks(report)
+    assert got["LayerNorm"] == 0, got
+    assert {n: s for n, s in got.items() if n != "LayerNorm" and s != full[n]} == {}
+    layer_norm = next(c for c in report["components"] if c["name"] == "LayerNorm")
+    assert "torch.nn.functional.layer_norm" in {f["what"] for f in layer_norm["forbidden"]}
+    if attack == "init_helper":  # run: charged to the check that ran it, though made in __init__.py
+        assert {f["where"].partition(":")[0] for f in layer_norm["forbidden"] if f["how"] == "executed"} == {INIT1}
+    else:
+        assert {"sys.modules", "vars()"} <= {f["what"] for f in layer_norm["flagged"]}
+        rows = summary.summarise(COURSE.assignment("assignment1"),
+                                 [("mallory", {**report, "batch": {"status": "graded"}})])
+        assert {(r["student"], r["component"], r["what"]) for r in rows["flagged"]} >= {
+            ("mallory", "LayerNorm", "sys.modules"), ("mallory", "LayerNorm", "vars()")}
