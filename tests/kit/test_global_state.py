@@ -29,3 +29,17 @@ def test_what_one_component_changes_at_import_or_in_a_call_reaches_no_other(tmp_
     assert others == {name: score for name, score in full_marks(report).items() if name != "LayerNorm"}, [
         (c["name"], t["id"], t["message"][:120]) for c in report["components"] for t in c["tests"]
         if t["status"] != "passed"]
+
+
+def test_autograd_switched_off_at_import_of_a_part_costs_train_epoch_nothing(tmp_path):
+    """Issue 43's regression: LayerNorm's file switches autograd off at import. In assignment4's
+    grading that file is first imported inside the kit's end-to-end training run, which used to train
+    with autograd off (train_epoch 9.8/14, "element 0 of tensors does not require grad"): the worker
+    imports every module of the submission before a kit target runs, and puts the state back after."""
+    tree = mutant(tmp_path, {})
+    path = tree / "assignment1" / "layer_norm.py"
+    path.write_text("import torch as _torch\n_torch.set_grad_enabled(False)\n" + path.read_text())
+    report = grade_json(tree, "assignment4")
+    assert scores(report) == full_marks(report), [
+        (c["name"], t["id"], t["message"][:120]) for c in report["components"] for t in c["tests"]
+        if t["status"] != "passed"]

@@ -11,25 +11,21 @@ import signal
 import sys
 import threading
 from contextlib import nullcontext
+from pathlib import Path
 
 import torch
 
-from grader.sandbox.child import confine, jail, placement, profile, protocol, record, standins, state
+from grader.sandbox.child import confine, jail, placement, protocol, record, standins, state
 from grader.sandbox.child.fixtures import KIT
 from grader.sandbox.child.fixtures import SUBMISSION as PACKAGE
+from grader.sandbox.child.placed import Placed
+from grader.sandbox.child.swaps import Swaps, resolve
 from grader.sandbox.child.tree import import_alone, import_tree
-from grader.sandbox.child.tree import resolve as resolve_in_tree
 
 STACK_SIGNAL = signal.SIGUSR1  # the grader's ask for the stacks of a request that ran out of time
 
 
-def resolve(package: str, target: str):
-    """tree.resolve, with the module imported on its own (import_alone)."""
-    import_alone(f"{package}.{target.partition(':')[0]}", package)
-    return resolve_in_tree(package, target)
-
-
-class Worker:
+class Worker(Swaps, Placed):
     def __init__(self, req_fd: int = -1, resp_fd: int = -1):
         self.req_fd, self.resp_fd = req_fd, resp_fd
         self.baseline = state.Baseline()  # before any of the submission's code runs
@@ -79,6 +75,9 @@ class Worker:
         return resolve(PACKAGE, t)
 
     def op_call(self, req):
+        t = req["target"]
+        if isinstance(t, str) and t.startswith("kit:"):
+            self._import_every_module()
         fn = self.target(req)
         device = req.get("device")
         args = self.unwrap(req.get("args", []), device)
@@ -87,7 +86,6 @@ class Worker:
             state.seed(req["seed"])
         # the kit's own targets (the end-to-end training run) are not watched: they are long, and
         # whatever of the submission's they run is watched in its own component's checks
-        t = req["target"]
         watched = not (isinstance(t, str) and t.startswith(("kit:", "torch")))
         with torch.set_grad_enabled(bool(req.get("grad"))), self.watch if watched else nullcontext():
             return fn(*args, **kwargs)
@@ -146,74 +144,25 @@ class Worker:
             params = {n: p.grad for n, p in module.named_parameters()}
         return {"output": out, "input_grads": [args[i].grad for i in wrt], "param_grads": params}
 
-    def op_placed(self, req):
-        """Run the target with its module, the modules among its arguments and its tensors moved to
-        `device` ("meta" or a GPU), under placement.Placement: a CPU tensor that meets them is
-        reported as `stray` instead of the output. Optionally under autocast (`autocast`: a dtype
-        name) and through backward of sum(output * grad_output) (the parameters' gradients come back)."""
-        device = str(req["device"])
-        kind = device.partition(":")[0]
-        if kind not in ("meta", "cuda", "cpu"):
-            raise ValueError(f"no device {device[:20]!r}")
-        if device == "meta":
-            placement.warm()
-        fn = self.target(req)
-        module = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
-        args = self.unwrap(req.get("args", []), device)
-        kwargs = self.unwrap(req.get("kwargs", {}), device)
-        for m in [module, *args, *kwargs.values()]:
-            if isinstance(m, torch.nn.Module):
-                m.to(device)
-        grad_output = req.get("grad_output")
-        if isinstance(module, torch.nn.Module):
-            module.zero_grad(set_to_none=True)
-        cast = torch.autocast(kind, dtype=protocol.DTYPES[req["autocast"]]) if req.get("autocast") else nullcontext()
-        placed = placement.Placement(kind, module if isinstance(module, torch.nn.Module) else None)
-        if req.get("seed") is not None:
-            state.seed(req["seed"])
-        try:
-            # on the CPU nothing can be stray: there the run is only run (the GPU tier with the CPU standing in)
-            with torch.set_grad_enabled(grad_output is not None), self.watch, \
-                    placed if kind != "cpu" else nullcontext():
-                with cast:
-                    out = fn(*args, **kwargs)
-                if grad_output is not None and isinstance(out, torch.Tensor) and out.requires_grad:
-                    (out.float() * grad_output.to(device)).sum().backward()
-        except BaseException:
-            if placed.found is None:
-                raise
-        if placed.found is not None:  # reported even when the submission caught the Stray
-            return {"stray": placed.found}
-        if kind == "meta" and not req.get("autocast"):
-            # again on a second device that is not `meta`: code that makes CPU tensors except where it
-            # sees `meta` meets them there (placement.on_a_second_device)
-            if req.get("seed") is not None:
-                state.seed(req["seed"])
-            with self.watch:
-                found = placement.on_a_second_device(lambda a, k: fn(*a, **k), module if isinstance(
-                    module, torch.nn.Module) else None, args, kwargs)
-            if found is not None:
-                return {"stray": {**found, "device": str(placement.SECOND)}}
-        grads = None
-        if grad_output is not None and isinstance(module, torch.nn.Module):
-            grads = {n: p.grad for n, p in module.named_parameters()}
-        outputs = placement.tensors_in(out)
-        # where the submission made an output left on the CPU (an output buffer made without device=)
-        made: list[str] = next((placed.origins[t] for t in outputs
-                                if t.device.type == "cpu" and t in placed.origins), [])
-        return {"output": out, "devices": [str(t.device) for t in outputs], "stray": None, "param_grads": grads,
-                "made": made if kind != "cpu" else []}
-
-    def op_profile(self, req):
-        """Forward and backward of the submission's `target` and of torch's built-in of that `kind`,
-        timed here (grader.sandbox.child.profile). Not watched for forbidden APIs: torch's built-ins
-        run here on purpose, and the submission's code was watched in its checks."""
-        if req["kind"] not in profile.KINDS:
-            raise ValueError(f"no kind {str(req['kind'])[:40]!r}")
-        shape = {k: int(req["shape"][k]) for k in profile.SHAPE}
-        device, repeat = str(req["device"]), max(1, min(int(req["repeat"]), 50))
-        own = profile.measure(req["kind"], resolve(PACKAGE, req["target"]), device, repeat, shape)
-        return {"student": own, "torch": profile.measure(req["kind"], None, device, repeat, shape)}
+    def _import_every_module(self):
+        """Every module of the submission not imported yet, imported now, and the global state put back
+        after: the kit's own targets import what they use (the end-to-end training, the whole stack),
+        and a module that switched autograd off at import did it inside the training run (issue 43: 7
+        of train_epoch's 14 points, for a LayerNorm file's import)."""
+        root = Path(sys.modules[PACKAGE].__path__[0])
+        names = sorted(".".join(p.relative_to(root).with_suffix("").parts) for p in root.glob("*/*.py"))
+        fresh = [n for n in names if not n.endswith("__init__") and f"{PACKAGE}.{n}" not in sys.modules]
+        if not fresh:
+            return
+        self._unpatch()
+        for name in fresh:
+            try:
+                with self.watch:
+                    import_alone(f"{PACKAGE}.{name}", PACKAGE)
+            except Exception:  # its own checks say so; the kit's run fails where it uses it
+                pass
+        self._patch()
+        self.baseline.restore_all()
 
     def op_import(self, req):
         self.watch.watch(req.get("forbidden", []))
@@ -223,38 +172,6 @@ class Worker:
         self._unpatch()
         with self.watch:
             import_alone(f"{PACKAGE}.{req['module']}", PACKAGE)
-        self._patch()
-
-    def known(self, part: str):
-        """The class standing in for the reference's `part` where a described tree holds one: the
-        swapped-in stand-in; for a part wrapped as the submission's own, a reference stand-in dressed
-        the same way; None (a plain stand-in class) for any other."""
-        if part in self.references:
-            return self.references[part]
-        if part in self.own and part in self.swaps:
-            key = f"nested:{part}"
-            if key not in self.references:
-                self.references[key] = self.link.stand_in(part, None, self.swaps[part][0])
-            return self.references[key]
-        return None
-
-    def op_swap(self, req):
-        """Use stand-ins that run the reference's `parts` in the grader wherever the submission's
-        code names them, until the next reset: a composite is then graded on its own wiring. The
-        `own` parts (the composite's other parts, and all of them when none is swapped: the instructor's
-        grade sends them for every check of a composite) are the submission's own, dressed as the
-        stand-ins are (standins.Link.wrap), so that the composite cannot tell its own parts from the
-        reference's: a composite that behaves only with the reference's would have its failures excused."""
-        self.own.update(p for p in req.get("own", []) if type(p) is str and p not in req["parts"])
-        fresh = [part for part in req["parts"] if part not in self.references]  # the others: already in
-        if fresh:
-            self._unpatch()  # a part wrapped as the submission's own until now is the reference's from here
-        for part in fresh:
-            self.own.discard(part)
-            info = (req.get("classes") or {}).get(part)  # a class part's description, from the grader
-            own = self.swaps[part][0] if part in self.swaps else resolve(PACKAGE, part)
-            self.references[part] = self.link.stand_in(part, info, own)
-            self.swaps[part] = (own, self.references[part])
         self._patch()
 
     def ask(self, message: dict):
@@ -270,32 +187,6 @@ class Worker:
             if "error" in reply:
                 raise RuntimeError(f"the grader could not run the reference part: {reply['error']}")
             return reply["ok"]
-
-    def _patch(self):
-        for part in sorted(self.own - set(self.swaps)):  # wrapped once its module is imported (never imported here)
-            module = sys.modules.get(f"{PACKAGE}.{part.partition(':')[0]}")
-            own = getattr(module, part.rpartition(":")[2], None) if module is not None else None
-            try:
-                wrapped = self.link.wrap(own) if own is not None else None
-            except Exception:  # a class that refuses to be derived from (its __init_subclass__): left as it is;
-                wrapped = None  # its stand-in cannot be made either, so a failure on its parts is not excused
-            if wrapped is not None:
-                self.swaps[part] = (own, wrapped)
-        if not self.swaps:
-            return
-        replace = {id(own): ref for own, ref in self.swaps.values()}
-        for name, module in list(sys.modules.items()):
-            if not name.startswith(PACKAGE + ".") or module is None:
-                continue
-            for attr, value in list(vars(module).items()):
-                if id(value) in replace and value is not replace[id(value)]:
-                    self.patched.append((module, attr, value))
-                    setattr(module, attr, replace[id(value)])
-
-    def _unpatch(self):
-        for module, attr, original in reversed(self.patched):
-            setattr(module, attr, original)
-        self.patched.clear()
 
     def op_reset(self, req):
         self._unpatch()
