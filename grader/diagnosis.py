@@ -131,7 +131,7 @@ def placement(spec: Assignment, comp, results: dict[str, Outcome]) -> dict | Non
     """Where every failing public check of `comp` is a placement failure (a tensor made on the CPU while
     the inputs were on another device: the device checks' "where" starts "made at <file>:<line> in
     <function>: <code>"), the line of the component's own code that made it: the first frame of the chain
-    (the line that made it, then its callers) in the component's file, its own function first
+    (the line that made it, then its callers) in the component's file, its own function or method first
     (make_causal_mask(T) called without a device is make_tgt_mask's line, not make_causal_mask's)."""
     failing = [results[c.id] for c in comp.checks
                if c.tier == "public" and c.id in results and results[c.id].status != "passed"]
@@ -142,7 +142,7 @@ def placement(spec: Assignment, comp, results: dict[str, Outcome]) -> dict | Non
     mine = [f for f in chains[0] if f[0].split(":")[0] == path]
     if not mine:
         return None  # made in another file: a part's line, said there
-    at, function, code = next((f for f in mine if f[1] == comp.name), mine[0])
+    at, function, code = next((f for f in mine if f[1] == comp.name or f[1].startswith(f"{comp.name}.")), mine[0])
     check = next(c.id for c in comp.checks if c.tier == "public" and c.id in results
                  and results[c.id].status != "passed")
     what = f"{comp.name} makes a tensor on the CPU at {at} ({function}: {code}) where its inputs' device is expected"
@@ -150,7 +150,7 @@ def placement(spec: Assignment, comp, results: dict[str, Outcome]) -> dict | Non
             "what": what, "fix": "make it on the input's device", "where": at, "line": code}
 
 
-_FRAME = re.compile(r"(\S+:\d+) in (\w+|<\w+>): (.*)")
+_FRAME = re.compile(r"(\S+:\d+) in (\S+): (.*)")
 
 
 def _chain(outcome: Outcome) -> list[tuple[str, str, str]]:

@@ -182,3 +182,67 @@ def test_a_different_factor_in_each_row_is_named(shape, seed):
     factor = 0.5 + s.tensor([*shape[:-1], 1], seed + 1).abs()  # one per row, drawn apart
     assume(float(factor.max() - factor.min()) > 1e-2)
     assert looks_like(e * factor, e).startswith("the expected values times a different factor in each row")
+
+
+# --- placement (grader.diagnosis.placement): a CPU tensor made where the input's device was expected
+_COURSE = None
+
+
+def _component(name: str):
+    global _COURSE
+    if _COURSE is None:
+        from grader import load_course
+        from tests.kit.conftest import ROOT
+
+        _COURSE = load_course(ROOT / "course.toml")
+    spec = next(a for a in _COURSE.assignments.values() if any(c.name == name for c in a.components))
+    return spec, next(c for c in spec.components if c.name == name)
+
+
+def _frames(spec, comp):
+    """Frames a chain may hold: the component's own function or method, another function of its file,
+    and a line in another file (a part's: the helper it called)."""
+    own = comp.name if comp.name[0].islower() else f"{comp.name}.forward"
+    return st.tuples(st.sampled_from([f"{spec.name}/{comp.file}", "assignment1/embedding.py"]),
+                     st.integers(1, 400), st.sampled_from([own, "helper", "Other.forward"]),
+                     st.sampled_from(["ys = torch.full((B, 1), sos)", "m = torch.ones(T, T).tril()"]))
+
+
+@settings(max_examples=60)
+@given(name=st.sampled_from(["make_tgt_mask", "Transformer", "greedy_decode", "LabelSmoothingLoss"]), data=st.data())
+def test_a_placement_failure_is_diagnosed_on_the_components_own_line(name, data):
+    from grader.diagnosis import placement
+    from grader.results import Outcome
+
+    spec, comp = _component(name)
+    chain = data.draw(st.lists(_frames(spec, comp), min_size=1, max_size=3))
+    where = "\n".join([f"made at {chain[0][0]}:{chain[0][1]} in {chain[0][2]}: {chain[0][3]}",
+                       *(f"  called from {f}:{n} in {fn}: {code}" for f, n, fn, code in chain[1:])])
+    check = next(c.id for c in comp.checks if c.tier == "public")
+    said = placement(spec, comp, {check: Outcome("failed", "mismatch", "mixes devices", {"where": where})})
+    mine = [f for f in chain if f[0] == f"{spec.name}/{comp.file}"]
+    if not mine:
+        assert said is None  # made in another file: a part's line, never said on this component
+        return
+    own = [f for f in mine if f[2] == comp.name or f[2].startswith(f"{comp.name}.")]
+    f, n, _, code = (own or mine)[0]
+    assert said is not None and said["where"] == f"{f}:{n}" and said["line"] == code, (chain, said)
+    assert said["bug"] == f"placement:{check}"
+
+
+@settings(max_examples=30)
+@given(name=st.sampled_from(["make_tgt_mask", "Transformer", "greedy_decode"]),
+       where=st.sampled_from(["largest error at index [0, 1]", "", "assignment3/transformer.py:89 in forward: x",
+                              "made at somewhere without a frame"]))
+def test_a_failure_that_is_not_a_placement_failure_gets_no_placement_diagnosis(name, where):
+    from grader.diagnosis import placement
+    from grader.results import Outcome
+
+    spec, comp = _component(name)
+    placed = f"made at {spec.name}/{comp.file}:3 in {comp.name}: x = torch.zeros(3)"
+    checks = [c.id for c in comp.checks if c.tier == "public"][:2]
+    results = {checks[0]: Outcome("failed", "mismatch", "differs", {"where": where})}
+    assert placement(spec, comp, results) is None
+    # one placement failure beside a failure of another kind: the placement does not explain everything
+    results[checks[1]] = Outcome("failed", "mismatch", "mixes devices", {"where": placed})
+    assert placement(spec, comp, results) is None
