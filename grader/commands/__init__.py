@@ -72,7 +72,7 @@ def regenerate(argv: list[str], *, name: str, description: str, what: str,
 
     p = UsageParser(prog=f"grade {name}", description=description)
     p.add_argument("--check", action="store_true", help=f"only report {what} that differ; exit 1 if any")
-    p.add_argument("--course", metavar="PATH")
+    p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     args = p.parse_args(argv)
     stale = write_all(load_course(find_course(args.course)), check=args.check)
     for path in stale:

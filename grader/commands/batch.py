@@ -27,7 +27,8 @@ def parser() -> UsageParser:
                    help="list the pairs of submissions that share PERCENT%% of either's code or more "
                         "(default %(default)g; the stubs are not counted)")
     p.add_argument("--unsafe-process-isolation", action="store_true",
-                   help="grade even where Linux namespaces are unavailable, with resource limits only: "
+                   help="grade even where no isolation tier keeps the course out of the submissions' reach (no "
+                        "namespaces, no Landlock, not root: see grade doctor), with resource limits only: "
                         "submissions can then read and write whatever your user can")
     p.add_argument("--overrides", metavar="FILE",
                    help="a CSV of student,component,points,reason: points that replace the graded ones, kept "

@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
 
     p = UsageParser(prog="grade doctor", description="Say which isolation tiers work on this machine and which "
                                                      "one grading picks.")
-    p.add_argument("--course", metavar="PATH")
+    p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     args = p.parse_args(argv)
     course = load_course(find_course(args.course))
     table = Table(title="isolation tiers here, strongest first", title_justify="left")

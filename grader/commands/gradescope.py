@@ -20,8 +20,9 @@ def main(argv: list[str]) -> int:
                    help="the package index setup.sh installs torch from (e.g. PyTorch's CPU-only index; "
                         "default: pip's own)")
     p.add_argument("--unsafe-process-isolation", action="store_true",
-                   help="grade even where the container refuses Linux namespaces, with resource limits only: "
-                        "submissions can then read the autograder's files, the reference included")
+                   help="grade even where no isolation tier keeps the course out of the submissions' reach (a "
+                        "kernel without seccomp filters; Gradescope's own container has one), with resource "
+                        "limits only: submissions can then read the autograder's files, the reference included")
     p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     args = p.parse_args(argv)
     path = write_autograder(course=load_course(find_course(args.course)), assignment=args.assignment,

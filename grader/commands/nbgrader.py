@@ -80,7 +80,7 @@ def prepare(argv: list[str]) -> int:
     p = UsageParser(prog="grade nbgrader prepare", description="Put the released notebook into every "
                     "submitted/<student>/<assignment>/ that has no readable one, before `nbgrader autograde`.")
     p.add_argument("directory", metavar="DIR", help="the nbgrader course directory")
-    p.add_argument("--assignment", required=True, metavar="NAME")
+    p.add_argument("--assignment", required=True, metavar="NAME", help="the assignment whose notebook to put in")
     args = p.parse_args(argv)
     if not Path(args.directory).is_dir():
         raise ConfigError(f"DIR: {args.directory!r} is not a directory")

@@ -24,13 +24,14 @@ def main(argv: list[str]) -> int:
     from grader.training.library import TrainConfig
 
     p = UsageParser(prog="grade train", description="Train your Transformer on the bundled translation task.")
-    p.add_argument("assignment", choices=("assignment4",))
-    p.add_argument("--submission", metavar="DIR")
-    p.add_argument("--out", metavar="DIR", default="training-output")
+    p.add_argument("assignment", choices=("assignment4",), help="the assignment whose Transformer trains")
+    p.add_argument("--submission", metavar="DIR", help="the tree to train (default: the course's assignments/)")
+    p.add_argument("--out", metavar="DIR", default="training-output",
+                   help="where the pictures (PNG) go (default: %(default)s)")
     p.add_argument("--steps", type=positive_int, default=TrainConfig.steps,
                    help="optimiser steps (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--course", metavar="PATH")
+    p.add_argument("--seed", type=int, default=0, help="the random seed of training (default: %(default)s)")
+    p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     args = p.parse_args(argv)
     course = load_course(find_course(args.course))
     submission = Path(args.submission) if args.submission else course.assignments_dir
