@@ -34,7 +34,7 @@ from grader.course import Performance
 from grader.gradebook import cells
 from tests.kit.conftest import ROOT, SOLUTIONS, cli_json, run_grade
 
-pytestmark = pytest.mark.xdist_group("nbgrader")  # one pipeline, built once, for every test here
+pytestmark = [pytest.mark.xdist_group("nbgrader"), pytest.mark.kernel]  # one pipeline (autograde: kernels), built once
 
 STUDENTS = ("ada", "bob", "cyd", "dan", "eve")
 A1 = "assignment1"
@@ -106,13 +106,11 @@ def _write(folder: Path, files: dict[str, str]) -> None:
 
 
 def _readme_commands() -> tuple[list[str], list[str]]:
-    """The README's two command blocks for nbgrader, as written: the instructor's (run from DIR)
+    """The two command blocks of the docs' nbgrader page, as written: the instructor's (run from DIR)
     and the students' (each in a folder of their own); comments and blank lines dropped."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("**Grade in nbgrader**"):]
-    section = section[:section.index("\n- **")]
+    section = (ROOT / "docs/how-to/nbgrader.md").read_text()
     blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
-    assert len(blocks) == 2, "the README's nbgrader paragraph has an instructor's and a students' block"
+    assert len(blocks) == 2, "the docs' nbgrader page has an instructor's and a students' block"
     instructor, students = ([line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
                             for block in blocks)
     return instructor, students
