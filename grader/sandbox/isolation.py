@@ -6,7 +6,7 @@ system paths read-only, a size-capped tmpfs for everything it may write, no netw
 shared with anyone, and a PID namespace whose processes all die with it.
 "seccomp" (Linux where namespaces are refused: Docker's default profile, Gradescope, Ubuntu 24.04+,
 Colab): the worker confines itself before the submission's code runs (`grader/sandbox/child/
-confine.py`): a seccomp filter (no socket but AF_UNIX, no ptrace, no namespaces or mounts) and,
+confine.py`): a seccomp filter (no new socket, no signal outside its group, no ptrace, no namespaces) and,
 where the kernel has Landlock, reads only the Python installation, system paths and its staged
 copy, and writes only its own folder.
 "process" (macOS, kernels without seccomp): a process with resource limits only.
@@ -58,7 +58,7 @@ def choose(limits: Limits) -> str:
     if wanted not in MODES:
         raise ConfigError(f"{ENV_VAR}={wanted!r}: expected one of {', '.join(MODES)}")
     if wanted == "process":
-        return "process"
+        return _reachable_as_user("process")
     why = unavailable()
     if wanted == "namespaces":
         if why:
@@ -70,8 +70,19 @@ def choose(limits: Limits) -> str:
     if "error" in confined:
         if wanted == "seccomp":
             raise ConfigError(f"isolation = \"seccomp\" is asked for, but this machine refuses it: {confined['error']}")
-        return "process"
-    return "seccomp"
+        return _reachable_as_user("process")
+    return _reachable_as_user("seccomp")
+
+
+def _reachable_as_user(tier: str) -> str:
+    """`tier`, where the submission's user (a root grader's: sandbox_user) can reach its staged files
+    in the temporary folder; a ConfigError saying what to change where it cannot (a private TMPDIR)."""
+    folder = Path(tempfile.gettempdir())
+    if os.geteuid() != 0 or _reachable_by_others(folder):
+        return tier
+    raise ConfigError(f"TMPDIR={folder} is closed to other users, and the {tier} tier runs the submission as a "
+                      f"user of its own, who could not reach its files: set TMPDIR to a folder every user may "
+                      f"cross (chmod o+x {folder}, or a folder under /tmp)")
 
 
 def describe(tier: str) -> str:

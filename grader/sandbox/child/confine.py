@@ -8,12 +8,17 @@ every file the grading user can read within the submission's reach.
   folder); from ABI 4 no TCP bind or connect, from ABI 6 no signal to a process outside the
   sandbox nor a connection to an abstract UNIX socket outside it. Landlock also bars ptrace and
   /proc/PID/mem of any process outside the sandbox.
-- A seccomp filter (libseccomp, through pyseccomp): sockets of every family but AF_UNIX, ptrace and
-  cross-process memory, namespaces and mounts, io_uring (whose operations would bypass the filter),
+- A seccomp filter (libseccomp, through pyseccomp): new sockets of every family (the worker's channel
+  is the pipes it was started with: a pathname UNIX socket would reach a session bus, ssh-agent or
+  docker.sock), ptrace and cross-process memory, namespaces and mounts, io_uring (whose operations would bypass the filter),
   BPF, perf events, keyrings, userfaultfd, modules, kexec, clocks and the like fail with EPERM;
   clone3 answers ENOSYS, as Docker's profile does, so that the C library falls back to clone,
   whose namespace flags the filter can see. setsid and setpgid fail too: every process the
   submission starts stays in the worker's process group, which the grader kills at the end.
+  Signals reach only the worker itself and its group, whatever Landlock's ABI: kill to any other
+  target (another pid, -1, another group), tkill, pidfds and a file's owner (F_SETOWN) are refused.
+  What remains: a process the submission starts signals the worker's group, or itself by kill(0);
+  it cannot signal itself by its own pid, nor the worker its children by theirs.
   Syscalls of another ABI (32-bit int 0x80, x32) kill the process: libseccomp's default for an
   architecture not added to the filter.
 - `no_new_privs`, which both need: no setuid program gives privileges back.
@@ -62,7 +67,9 @@ REFUSED = (
 )
 NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000,
                    0x00000080)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
-SIGNALS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+MASK = 0xFFFFFFFF
+F_SETOWN = (8, 15)  # F_SETOWN, F_SETOWN_EX
+IOCTL_SETOWN = (0x8901, 0x8902)  # FIOSETOWN, SIOCSPGRP
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -125,27 +132,64 @@ def restrict_files(read: list[str], write: list[str], abi: int) -> None:
 
 def filter_syscalls(seccomp, protect: list[int]) -> None:
     """Load the seccomp filter (`seccomp`: the pyseccomp module) on every thread of this process.
-    `protect`: processes (the grader, its template) that no signal of this process may reach where
-    Landlock's scopes are missing."""
+    `protect`: processes (the grader, its template) named as what no signal may reach; every
+    target but this process and its group is refused anyway (`_signals`)."""
     f = seccomp.SyscallFilter(seccomp.ALLOW)
     f.set_attr(seccomp.Attr.CTL_TSYNC, 1)
     refuse = seccomp.ERRNO(errno.EPERM)
     for name in REFUSED:
         f.add_rule(refuse, name)
-    f.add_rule(seccomp.ERRNO(errno.EAFNOSUPPORT), "socket", seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
+    # the worker talks to the grader over the pipes it was started with: no socket of any family
+    # (pathname UNIX sockets reach a session bus, ssh-agent, docker.sock), nor a pair of them
+    for name in ("socket", "socketpair"):
+        f.add_rule(seccomp.ERRNO(errno.EAFNOSUPPORT), name)
     for flag in NAMESPACE_FLAGS:
         f.add_rule(refuse, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     f.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
-    for name in ("pidfd_open", "pidfd_send_signal"):
+    for name in ("pidfd_open", "pidfd_send_signal", "tkill"):
         f.add_rule(refuse, name)
-    # kill(-1) reaches every process of the user; kill(-PGID) a whole group. pid_t is 32 bits.
-    targets = {0xFFFFFFFF}
-    for pid in protect:
-        targets |= {pid & 0xFFFFFFFF, -pid & 0xFFFFFFFF}
-    for name in SIGNALS:
-        for target in sorted(targets):  # the first argument: the pid, the tid or the thread group
-            f.add_rule(refuse, name, seccomp.Arg(0, seccomp.MASKED_EQ, 0xFFFFFFFF, target))
+    # SIGIO/SIGURG sent by the kernel to a process or group named as a file's owner
+    for command in F_SETOWN:
+        f.add_rule(refuse, "fcntl", seccomp.Arg(1, seccomp.EQ, command))
+    for request in IOCTL_SETOWN:
+        f.add_rule(refuse, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, request))
+    _signals(f, refuse, os.getpid(), os.getpgrp())
     f.load()
+
+
+def _signals(f, refuse, pid: int, group: int) -> None:
+    """Signals go only to this process (and its threads) and its process group, which the submission
+    cannot leave (setsid, setpgid refused): kill and rt_sigqueueinfo to 0, this pid or -group;
+    tgkill and rt_tgsigqueueinfo to this thread group. Any other target, -1 included, is refused
+    whatever the kernel's Landlock (whose signal scope, ABI 6, holds only where it has it). pid_t is
+    32 bits: the first argument's low half is compared, block by block (`outside`)."""
+    own = {0, pid & MASK, -group & MASK}
+    for name, allowed in (("kill", own), ("rt_sigqueueinfo", own), ("tgkill", {pid}),
+                          ("rt_tgsigqueueinfo", {pid})):
+        for mask, value in outside(allowed):
+            f.add_rule(refuse, name, seccomp_arg(mask, value))
+
+
+def seccomp_arg(mask: int, value: int):
+    import pyseccomp
+
+    return pyseccomp.Arg(0, pyseccomp.MASKED_EQ, mask, value)
+
+
+def outside(allowed: set[int]) -> list[tuple[int, int]]:
+    """(mask, value) blocks of 32-bit numbers that together hold every number but `allowed`: x is in
+    a block where x & mask == value."""
+    blocks, start = [], 0
+    for stop in [*sorted(a & MASK for a in allowed), MASK + 1]:
+        low = start
+        while low < stop:  # the largest aligned block from `low` that ends before `stop`
+            size = low & -low if low else 1 << 32
+            while low + size > stop:
+                size >>= 1
+            blocks.append((MASK & ~(size - 1), low))
+            low += size
+        start = stop + 1
+    return blocks
 
 
 def _import_pyseccomp():
@@ -186,9 +230,15 @@ def confine(spec: dict) -> dict:
 def _probe(spec: dict) -> dict:
     """Confine this process as `spec` says, then try what the tier must refuse."""
     state = confine(spec)
+    for family in (socket.AF_INET, socket.AF_UNIX):
+        try:
+            socket.socket(family, socket.SOCK_STREAM).close()
+            state["leak"] = f"an {family.name} socket opened"
+        except OSError:
+            pass
     try:
-        socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
-        state["leak"] = "an AF_INET socket opened"
+        os.kill(os.getppid(), 0)  # a signal's permission check, to the process that started this one
+        state["leak"] = "its parent could be signalled"
     except OSError:
         pass
     if state["landlock"] and spec.get("outside"):
