@@ -573,6 +573,187 @@ _HELDOUT: dict[str, Bug] = {
 }
 BUGS.update(_HELDOUT)
 
+# Issue 44's round: the areas the held-out set's first round almost never named (assignment 4, multi-head
+# attention's projections and heads, the whole model's wiring), each written as another student would
+# write the held-out entry (tests/kit/heldout.py, heldout_reach.py) that computes the same thing
+_TRAIN_STEP = "        optimizer.step()\n        if scheduler is not None:\n            scheduler.step()\n"
+_REACH: dict[str, Bug] = {
+    # assignment2: multi-head attention
+    "mha_values_through_the_key_projection": _one(
+        "MultiHeadAttention", MHA, "v = self.w_v(v).view(B, T_k,", "v = self.w_k(v).view(B, -1,",
+        "multi-head attention whose values go through w_k (copy-paste: w_v unused)",
+        "v = self.w_v(v) before splitting the heads"),
+    "mha_heads_merged_interleaved": _one(
+        "MultiHeadAttention", MHA, "out.transpose(1, 2).contiguous().view(B, T_q, self.d_model)",
+        "out.transpose(1, 2).transpose(2, 3).reshape(B, T_q, self.d_model)",
+        "heads merged as (B, T, d_k, h): the output's columns interleave the heads",
+        "out.transpose(1, 2).contiguous().view(B, T, d_model): head i's columns i*d_k:(i+1)*d_k"),
+    "mha_merge_views_a_transposed_tensor": _one(
+        "MultiHeadAttention", MHA, "out.transpose(1, 2).contiguous().view(B, T_q, self.d_model)",
+        "out.transpose(1, 2).view(B, -1, self.d_model)",
+        "heads merged with .view() on a transposed tensor (view needs contiguous memory: it raises)",
+        "out.transpose(1, 2).contiguous().view(B, T, d_model), or .reshape"),
+    "mha_self_attention_only": _one(
+        "MultiHeadAttention", MHA, "        B, T_q, _ = q.shape\n",
+        "        B, T_q, _ = q.shape\n        k = v = q  # self-attention\n",
+        "multi-head attention whose keys and values come from the query (k and v ignored: no cross-attention)",
+        "project the keys from k and the values from v: w_k(k), w_v(v)"),
+    "mha_query_unprojected": _one(
+        "MultiHeadAttention", MHA, "q = self.w_q(q).view(B, T_q,", "q = q.reshape(B, T_q,",
+        "multi-head attention that splits the raw query into heads (w_q never applied)",
+        "q = self.w_q(q) before splitting the heads"),
+    "mha_projections_one_module": Bug("MultiHeadAttention", {MHA: [
+        ("        self.w_k = nn.Linear(d_model, d_model)\n        self.w_v = nn.Linear(d_model, d_model)\n",
+         "        self.w_k = self.w_q\n        self.w_v = self.w_q\n")]},
+        "multi-head attention whose w_q, w_k and w_v are one module (one set of weights for all three)",
+        "three separate nn.Linear(d_model, d_model) for w_q, w_k and w_v"),
+    "mha_weights_mean_of_the_heads": _one(
+        "MultiHeadAttention", MHA, "self.attention_weights = weights\n",
+        "self.attention_weights = weights.sum(dim=1) / self.n_heads\n",
+        "multi-head attention that keeps the attention weights averaged over the heads (B, T_q, T_k)",
+        "keep every head's weights: self.attention_weights = weights, (B, h, T_q, T_k)"),
+    # assignment3: the decoder's and the model's wiring
+    "cross_attention_values_from_the_decoder": _one(
+        "DecoderLayer", DEC, "self.cross_attn(x, memory, memory, src_mask)",
+        "self.cross_attn(q=x, k=memory, v=x, mask=src_mask)",
+        "cross-attention whose values are the decoder's input, not the memory",
+        "cross_attn(x, memory, memory, src_mask): keys and values from the memory"),
+    "cross_attention_queries_from_the_memory": _one(
+        "DecoderLayer", DEC, "self.cross_attn(x, memory, memory, src_mask)",
+        "self.cross_attn(q=memory, k=x, v=x, mask=src_mask)",
+        "cross-attention with the memory as queries and the decoder's input as keys and values",
+        "cross_attn(x, memory, memory, src_mask): queries from the decoder"),
+    "cross_attention_unmasked": _one(
+        "DecoderLayer", DEC, "self.cross_attn(x, memory, memory, src_mask)", "self.cross_attn(x, memory, memory)",
+        "cross-attention without the source mask (the decoder attends to the source padding)",
+        "cross_attn(x, memory, memory, src_mask)"),
+    "decoder_self_attention_masked_with_the_source_mask": _one(
+        "DecoderLayer", DEC, "self.self_attn(x, x, x, tgt_mask)", "self.self_attn(x, x, x, mask=src_mask)",
+        "a decoder layer whose self-attention gets the source mask (it sees the future)",
+        "self_attn(x, x, x, tgt_mask)"),
+    "decoder_layers_get_the_masks_swapped": _one(
+        "Decoder", DEC, "x = layer(x, memory, src_mask, tgt_mask)  # (B, T",
+        "x = layer(x, memory, src_mask=tgt_mask, tgt_mask=src_mask)  # (B, T",
+        "a decoder that hands its layers the source mask as the target mask, and the reverse",
+        "layer(x, memory, src_mask, tgt_mask)"),
+    "transformer_encode_drops_the_source_mask": _one(
+        "Transformer", TRANSFORMER, "return self.encoder(self.src_embed(src), src_mask)",
+        "return self.encoder(self.src_embed(src), src_mask=None)",
+        "a Transformer whose encode gives the encoder no source mask (it attends to the padding)",
+        "self.encoder(self.src_embed(src), src_mask)"),
+    "transformer_decode_gets_the_masks_swapped": _one(
+        "Transformer", TRANSFORMER, "self.decode(memory, src_mask, tgt, tgt_mask)",
+        "self.decode(memory, tgt_mask=src_mask, tgt=tgt, src_mask=tgt_mask)",
+        "a Transformer that hands decode the target mask as the source mask, and the reverse",
+        "self.decode(memory, src_mask, tgt, tgt_mask)"),
+    "transformer_target_embedding_sized_by_the_source": _one(
+        "Transformer", TRANSFORMER,
+        "self.tgt_embed = TransformerEmbedding(tgt_vocab_size, d_model, max_len, dropout, padding_idx=pad_idx)",
+        "self.tgt_embed = TransformerEmbedding(vocab_size=src_vocab_size, d_model=d_model, max_len=max_len,\n"
+        "                                              dropout=dropout, padding_idx=pad_idx)",
+        "a target embedding sized by the source vocabulary", "TransformerEmbedding(tgt_vocab_size, ...)"),
+    "transformer_returns_the_decoder_output": _one(
+        "Transformer", TRANSFORMER, "return self.projection(self.decode(memory, src_mask, tgt, tgt_mask))",
+        "out = self.decode(memory, src_mask, tgt, tgt_mask)\n        return out",
+        "a Transformer whose forward returns the decoder's output (B, T, d_model), not the logits",
+        "return self.projection(decoder output): logits (B, T, tgt_vocab_size)"),
+    "transformer_projects_onto_the_source_vocabulary": _one(
+        "Transformer", TRANSFORMER, "self.projection = nn.Linear(d_model, tgt_vocab_size)",
+        "self.projection = nn.Linear(in_features=d_model, out_features=src_vocab_size)",
+        "a Transformer whose output projection is sized by the source vocabulary",
+        "nn.Linear(d_model, tgt_vocab_size)"),
+    "transformer_embeds_the_source_with_tgt_embed": _one(
+        "Transformer", TRANSFORMER, "return self.encoder(self.src_embed(src), src_mask)",
+        "return self.encoder(self.tgt_embed(src), src_mask=src_mask)",
+        "a Transformer that embeds the source with the target embedding (src_embed is never used)",
+        "self.encoder(self.src_embed(src), src_mask)"),
+    "transformer_target_mask_causal_only": _one(
+        "Transformer", TRANSFORMER, "tgt_mask = make_tgt_mask(tgt, self.pad_idx)  # (B, 1, T, T)",
+        "tgt_mask = torch.ones(tgt.size(1), tgt.size(1), dtype=torch.bool, device=tgt.device).tril()[None, None]",
+        "a Transformer whose target mask is causal only (the target padding not masked)",
+        "tgt_mask = make_tgt_mask(tgt, pad_idx): padding and causality"),
+    # assignment4: the training loop
+    "train_epoch_zeroes_the_gradients_after_backward": Bug("train_epoch", {TRAINING: [
+        ("        optimizer.zero_grad()\n        logits = model(src, tgt_in)  # (B, T, V)",
+         "        logits = model(src, tgt_in)  # (B, T, V)"),
+        ("        loss.backward()\n" + _TRAIN_STEP,
+         "        loss.backward()\n        optimizer.zero_grad()  # fresh gradients for the step\n" + _TRAIN_STEP)]},
+        "an epoch that zeroes the gradients after backward, before the step (the step sees none: no update)",
+        "optimizer.zero_grad() before the forward pass, then loss.backward(), optimizer.step()"),
+    "train_epoch_steps_the_scheduler_first": _one(
+        "train_epoch", TRAINING, "        optimizer.zero_grad()\n        logits = model(src, tgt_in)  # (B, T, V)",
+        "        optimizer.zero_grad()\n        if scheduler is not None:\n            scheduler.step()\n"
+        "        logits = model(src, tgt_in)  # (B, T, V)",
+        "an epoch that steps the scheduler before the optimizer (the schedule's first rate is skipped)",
+        "optimizer.step(), then scheduler.step()"),
+    "train_epoch_returns_the_total_loss": _one(
+        "train_epoch", TRAINING, "return sum(losses) / max(len(losses), 1)", "return sum(losses, 0.0)",
+        "an epoch that returns the sum of its batch losses, not their mean", "return sum(losses) / len(losses)"),
+    "train_epoch_weights_batches_by_size": Bug("train_epoch", {TRAINING: [
+        ("    losses = []\n", "    losses, total, count = [], 0.0, 0\n"),
+        ("        losses.append(loss.item())\n",
+         "        losses.append(loss.item())\n        total += loss.item() * len(src)\n        count += len(src)\n"),
+        ("return sum(losses) / max(len(losses), 1)", "return total / count")]},
+        "an epoch whose mean loss weights each batch by its number of sentences (each batch should count once)",
+        "return sum(losses) / len(losses)"),
+    "train_epoch_targets_the_decoder_input": _one(
+        "train_epoch", TRAINING, "loss = loss_fn(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1))",
+        "loss = loss_fn(logits.flatten(0, 1), tgt_in.flatten())",
+        "an epoch whose loss compares the logits with tgt_in, not tgt_out (the target not shifted)",
+        "loss_fn(logits.reshape(-1, V), tgt_out.reshape(-1))"),
+    # assignment4: label smoothing and the schedule
+    "label_smoothing_over_v_minus_1": Bug("LabelSmoothingLoss", {TRAINING: [
+        ("q = torch.full_like(log_probs, self.smoothing / self.vocab_size)  # (N, V)",
+         "q = torch.full_like(log_probs, self.smoothing / (log_probs.size(-1) - 1))"),
+        ("q.scatter_add_(1, safe.unsqueeze(1), torch.full_like(log_probs[:, :1], 1.0 - self.smoothing))",
+         "q.scatter_(1, safe[:, None], 1 - self.smoothing)")]},
+        "label smoothing that spreads smoothing / (V - 1) over the other classes, not smoothing / V over all",
+        "q = (1 - smoothing) on the target + smoothing / V on every class"),
+    "label_smoothing_sums_the_tokens": _one(
+        "LabelSmoothingLoss", TRAINING, "return (per_token * keep).sum() / keep.sum().clamp(min=1)",
+        "return per_token[keep].sum()",
+        "label smoothing summed over the non-pad tokens, not averaged", "divide by the number of non-pad targets"),
+    "label_smoothing_full_mass_on_the_target": _one(
+        "LabelSmoothingLoss", TRAINING, "torch.full_like(log_probs[:, :1], 1.0 - self.smoothing))",
+        "torch.full_like(log_probs[:, :1], 1.0))",
+        "label smoothing with 1, not 1 - smoothing, on the target (q sums to 1 + smoothing)",
+        "(1 - smoothing) on the target, smoothing / V on every class"),
+    "noam_lr_times_sqrt_d_model": _one(
+        "noam_lr", TRAINING, "return d_model ** -0.5 * min(", "return d_model ** (1 / 2) * min(",
+        "a Noam schedule multiplied by sqrt(d_model) instead of divided", "d_model ** -0.5 * min(...)"),
+    "noam_lr_max_of_the_two": _one(
+        "noam_lr", TRAINING, "return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)",
+        "return max(step ** -0.5, step * warmup ** -1.5) / d_model ** 0.5",
+        "a Noam schedule with max where the formula has min (it grows without bound)",
+        "d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)"),
+    "noam_lr_warmup_to_the_minus_half": _one(
+        "noam_lr", TRAINING, "return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)",
+        "return min(1 / step ** 0.5, step / warmup ** 0.5) / d_model ** 0.5",
+        "a Noam schedule whose warm-up is step * warmup^-0.5, not step * warmup^-1.5",
+        "warm-up term step * warmup ** -1.5"),
+    # assignment4: the vocabulary and greedy decoding
+    "vocab_sos_before_pad": _one(
+        "Vocab", DATA, "self.itos = list(self.specials) + words",
+        'self.itos = ["<sos>", "<pad>", "<eos>", "<unk>"] + words',
+        "a vocabulary whose specials come in another order (<sos> at 0, <pad> at 1)",
+        "itos starts <pad>, <sos>, <eos>, <unk>: ids 0, 1, 2, 3"),
+    "vocab_counts_each_sentence_once": _one(
+        "Vocab", DATA, "Counter(tok for seq in sequences for tok in seq)",
+        "Counter(t for s in map(set, sequences) for t in s)",
+        "a vocabulary that counts the sentences a token occurs in, not its occurrences",
+        "count every occurrence: Counter(tok for seq in sequences for tok in seq)"),
+    "greedy_decode_stops_at_the_first_eos": _one(
+        "greedy_decode", DECODING, "            done = done | (nxt == eos_idx)\n",
+        "            done = done | (nxt == eos_idx)\n            if done.any():\n                break\n",
+        "greedy decoding that stops the whole batch when one row emits <eos>",
+        "stop when every row has emitted <eos>: done.all()"),
+    "greedy_decode_eval_not_called": _one(
+        "greedy_decode", DECODING, "    model.eval()\n    with torch.no_grad():",
+        "    model.eval\n    with torch.no_grad():",
+        "greedy decoding that names model.eval without calling it (dropout stays on)", "call model.eval()"),
+}
+BUGS.update(_REACH)
+
 # `grade adequacy`: checks (fnmatch patterns of their ids) that are expected to catch no entry of this
 # table, and why; any other check that catches none is flagged for a look (or a new entry)
 UNCAUGHT = {

@@ -14,25 +14,8 @@ when graded (`python -m tests.kit.heldout` grades every entry again and rewrites
 tests/kit/test_heldout.py diagnoses from it and grades a few entries afresh.
 """
 
-from dataclasses import dataclass
-
 from tests.grading.bugs import ATT, DEC, EMB, ENC, FFN, LN, MASKS, MHA, PE, SUB, TRANSFORMER
-
-
-@dataclass(frozen=True)
-class Classic:
-    component: str  # where the bug lives
-    patches: dict[str, list[tuple[str, str]]]  # applied to solutions/, as tests/kit/conftest.mutant does
-    what: str  # what the code then computes
-
-    @property
-    def assignment(self) -> str:
-        return next(iter(self.patches)).partition("/")[0]
-
-
-def _one(component: str, file: str, old: str, new: str, what: str) -> Classic:
-    return Classic(component, {file: [(old, new)]}, what)
-
+from tests.kit.classic import Classic, _one
 
 _LN_OUT = "return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta"
 _PE_SIN, _PE_COS = "pe[:, 0::2] = torch.sin(position * div)", "pe[:, 1::2] = torch.cos(position * div[: d_model // 2])"
@@ -364,7 +347,10 @@ HELDOUT: dict[str, Classic] = {
     "transformer_no_xavier": _one("Transformer", TRANSFORMER, "nn.init.xavier_uniform_(p)", "pass",
                                   "a Transformer without Xavier initialisation"),
 }
+# issue 44's round: assignment 4, device placement, multi-head attention's projections, the model's wiring
+from tests.kit.heldout_reach import REACH  # noqa: E402
 
+HELDOUT.update(REACH)
 
 RECORD = __import__("pathlib").Path(__file__).with_name("heldout_record.json")
 
