@@ -170,7 +170,8 @@ def confinement() -> dict:
     folder = Path(tempfile.mkdtemp(prefix="grade-probe-"))
     try:
         (folder / "outside").write_text("")
-        (folder / "spec.json").write_text(json.dumps(confine_spec([], [], outside=str(folder / "outside"))))
+        (folder / "spec.json").write_text(json.dumps(confine_spec([], [], outside=str(folder / "outside"),
+                                                                  scratch_mb=0)))
         proc = subprocess.run([sys.executable, "-I", "-B", str(CONFINE), "probe", str(folder / "spec.json")],
                               capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
         lines = proc.stdout.strip().splitlines()
@@ -187,10 +188,12 @@ def confinement() -> dict:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def confine_spec(read: list[str], write: list[str], protect: Sequence[int] = (), outside: str = "") -> dict:
-    """What the worker's confine.confine applies: it reads read_only() and `read`, writes `write`,
-    signals none of `protect` (besides its parent)."""
-    return {"read": [*read_only(), "/proc", *read], "write": write, "protect": list(protect), "outside": outside}
+def confine_spec(read: list[str], write: list[str], protect: Sequence[int] = (), outside: str = "",
+                 scratch_mb: int = Limits.scratch_mb) -> dict:
+    """What the worker's confine.confine applies: it reads read_only() and `read`, writes `write`
+    (stopped past `scratch_mb` MiB there: 0 for no watcher), signals only its own group."""
+    return {"read": [*read_only(), "/proc", *read], "write": write, "protect": list(protect), "outside": outside,
+            "scratch_mb": scratch_mb}
 
 
 def read_only() -> list[str]:

@@ -168,3 +168,31 @@ def test_a_root_grader_with_a_private_tmpdir_says_in_one_line_what_to_change(tmp
             assert f"TMPDIR={private}" in lines[0] and "chmod o+x" in lines[0]
     finally:
         shutil.rmtree(private, ignore_errors=True)
+
+
+# the disk: 400 MiB in files of 16 MiB (RLIMIT_FSIZE) into its folder, once per grading (`begun`)
+FILLS_THE_DISK = """
+if not os.path.exists("begun"):
+    open("begun", "w").close()
+    block = b"x" * (1 << 20)
+    for n in range(25):
+        with open(f"fill{n}", "wb") as f:
+            for _ in range(16):
+                f.write(block)
+    LEAK = True
+"""
+
+
+@pytest.mark.parametrize("who", USERS)
+def test_the_worker_is_stopped_past_scratch_mb(tmp_path, who):
+    folder = readable(tmp_path)
+    try:
+        report = graded(grade_seccomp(hostile(folder, FILLS_THE_DISK), who))
+        layer_norm = next(c for c in report["components"] if c["name"] == "LayerNorm")
+        # stopped and emptied each time it fills the disk: charged to the component whose code does
+        assert "stopped: wrote more than scratch_mb" in json.dumps(layer_norm), layer_norm
+        got, full = scores(report), full_marks(report)
+        assert got["LayerNorm"] < full["LayerNorm"] and {n: s for n, s in got.items() if n != "LayerNorm"} == {
+            n: s for n, s in full.items() if n != "LayerNorm"}, got
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -10,9 +10,9 @@ every file the grading user can read within the submission's reach.
   /proc/PID/mem of any process outside the sandbox.
 - A seccomp filter (libseccomp, through pyseccomp): new sockets of every family (the worker's channel
   is the pipes it was started with: a pathname UNIX socket would reach a session bus, ssh-agent or
-  docker.sock), ptrace and cross-process memory, namespaces and mounts, io_uring (whose operations would bypass the filter),
-  BPF, perf events, keyrings, userfaultfd, modules, kexec, clocks and the like fail with EPERM;
-  clone3 answers ENOSYS, as Docker's profile does, so that the C library falls back to clone,
+  docker.sock), ptrace and cross-process memory, namespaces and mounts, io_uring (whose operations
+  would bypass the filter), BPF, perf events, keyrings, userfaultfd, modules, kexec, clocks and the
+  like fail with EPERM; clone3 answers ENOSYS, as Docker's profile does, so that the C library falls back to clone,
   whose namespace flags the filter can see. setsid and setpgid fail too: every process the
   submission starts stays in the worker's process group, which the grader kills at the end.
   Signals reach only the worker itself and its group, whatever Landlock's ABI: kill to any other
@@ -22,6 +22,9 @@ every file the grading user can read within the submission's reach.
   Syscalls of another ABI (32-bit int 0x80, x32) kill the process: libseccomp's default for an
   architecture not added to the filter.
 - `no_new_privs`, which both need: no setuid program gives privileges back.
+- A quota: a watcher process stops the worker's group once its writable folder holds more than
+  `spec["scratch_mb"]` (within what it writes in `every` seconds, 16 MiB a file by RLIMIT_FSIZE).
+  Without Landlock the worker may write elsewhere too (/tmp, /dev/shm): not counted there.
 
 Both are inherited by every thread (TSYNC) and every process the submission starts, and can only
 be narrowed further. Standard library but for pyseccomp, which needs the system's libseccomp.so.2.
@@ -36,6 +39,7 @@ import json
 import os
 import socket
 import sys
+import time
 
 PR_SET_NO_NEW_PRIVS = 38
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446  # every arch
@@ -68,8 +72,9 @@ REFUSED = (
 NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000,
                    0x00000080)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
 MASK = 0xFFFFFFFF
-F_SETOWN = (8, 15)  # F_SETOWN, F_SETOWN_EX
-IOCTL_SETOWN = (0x8901, 0x8902)  # FIOSETOWN, SIOCSPGRP
+PR_SET_PDEATHSIG = 1
+SCRATCH_FILES = 20_000  # files and folders the writable folder may hold (each costs an inode)
+F_SETOWN, IOCTL_SETOWN = (8, 15), (0x8901, 0x8902)  # F_SETOWN(_EX); FIOSETOWN, SIOCSPGRP
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -103,11 +108,7 @@ def restrict_files(read: list[str], write: list[str], abi: int) -> None:
     """This process (and all it starts) reads only under `read`, writes only under `write`; from
     ABI 4 makes no TCP connection, from ABI 6 signals nothing outside its sandbox."""
     fs = FS_ABI[min(abi, 3)]
-    attr = [fs]
-    if abi >= 4:
-        attr.append(NET_TCP)
-    if abi >= 6:
-        attr.append(SCOPES)
+    attr = [fs, *([NET_TCP] if abi >= 4 else []), *([SCOPES] if abi >= 6 else [])]
     struct = (ctypes.c_uint64 * len(attr))(*attr)
     ruleset = _syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(struct), ctypes.c_size_t(ctypes.sizeof(struct)),
                        ctypes.c_uint32(0))
@@ -148,8 +149,7 @@ def filter_syscalls(seccomp, protect: list[int]) -> None:
     f.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
     for name in ("pidfd_open", "pidfd_send_signal", "tkill"):
         f.add_rule(refuse, name)
-    # SIGIO/SIGURG sent by the kernel to a process or group named as a file's owner
-    for command in F_SETOWN:
+    for command in F_SETOWN:  # SIGIO/SIGURG sent by the kernel to a file's owner
         f.add_rule(refuse, "fcntl", seccomp.Arg(1, seccomp.EQ, command))
     for request in IOCTL_SETOWN:
         f.add_rule(refuse, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, request))
@@ -163,17 +163,12 @@ def _signals(f, refuse, pid: int, group: int) -> None:
     tgkill and rt_tgsigqueueinfo to this thread group. Any other target, -1 included, is refused
     whatever the kernel's Landlock (whose signal scope, ABI 6, holds only where it has it). pid_t is
     32 bits: the first argument's low half is compared, block by block (`outside`)."""
-    own = {0, pid & MASK, -group & MASK}
-    for name, allowed in (("kill", own), ("rt_sigqueueinfo", own), ("tgkill", {pid}),
-                          ("rt_tgsigqueueinfo", {pid})):
-        for mask, value in outside(allowed):
-            f.add_rule(refuse, name, seccomp_arg(mask, value))
-
-
-def seccomp_arg(mask: int, value: int):
     import pyseccomp
 
-    return pyseccomp.Arg(0, pyseccomp.MASKED_EQ, mask, value)
+    own = {0, pid & MASK, -group & MASK}
+    for name, allowed in (("kill", own), ("rt_sigqueueinfo", own), ("tgkill", {pid}), ("rt_tgsigqueueinfo", {pid})):
+        for mask, value in outside(allowed):
+            f.add_rule(refuse, name, pyseccomp.Arg(0, pyseccomp.MASKED_EQ, mask, value))
 
 
 def outside(allowed: set[int]) -> list[tuple[int, int]]:
@@ -190,6 +185,48 @@ def outside(allowed: set[int]) -> list[tuple[int, int]]:
             low += size
         start = stop + 1
     return blocks
+
+
+def watch_scratch(folders: list[str], limit_mb: int, every: float = 0.05) -> int:
+    """Fork a watcher, outside what follows (Landlock, the filter, the submission's user), that stops
+    this process's group once `folders` hold more than `limit_mb` MiB or SCRATCH_FILES entries, and
+    empties them: the quota no mount gives this tier. It leaves this process's group (the
+    submission's signals reach only that group) and dies with this process (PDEATHSIG)."""
+    group, worker = os.getpgrp(), os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        os.setsid()
+        _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+        if os.getppid() != worker:  # it died before the line above
+            os._exit(0)
+        while True:
+            used, entries = 0, 0
+            todo = list(folders)
+            while todo and entries <= SCRATCH_FILES:
+                try:
+                    with os.scandir(todo.pop()) as found:
+                        for entry in found:
+                            entries += 1
+                            if entry.is_dir(follow_symlinks=False):
+                                todo.append(entry.path)
+                            else:
+                                used += entry.stat(follow_symlinks=False).st_blocks * 512
+                except OSError:
+                    continue
+            if used > limit_mb << 20 or entries > SCRATCH_FILES:
+                os.write(1, f"\nstopped: wrote more than scratch_mb = {limit_mb} MiB\n".encode())
+                _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)  # outlive the group, to empty what it wrote
+                os.killpg(group, 9)
+                for folder in folders:
+                    for top, dirs, files in os.walk(folder, topdown=False):
+                        for name in files + dirs:
+                            (os.rmdir if name in dirs else os.unlink)(os.path.join(top, name))
+                os._exit(0)
+            time.sleep(every)
+    finally:
+        os._exit(0)
 
 
 def _import_pyseccomp():
@@ -221,6 +258,8 @@ def confine(spec: dict) -> dict:
         e = ctypes.get_errno()
         raise OSError(e, f"no_new_privs: {os.strerror(e)}")
     abi, why = landlock_abi()
+    if spec.get("scratch_mb"):
+        watch_scratch(spec["write"], spec["scratch_mb"])
     if abi:
         restrict_files(spec["read"], spec["write"], abi)
     filter_syscalls(pyseccomp, spec.get("protect", []))
