@@ -38,12 +38,20 @@ def cli_json(tree: Path, assignment: str, *extra: str) -> dict:
 
 _GRADERS: dict = {}
 ONE_SCREEN = 45  # lines of `grade`'s report at 100 columns, for a submission with one bug
-# Reports already graded in this test run, by what decides them (tests/kit/test_reproducible.py: the
-# same files, course and device always get the same JSON): many tests grade the same tree (a bug of
-# the table alone, in test_assignmentN and test_attribution; the solutions), each xdist worker of
-# the run shares them through this folder (set by the `report_cache` fixture; None: this process only)
+# Reports already graded, by what decides them (tests/kit/test_reproducible.py: the same files, course
+# and device always get the same JSON): many tests grade the same tree (a bug of the table alone, in
+# test_assignmentN and test_attribution; the solutions). KIT_CACHE keeps them across runs, keyed on the
+# tree and on everything besides it that decides a grade (the grader's code, the suites, the reference,
+# course.toml: grader.batch.regrade.course_digests; the versions of Python, torch, numpy and
+# Hypothesis; the isolation asked for and the user), so that any change of those grades afresh; a report
+# with a check that timed out, crashed or met the grader's own trouble may depend on the machine's load,
+# and is kept for this run only, in REPORT_CACHE (set by the `report_cache` fixture; None: this process
+# only). Both folders are shared by the run's xdist workers: one grades a tree, the others wait for it.
+KIT_CACHE = ROOT / ".kit-cache" / "reports"  # gitignored; `rm -rf .kit-cache` grades everything afresh
+KIT_CACHE_DAYS = 14  # an entry not read for this long is removed
 REPORT_CACHE: Path | None = None
 _REPORTS: dict = {}
+_UNSTEADY = {"timeout", "crash", "grader"}  # outcome reasons (and statuses) that the machine may decide
 
 
 def grade_report(tree: Path, assignment: str, *, course: Path = ROOT / "course.toml", device: str = "cpu",
@@ -51,8 +59,9 @@ def grade_report(tree: Path, assignment: str, *, course: Path = ROOT / "course.t
     """Grade `tree` in this process through the warm grader that `grade`, `grade --watch` and `grade
     batch` use (grader.warm.Grader: a worker forked per grade from a template, in the same isolation);
     one grader per course and test process. tests/kit/test_reproducible.py holds its JSON to the
-    command line's. `cached`: a tree with the same files, graded earlier in this test run for the same
-    assignment, course and device, gives that grading's report (timings included) without a new one."""
+    command line's. `cached`: a tree with the same files, graded earlier (in this run or, unless the
+    report is unsteady, in an earlier one: KIT_CACHE) for the same assignment, course and device with
+    the same sources, gives that grading's report (timings included) without a new one."""
     if not cached:
         return _grade_now(tree, assignment, course, device)
     key = _report_key(tree, assignment, course, device)
@@ -62,31 +71,75 @@ def grade_report(tree: Path, assignment: str, *, course: Path = ROOT / "course.t
         _REPORTS[key] = _grade_now(tree, assignment, course, device)
         return _REPORTS[key]
     import fcntl
-    import pickle
 
-    path = REPORT_CACHE / f"{key}.pickle"
-    with open(REPORT_CACHE / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker grading the same tree: wait for its report
-        if path.exists():
-            report = pickle.loads(path.read_bytes())
-        else:
+    KIT_CACHE.mkdir(parents=True, exist_ok=True)
+    with open(KIT_CACHE / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker (or run) grading the same tree: wait for its report
+        report = _stored(KIT_CACHE / f"{key}.pickle") or _stored(REPORT_CACHE / f"{key}.pickle")
+        if report is None:
             report = _grade_now(tree, assignment, course, device)
-            part = path.with_suffix(".part")
-            part.write_bytes(pickle.dumps(report))
-            part.rename(path)
+            _store((KIT_CACHE if _steady(report) else REPORT_CACHE) / f"{key}.pickle", report)
     _REPORTS[key] = report
     return report
+
+
+def _stored(path: Path):
+    """The report pickled at `path` (its time of use renewed), or None."""
+    import pickle
+
+    try:
+        report = pickle.loads(path.read_bytes())
+        os.utime(path)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        return None
+    return report
+
+
+def _store(path: Path, report) -> None:
+    import pickle
+
+    part = path.with_suffix(f".{os.getpid()}.part")
+    part.write_bytes(pickle.dumps(report))
+    part.rename(path)
+
+
+def _steady(report) -> bool:
+    """No check timed out, crashed or met the grader's own trouble: nothing the machine's load decided."""
+    return not any({t.outcome.status, t.outcome.reason} & _UNSTEADY for c in report.components for t in c.checks)
 
 
 def _report_key(tree: Path, assignment: str, course: Path, device: str) -> str:
     import hashlib
 
-    h = hashlib.sha256(f"{assignment}\0{device}\0{Path(course).resolve()}\0".encode())
-    h.update(Path(course).read_bytes())
+    h = hashlib.sha256(f"{assignment}\0{device}\0{_sources_key(Path(course).resolve())}\0".encode())
     for path in sorted(p for p in Path(tree).rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         h.update(f"\0{path.relative_to(tree).as_posix()}\0".encode())
         h.update(path.read_bytes())
     return h.hexdigest()
+
+
+_SOURCES: dict[Path, str] = {}
+
+
+def _sources_key(course: Path) -> str:
+    """A digest of everything besides the tree that decides a grade, read once per test process."""
+    if course not in _SOURCES:
+        import hashlib
+        import platform
+
+        import hypothesis
+        import numpy
+        import torch
+
+        from grader import load_course
+        from grader.batch.regrade import course_digests
+        from grader.sandbox.isolation import ENV_VAR
+
+        digests = course_digests(load_course(course))
+        where = [platform.python_version(), torch.__version__, numpy.__version__, hypothesis.__version__,
+                 os.environ.get(ENV_VAR, ""), str(os.geteuid())]
+        _SOURCES[course] = hashlib.sha256(json.dumps([digests, where], sort_keys=True).encode()).hexdigest()
+    return _SOURCES[course]
 
 
 def _grade_now(tree: Path, assignment: str, course: Path, device: str):
@@ -100,41 +153,24 @@ def _grade_now(tree: Path, assignment: str, course: Path, device: str):
     return _GRADERS[key].grade(assignment=assignment, submission=tree, device=device)
 
 
-def pytest_configure(config):
-    from tests.kit.tiering import TIERS
-
-    for name, what in TIERS.items():
-        config.addinivalue_line("markers", f"{name}: {what}")
-
-
-@pytest.hookimpl(tryfirst=True)  # before `-m` selects by them
-def pytest_collection_modifyitems(config, items):
-    """Each test's tiers (tests/kit/tiering.py), from what it and its fixtures use."""
-    from tests.kit.tiering import Reader, tiers_of
-
-    reader = Reader()
-    for item in items:
-        for tier in sorted(tiers_of(item, reader)):
-            item.add_marker(getattr(pytest.mark, tier))
-
-
-@pytest.fixture(autouse=True)
-def _unit_tier_guard(request, monkeypatch):
-    """A unit test that starts a process fails, saying so (tiering.guard)."""
-    if request.node.get_closest_marker("unit") is not None:
-        from tests.kit.tiering import guard
-
-        guard(monkeypatch)
-    yield
-
-
 @pytest.fixture(scope="session", autouse=True)
 def report_cache(tmp_path_factory, worker_id):
-    """The folder REPORT_CACHE, shared by this run's xdist workers (the parent of their base temp)."""
+    """The folder REPORT_CACHE, shared by this run's xdist workers (the parent of their base temp); the
+    first worker also removes KIT_CACHE's entries that no run has read for KIT_CACHE_DAYS."""
+    import time
+
     global REPORT_CACHE
     base = tmp_path_factory.getbasetemp()
     REPORT_CACHE = (base if worker_id == "master" else base.parent) / "reports"
     REPORT_CACHE.mkdir(exist_ok=True)
+    if worker_id in ("master", "gw0") and KIT_CACHE.is_dir():
+        old = time.time() - KIT_CACHE_DAYS * 86400
+        for path in KIT_CACHE.iterdir():
+            try:
+                if path.stat().st_mtime < old:
+                    path.unlink()
+            except OSError:
+                pass  # another run's, gone already
     yield REPORT_CACHE
     REPORT_CACHE = None
 
