@@ -153,6 +153,34 @@ def _grade_now(tree: Path, assignment: str, course: Path, device: str):
     return _GRADERS[key].grade(assignment=assignment, submission=tree, device=device)
 
 
+def pytest_configure(config):
+    from tests.kit.tiering import TIERS
+
+    for name, what in TIERS.items():
+        config.addinivalue_line("markers", f"{name}: {what}")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by them
+def pytest_collection_modifyitems(config, items):
+    """Each test's tiers (tests/kit/tiering.py), from what it and its fixtures use."""
+    from tests.kit.tiering import Reader, tiers_of
+
+    reader = Reader()
+    for item in items:
+        for tier in sorted(tiers_of(item, reader)):
+            item.add_marker(getattr(pytest.mark, tier))
+
+
+@pytest.fixture(autouse=True)
+def _unit_tier_guard(request, monkeypatch):
+    """A unit test that starts a process fails, saying so (tiering.guard)."""
+    if request.node.get_closest_marker("unit") is not None:
+        from tests.kit.tiering import guard
+
+        guard(monkeypatch)
+    yield
+
+
 @pytest.fixture(scope="session", autouse=True)
 def report_cache(tmp_path_factory, worker_id):
     """The folder REPORT_CACHE, shared by this run's xdist workers (the parent of their base temp); the
