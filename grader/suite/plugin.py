@@ -141,7 +141,9 @@ class GradingPlugin:
                              for chk in comp.checks}
         depends = {comp.name: comp.depends for a in course.assignments.values() for comp in a.components}
         by_name = {comp.name: comp for a in course.assignments.values() for comp in a.components}
-        self.own_parts = {name: tuple(target(by_name[d]) for d in parts if d in by_name)
+        # every part a composite is built on, all the way down, is dressed as the stand-ins are: a part of a
+        # part left plain told the reference's (stand-ins all through) from the submission's (issue 43)
+        self.own_parts = {name: tuple(target(by_name[d]) for d in sorted(_below(name, depends)) if d in by_name)
                           for name, parts in depends.items() if parts}
         submission.below = {name: _below(name, depends) for name in depends}
         # where the reference is at hand (the instructor's grade), checks on the public tier's stored examples

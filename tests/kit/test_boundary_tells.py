@@ -56,3 +56,51 @@ def test_the_instructors_grade_draws_the_public_properties_afresh_and_always_the
     instructor, once_more = _draws(ROOT / "solutions"), _draws(ROOT / "solutions")
     assert student == again and instructor == once_more  # derandomized: reproducible either way
     assert set(instructor[1:]).isdisjoint(student[1:]), (student, instructor)  # (the first: the simplest)
+
+
+def _tree(module) -> dict:
+    """Every tell a composite could read of its parts, all the way down: per submodule, its names
+    (dir, vars, hasattr of the kit's own names), its class's MRO names and its repr."""
+    kit = ("_kit_link", "_kit_build", "_kit_path", "StandIn")
+    return {name: (sorted(dir(m)), sorted(vars(m)), [c.__name__ for c in type(m).__mro__], repr(m),
+                   [n for n in kit if hasattr(m, n)], type(m).__module__, type(m).__qualname__)
+            for name, m in module.named_modules()}
+
+
+def test_a_composites_parts_look_the_same_all_the_way_down(tmp_path):
+    """In the worker, as the instructor's grade runs EncoderLayer: once on its own parts (dressed), once
+    with the reference's ResidualConnection swapped in (an attribution run). Every submodule, the
+    LayerNorm inside the residual connection included, shows the same names, MRO, repr and kit names
+    (on main the reference's inner LayerNorm had `_kit_link` and StandIn in its MRO, the submission's
+    none: a composite read that and had its failures excused, 6 against 2)."""
+    from grader import load_course
+    from grader.sandbox.child import standins
+    from grader.sandbox.child.fixtures import SUBMISSION
+    from grader.sandbox.child.tree import import_tree, resolve
+    from grader.sandbox.child.worker import Worker
+    from grader.suite.parts import ReferenceParts
+    from grader.suite.plugin import GradingPlugin
+    from tests.kit.conftest import mutant
+
+    course = load_course(ROOT / "course.toml")
+    own = GradingPlugin(course, _Submission(ROOT / "solutions"), {}).own_parts["EncoderLayer"]
+    rc = next(p for p in own if p.endswith(":ResidualConnection"))
+    assert any(p.endswith(":LayerNorm") for p in own), own  # a part of a part is dressed too
+    import_tree(mutant(tmp_path, {}), SUBMISSION)
+    parts = ReferenceParts(None)
+    worker = Worker()
+    worker.link = standins.Link(parts.answer, known=worker.known)
+    layer = "assignment3.encoder:EncoderLayer"
+    for part in [*own, layer]:  # imported first, as the grader's import requests do
+        resolve(SUBMISSION, part)
+    seen = []
+    for swapped in ([], [rc]):
+        parts.allow(ROOT / "solutions" if swapped else None, set(swapped))
+        worker.op_swap({"parts": swapped, "own": [p for p in own if p not in swapped],
+                        "classes": {p: parts.describe_class(p) for p in swapped}})
+        seen.append(_tree(resolve(SUBMISSION, layer)(16, 2, 32, 0.0)))
+        worker.op_reset({})
+    mine, theirs = seen
+    assert mine.keys() == theirs.keys()
+    differ = {k: [i for i in range(len(mine[k])) if mine[k][i] != theirs[k][i]] for k in mine}
+    assert not any(differ.values()), {k: (mine[k][v[0]], theirs[k][v[0]]) for k, v in differ.items() if v}
