@@ -1,0 +1,119 @@
+"""Attribution (grader.attribution) on hand-made outcomes: which composite checks are blamed on which
+failing parts, and what is run again with the reference's parts. `run` stands for the sandbox's runs:
+it answers from a table and records what it was asked."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.attribution import MISSING, attribute, target
+from grader.results import Outcome
+from tests.kit import strategies as s
+
+
+class Runs:
+    """What attribution asked to run: (checks -> parts swapped in, quick, one_failure), answered from
+    `answers` (check id -> outcome; a check not there passes, or is left out with `omit`)."""
+
+    def __init__(self, answers: dict[str, Outcome] | None = None, omit: frozenset[str] = frozenset()):
+        self.answers, self.omit, self.asked = answers or {}, omit, []
+
+    def __call__(self, checks: dict[str, tuple[str, ...]], quick=frozenset(), one_failure=False):
+        self.asked.append((dict(checks), quick, one_failure))
+        return {c: self.answers.get(c, s.PASSED) for c in checks if c not in self.omit}
+
+
+def failing_part(composite, data, outcomes) -> tuple[str, dict]:
+    """One of `composite`'s parts of its own assignment made to fail its first check; (part, outcomes)."""
+    here = {c.name for c in s.assignment_of(composite).components}
+    parts = [p for p in composite.depends if p in here]
+    if not parts:
+        return "", outcomes
+    part = s.component(data.draw(st.sampled_from(parts)))
+    return part.name, {**outcomes, part.checks[0].id: data.draw(s.failures)}
+
+
+def graded_checks(composite, outcomes) -> list[str]:
+    return [chk.id for chk in composite.checks if chk.id not in composite.isolated and chk.id in outcomes]
+
+
+@s.KIT
+@given(s.assignments, st.booleans())
+def test_nothing_failing_runs_nothing_again_and_blames_nothing(assignment, swap):
+    runs = Runs()
+    assert attribute(s.COURSE, assignment, s.all_passed(assignment), runs, swap) == {}
+    assert all(checks == {} for checks, _, _ in runs.asked)
+
+
+@s.KIT
+@given(s.composites, st.data())
+def test_with_the_reference_every_graded_check_of_a_composite_runs_again_on_its_failing_parts(composite, data):
+    assignment = s.assignment_of(composite)
+    part, outcomes = failing_part(composite, data, s.all_passed(assignment))
+    if not part:
+        return
+    check = data.draw(st.sampled_from(graded_checks(composite, outcomes)))
+    outcomes[check] = data.draw(s.failures)
+    answer = data.draw(s.ran)
+    runs = Runs({check: answer})
+    blame = attribute(s.COURSE, assignment, outcomes, runs, swap=True)
+    assert set(graded_checks(composite, outcomes)) <= set(blame)
+    assert part in blame[check].parts and blame[check].on_reference == answer
+    swapped = runs.asked[-1][0]
+    assert target(s.component(part)) in swapped[check]
+    owner = {chk.id: c for c in assignment.components for chk in c.checks}
+    assert all(set(b.parts) <= set(owner[c].depends) for c, b in blame.items())
+
+
+@s.KIT
+@given(s.composites, st.data())
+def test_without_the_reference_only_failing_checks_are_blamed_and_none_runs_again_here(composite, data):
+    assignment = s.assignment_of(composite)
+    part, outcomes = failing_part(composite, data, s.all_passed(assignment))
+    if not part:
+        return
+    check = data.draw(st.sampled_from(graded_checks(composite, outcomes)))
+    outcomes[check] = data.draw(s.failures)
+    runs = Runs()
+    blame = attribute(s.COURSE, assignment, outcomes, runs, swap=False)
+    assert check in blame and blame[check].on_reference is None and part in blame[check].parts
+    assert all(outcomes[c].status != "passed" for c in blame)
+    assert all(all(parts == () for parts in asked.values()) for asked, _, _ in runs.asked)
+
+
+@s.KIT
+@given(s.composites, st.data())
+def test_a_check_the_run_on_the_reference_parts_leaves_out_is_blamed_as_missing(composite, data):
+    assignment = s.assignment_of(composite)
+    part, outcomes = failing_part(composite, data, s.all_passed(assignment))
+    if not part:
+        return
+    check = data.draw(st.sampled_from(graded_checks(composite, outcomes)))
+    outcomes[check] = data.draw(s.failures)
+    blame = attribute(s.COURSE, assignment, outcomes, Runs(omit=frozenset({check})), swap=True)
+    assert blame[check].on_reference == MISSING
+
+
+@s.KIT
+@given(st.sampled_from([c for c in s.COMPOSITES if any(
+    p not in {x.name for x in s.assignment_of(c).components} for p in c.depends)]), st.data())
+def test_a_failing_part_of_an_earlier_assignment_is_found_by_running_its_own_checks_and_listed_upstream(
+        composite, data):
+    assignment = s.assignment_of(composite)
+    here = {c.name for c in assignment.components}
+    outside = s.component(data.draw(st.sampled_from([p for p in composite.depends if p not in here])))
+    outcomes = s.all_passed(assignment)
+    check = graded_checks(composite, outcomes)[0]
+    outcomes[check] = data.draw(s.failures)
+    broken = outside.checks[0].id
+    runs, upstream = Runs({broken: data.draw(s.failures)}), []
+    blame = attribute(s.COURSE, assignment, outcomes, runs, swap=True, upstream=upstream)
+    first, quick, one_failure = runs.asked[0]
+    assert broken in first and one_failure and broken in quick
+    assert outside.name in upstream and outside.name in blame[check].parts
+    order = [c.name for a in s.ASSIGNMENTS for c in a.components]
+    assert upstream == sorted(upstream, key=order.index)
+
+
+def test_a_target_is_the_contract_name_a_stand_in_replaces():
+    assert target(s.component("LayerNorm")) == "assignment1.layer_norm:LayerNorm"
+    assert target(s.component("make_tgt_mask")) == "assignment2.masks:make_tgt_mask"
