@@ -148,3 +148,18 @@ def test_a_failure_that_fails_with_the_reference_parts_too_is_the_composites_own
     result, check = _one_check_of(composite, failure, Blame(composite.depends[:1], replace(failure)))
     assert result.score < result.max_score and result.status == "partial"
     assert not next(t for t in result.checks if t.id == check).excused_by
+
+
+@s.KIT
+@given(s.graded(st.one_of(s.ran, s.not_counted)))
+def test_the_json_report_carries_every_check_with_its_status_and_reason_and_the_same_scores(graded):
+    from grader.results import to_json
+
+    assignment, outcomes = graded
+    report = s.scored(assignment, outcomes)
+    data = to_json(report)
+    assert (data["score"], data["max_score"]) == (report.score, report.max_score)
+    got = {t["id"]: (t["status"], t["reason"]) for c in data["components"] for t in c["tests"]}
+    assert got == {check: (o.status, o.reason) for check, o in outcomes.items()}
+    assert [(c["name"], c["score"], c["status"]) for c in data["components"]] == [
+        (c.name, c.score, c.status) for c in report.components]
