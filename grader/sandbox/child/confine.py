@@ -15,10 +15,10 @@ every file the grading user can read within the submission's reach.
   like fail with EPERM; clone3 answers ENOSYS, as Docker's profile does, so that the C library falls back to clone,
   whose namespace flags the filter can see. setsid and setpgid fail too: every process the
   submission starts stays in the worker's process group, which the grader kills at the end.
-  Signals reach only the worker itself and its group, whatever Landlock's ABI: kill to any other
-  target (another pid, -1, another group), tkill, pidfds and a file's owner (F_SETOWN) are refused.
-  What remains: a process the submission starts signals the worker's group, or itself by kill(0);
-  it cannot signal itself by its own pid, nor the worker its children by theirs.
+  Signals: never to the grader, -1, tkill, pidfds or a file's owner (F_SETOWN); Landlock (ABI 6)
+  scopes the rest to the sandbox's processes. Where it cannot (ABI < 6), the filter lets the worker
+  signal only itself and its group: a process the submission starts signals that group (kill(0))
+  but not itself by its own pid, nor the worker its children by theirs (e.g. to clean up).
   Syscalls of another ABI (32-bit int 0x80, x32) kill the process: libseccomp's default for an
   architecture not added to the filter.
 - `no_new_privs`, which both need: no setuid program gives privileges back.
@@ -131,14 +131,15 @@ def restrict_files(read: list[str], write: list[str], abi: int) -> None:
         os.close(ruleset)
 
 
-def filter_syscalls(seccomp, protect: list[int]) -> None:
+def filter_syscalls(seccomp, protect: list[int], scoped: bool = False) -> None:
     """Load the seccomp filter (`seccomp`: the pyseccomp module) on every thread of this process.
-    `protect`: processes (the grader, its template) named as what no signal may reach; every
-    target but this process and its group is refused anyway (`_signals`)."""
+    `scoped`: Landlock scopes signals to the sandbox (ABI 6); where not, only this process and its
+    group may be signalled (`_signals`). `protect`: processes (the grader, its template) that no
+    signal may reach either way."""
     f = seccomp.SyscallFilter(seccomp.ALLOW)
     f.set_attr(seccomp.Attr.CTL_TSYNC, 1)
     refuse = seccomp.ERRNO(errno.EPERM)
-    for name in REFUSED:
+    for name in (*REFUSED, "pidfd_open", "pidfd_send_signal", "tkill"):
         f.add_rule(refuse, name)
     # the worker talks to the grader over the pipes it was started with: no socket of any family
     # (pathname UNIX sockets reach a session bus, ssh-agent, docker.sock), nor a pair of them
@@ -147,22 +148,23 @@ def filter_syscalls(seccomp, protect: list[int]) -> None:
     for flag in NAMESPACE_FLAGS:
         f.add_rule(refuse, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     f.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
-    for name in ("pidfd_open", "pidfd_send_signal", "tkill"):
-        f.add_rule(refuse, name)
-    for command in F_SETOWN:  # SIGIO/SIGURG sent by the kernel to a file's owner
-        f.add_rule(refuse, "fcntl", seccomp.Arg(1, seccomp.EQ, command))
-    for request in IOCTL_SETOWN:
-        f.add_rule(refuse, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, request))
-    _signals(f, refuse, os.getpid(), os.getpgrp())
+    for call, command in [*(("fcntl", c) for c in F_SETOWN), *(("ioctl", r) for r in IOCTL_SETOWN)]:
+        f.add_rule(refuse, call, seccomp.Arg(1, seccomp.MASKED_EQ, MASK, command))  # SIGIO to a file's owner
+    # kill(-1) reaches every process of the user; kill(-PGID) a whole group
+    targets = {MASK, *(pid & MASK for pid in protect), *(-pid & MASK for pid in protect)}
+    for name in ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
+        for target in sorted(targets):
+            f.add_rule(refuse, name, seccomp.Arg(0, seccomp.MASKED_EQ, MASK, target))
+    if not scoped:
+        _signals(f, refuse, os.getpid(), os.getpgrp())
     f.load()
 
 
 def _signals(f, refuse, pid: int, group: int) -> None:
-    """Signals go only to this process (and its threads) and its process group, which the submission
-    cannot leave (setsid, setpgid refused): kill and rt_sigqueueinfo to 0, this pid or -group;
-    tgkill and rt_tgsigqueueinfo to this thread group. Any other target, -1 included, is refused
-    whatever the kernel's Landlock (whose signal scope, ABI 6, holds only where it has it). pid_t is
-    32 bits: the first argument's low half is compared, block by block (`outside`)."""
+    """Where Landlock cannot scope signals (ABI < 6): they go only to this process (and its threads)
+    and its process group, which the submission cannot leave (setsid, setpgid refused): kill and
+    rt_sigqueueinfo to 0, this pid or -group; tgkill and rt_tgsigqueueinfo to this thread group.
+    pid_t is 32 bits: the first argument's low half is compared, block by block (`outside`)."""
     import pyseccomp
 
     own = {0, pid & MASK, -group & MASK}
@@ -262,7 +264,7 @@ def confine(spec: dict) -> dict:
         watch_scratch(spec["write"], spec["scratch_mb"])
     if abi:
         restrict_files(spec["read"], spec["write"], abi)
-    filter_syscalls(pyseccomp, spec.get("protect", []))
+    filter_syscalls(pyseccomp, spec.get("protect", []), scoped=abi >= 6)
     return {"landlock": abi, "why": why}
 
 
