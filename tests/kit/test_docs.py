@@ -199,6 +199,18 @@ def hooks_version() -> str:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 
+def test_the_architecture_page_names_every_module_and_the_performance_page_every_benchmark(site):
+    text = page(site, "development/architecture")
+    for path in sorted((ROOT / "grader").rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        if "__pycache__" not in rel.parts:
+            shown = f"{rel.parent.as_posix()}/" if rel.name == "__init__.py" else rel.as_posix()
+            assert shown in text, shown
+    performance = (DOCS / "explanation/performance.md").read_text()
+    for bench in sorted((ROOT / "benchmarks").glob("*.py")):
+        assert f"benchmarks/{bench.name}" in performance, bench.name
+
+
 # the built site in a browser ---------------------------------------------------------------
 
 class Links(HTMLParser):

@@ -100,7 +100,8 @@ def test_release_holds_no_hidden_material(release):
     text = (release / "course.toml").read_text()
     assert "hidden_seed" not in text and not re.search(rf"\b{COURSE.hidden_seed}\b", text)
     assert set(tomllib.loads(text)["course"]) == {"name", "assignments", "suites"}  # no reference tree
-    assert "dev" not in tomllib.loads((release / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extras = tomllib.loads((release / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert not {"dev", "instructor", "docs"} & set(extras), extras
 
 
 def test_release_course_keeps_every_public_check(release):
