@@ -588,11 +588,6 @@ _REACH: dict[str, Bug] = {
         "out.transpose(1, 2).transpose(2, 3).reshape(B, T_q, self.d_model)",
         "heads merged as (B, T, d_k, h): the output's columns interleave the heads",
         "out.transpose(1, 2).contiguous().view(B, T, d_model): head i's columns i*d_k:(i+1)*d_k"),
-    "mha_merge_views_a_transposed_tensor": _one(
-        "MultiHeadAttention", MHA, "out.transpose(1, 2).contiguous().view(B, T_q, self.d_model)",
-        "out.transpose(1, 2).view(B, -1, self.d_model)",
-        "heads merged with .view() on a transposed tensor (view needs contiguous memory: it raises)",
-        "out.transpose(1, 2).contiguous().view(B, T, d_model), or .reshape"),
     "mha_self_attention_only": _one(
         "MultiHeadAttention", MHA, "        B, T_q, _ = q.shape\n",
         "        B, T_q, _ = q.shape\n        k = v = q  # self-attention\n",
@@ -627,10 +622,6 @@ _REACH: dict[str, Bug] = {
         "DecoderLayer", DEC, "self.cross_attn(x, memory, memory, src_mask)", "self.cross_attn(x, memory, memory)",
         "cross-attention without the source mask (the decoder attends to the source padding)",
         "cross_attn(x, memory, memory, src_mask)"),
-    "decoder_self_attention_masked_with_the_source_mask": _one(
-        "DecoderLayer", DEC, "self.self_attn(x, x, x, tgt_mask)", "self.self_attn(x, x, x, mask=src_mask)",
-        "a decoder layer whose self-attention gets the source mask (it sees the future)",
-        "self_attn(x, x, x, tgt_mask)"),
     "decoder_layers_get_the_masks_swapped": _one(
         "Decoder", DEC, "x = layer(x, memory, src_mask, tgt_mask)  # (B, T",
         "x = layer(x, memory, src_mask=tgt_mask, tgt_mask=src_mask)  # (B, T",
@@ -641,11 +632,6 @@ _REACH: dict[str, Bug] = {
         "return self.encoder(self.src_embed(src), src_mask=None)",
         "a Transformer whose encode gives the encoder no source mask (it attends to the padding)",
         "self.encoder(self.src_embed(src), src_mask)"),
-    "transformer_decode_gets_the_masks_swapped": _one(
-        "Transformer", TRANSFORMER, "self.decode(memory, src_mask, tgt, tgt_mask)",
-        "self.decode(memory, tgt_mask=src_mask, tgt=tgt, src_mask=tgt_mask)",
-        "a Transformer that hands decode the target mask as the source mask, and the reverse",
-        "self.decode(memory, src_mask, tgt, tgt_mask)"),
     "transformer_target_embedding_sized_by_the_source": _one(
         "Transformer", TRANSFORMER,
         "self.tgt_embed = TransformerEmbedding(tgt_vocab_size, d_model, max_len, dropout, padding_idx=pad_idx)",
@@ -680,12 +666,6 @@ _REACH: dict[str, Bug] = {
          "        loss.backward()\n        optimizer.zero_grad()  # fresh gradients for the step\n" + _TRAIN_STEP)]},
         "an epoch that zeroes the gradients after backward, before the step (the step sees none: no update)",
         "optimizer.zero_grad() before the forward pass, then loss.backward(), optimizer.step()"),
-    "train_epoch_steps_the_scheduler_first": _one(
-        "train_epoch", TRAINING, "        optimizer.zero_grad()\n        logits = model(src, tgt_in)  # (B, T, V)",
-        "        optimizer.zero_grad()\n        if scheduler is not None:\n            scheduler.step()\n"
-        "        logits = model(src, tgt_in)  # (B, T, V)",
-        "an epoch that steps the scheduler before the optimizer (the schedule's first rate is skipped)",
-        "optimizer.step(), then scheduler.step()"),
     "train_epoch_returns_the_total_loss": _one(
         "train_epoch", TRAINING, "return sum(losses) / max(len(losses), 1)", "return sum(losses, 0.0)",
         "an epoch that returns the sum of its batch losses, not their mean", "return sum(losses) / len(losses)"),

@@ -120,8 +120,9 @@ REACH: dict[str, Classic] = {
     # --- multi-head attention: projections and heads
     # OpenNMT/OpenNMT-py #1130: keys and values projected from the query (self-attention only)
     "mha_keys_and_values_from_the_query": Classic("MultiHeadAttention", {MHA: [
-        (_PROJ["k"], "k = self.w_k(q).view(B, -1, self.n_heads, self.d_k)"),
-        (_PROJ["v"], "v = self.w_v(q).view(B, -1, self.n_heads, self.d_k)")]},
+        ("        B, T_q, _ = q.shape\n", "        B, T_q, _ = q.shape\n        query = q\n"),
+        (_PROJ["k"], "k = self.w_k(query).view(B, -1, self.n_heads, self.d_k)"),
+        (_PROJ["v"], "v = self.w_v(query).view(B, -1, self.n_heads, self.d_k)")]},
         "multi-head attention that projects its keys and values from the query"),
     "mha_query_not_projected": _one("MultiHeadAttention", MHA, _PROJ["q"],
                                     "q = q.view(B, T_q, self.n_heads, self.d_k)",
