@@ -111,6 +111,13 @@ def test_every_flag_of_every_command_is_in_the_cli_reference(site):
     assert len(hooks.flags()) >= 14 and "--unsafe-process-isolation" in hooks.flags()["grade batch"]
 
 
+def test_unsafe_process_isolation_is_not_said_to_be_needed_wherever_namespaces_are_missing():
+    """grade batch and grade gradescope grade in the seccomp tier without it (issue 45's contradiction)."""
+    for name in ("grade batch", "grade gradescope"):
+        action = next(a for a in hooks.parsers()[name]._actions if "--unsafe-process-isolation" in a.option_strings)
+        assert "no isolation tier" in action.help and "namespaces are unavailable" not in action.help, name
+
+
 # paths --------------------------------------------------------------------------------------
 
 def named_paths(text: str) -> set[str]:

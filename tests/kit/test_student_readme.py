@@ -23,6 +23,10 @@ def test_student_readme_says_how_to_set_up_grade_and_debug():
                   "Linux, macOS or WSL2", "On\nWindows", "python3 --version", "Ubuntu 22.04", "Colab",
                   "grade assignmentN --device cuda", "| waiting |", "| not attempted |", "status 0", "130"):
         assert words in text, words
+    # printed output: in the panel of a failed check shown in full, else only in the JSON (as the kit's docs say)
+    flat = " ".join(text.split())
+    assert "shown under *your output* in the panel of a failed check shown in full" in flat
+    assert "only in the JSON report" in flat
     # every check the README offers to reproduce is one --repro knows
     offered = set(re.findall(r"`(\w+)`", text.split("## Debugging a failed check")[1].split("##")[0]))
     known = {check for a in COURSE.assignments.values() for check in repro.reproducible(COURSE, a)}
