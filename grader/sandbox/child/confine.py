@@ -22,9 +22,10 @@ every file the grading user can read within the submission's reach.
   Syscalls of another ABI (32-bit int 0x80, x32) kill the process: libseccomp's default for an
   architecture not added to the filter.
 - `no_new_privs`, which both need: no setuid program gives privileges back.
-- A quota: a watcher process stops the worker's group once its writable folder holds more than
-  `spec["scratch_mb"]` (within what it writes in `every` seconds, 16 MiB a file by RLIMIT_FSIZE).
-  Without Landlock the worker may write elsewhere too (/tmp, /dev/shm): not counted there.
+- A watcher process (grader.sandbox.child.watcher) stops the worker's group past `spec["scratch_mb"]`
+  in its writable folder, or past the memory a cgroup's limit left it (a container's), and the
+  worker's oom_score_adj is 1000. Without Landlock the worker may write elsewhere too (/tmp,
+  /dev/shm): not counted there.
 
 Both are inherited by every thread (TSYNC) and every process the submission starts, and can only
 be narrowed further. Standard library but for pyseccomp, which needs the system's libseccomp.so.2.
@@ -39,7 +40,6 @@ import json
 import os
 import socket
 import sys
-import time
 
 PR_SET_NO_NEW_PRIVS = 38
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446  # every arch
@@ -72,8 +72,6 @@ REFUSED = (
 NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000,
                    0x00000080)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
 MASK = 0xFFFFFFFF
-PR_SET_PDEATHSIG = 1
-SCRATCH_FILES = 20_000  # files and folders the writable folder may hold (each costs an inode)
 F_SETOWN, IOCTL_SETOWN = (8, 15), (0x8901, 0x8902)  # F_SETOWN(_EX); FIOSETOWN, SIOCSPGRP
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -189,48 +187,6 @@ def outside(allowed: set[int]) -> list[tuple[int, int]]:
     return blocks
 
 
-def watch_scratch(folders: list[str], limit_mb: int, every: float = 0.05) -> int:
-    """Fork a watcher, outside what follows (Landlock, the filter, the submission's user), that stops
-    this process's group once `folders` hold more than `limit_mb` MiB or SCRATCH_FILES entries, and
-    empties them: the quota no mount gives this tier. It leaves this process's group (the
-    submission's signals reach only that group) and dies with this process (PDEATHSIG)."""
-    group, worker = os.getpgrp(), os.getpid()
-    pid = os.fork()
-    if pid:
-        return pid
-    try:
-        os.setsid()
-        _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
-        if os.getppid() != worker:  # it died before the line above
-            os._exit(0)
-        while True:
-            used, entries = 0, 0
-            todo = list(folders)
-            while todo and entries <= SCRATCH_FILES:
-                try:
-                    with os.scandir(todo.pop()) as found:
-                        for entry in found:
-                            entries += 1
-                            if entry.is_dir(follow_symlinks=False):
-                                todo.append(entry.path)
-                            else:
-                                used += entry.stat(follow_symlinks=False).st_blocks * 512
-                except OSError:
-                    continue
-            if used > limit_mb << 20 or entries > SCRATCH_FILES:
-                os.write(1, f"\nstopped: wrote more than scratch_mb = {limit_mb} MiB\n".encode())
-                _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)  # outlive the group, to empty what it wrote
-                os.killpg(group, 9)
-                for folder in folders:
-                    for top, dirs, files in os.walk(folder, topdown=False):
-                        for name in files + dirs:
-                            (os.rmdir if name in dirs else os.unlink)(os.path.join(top, name))
-                os._exit(0)
-            time.sleep(every)
-    finally:
-        os._exit(0)
-
-
 def _import_pyseccomp():
     """pyseccomp, imported without ctypes.util.find_library's search where the libraries load by
     their usual names: the search runs gcc and ldconfig, 60 ms or more of every worker's start."""
@@ -260,8 +216,10 @@ def confine(spec: dict) -> dict:
         e = ctypes.get_errno()
         raise OSError(e, f"no_new_privs: {os.strerror(e)}")
     abi, why = landlock_abi()
-    if spec.get("scratch_mb"):
-        watch_scratch(spec["write"], spec["scratch_mb"])
+    if spec.get("scratch_mb"):  # a worker's, not the probe's: before Landlock and the user it becomes
+        from grader.sandbox.child import watcher
+
+        watcher.start(spec["write"], spec["scratch_mb"])
     if abi:
         restrict_files(spec["read"], spec["write"], abi)
     filter_syscalls(pyseccomp, spec.get("protect", []), scoped=abi >= 6)
