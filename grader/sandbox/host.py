@@ -13,7 +13,6 @@ besides an answer is `grader.sandbox.faults`; ending every process of a sandbox,
 
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -26,10 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from grader.course import Limits
 from grader.sandbox import isolation
-from grader.sandbox.faults import StudentError, WorkerFault, bounded_str, doing, staged_files, student_frames
+from grader.sandbox.answers import Answers
+from grader.sandbox.faults import StudentError, WorkerFault, doing, staged_files
 from grader.sandbox.limits import environment, preexec, rlimits
-from grader.sandbox.reap import KIT, adopt_orphans, descendants, kill_descendants, kill_orphans, kill_user, start_time
-from grader.sandbox.spare import Spare, ahead_after
+from grader.sandbox.reap import KIT, adopt_orphans, kill_descendants, kill_orphans, kill_user, start_time
+from grader.sandbox.spare import Spare
 from grader.sandbox.stage import stage
 
 if TYPE_CHECKING:
@@ -37,16 +37,8 @@ if TYPE_CHECKING:
 
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.sandbox.child.worker import main; main()"
 
-# Requests for reference parts (the stand-ins' asks) one request may make, and a grading: an honest
-# isolated check asks a few times per example; past these the submission is using the channel
-MAX_ASKS_PER_REQUEST, MAX_ASKS = 20_000, 400_000
-# A request that runs out of time: the signal that makes the worker write its Python stacks
-# (grader.sandbox.child.worker.STACK_SIGNAL), how long to wait for them, and the most of them read
-STACK_SIGNAL, STACK_SECONDS, MAX_STACK_BYTES = signal.SIGUSR1, 1.0, 256 * 1024
-STACK_PAUSE = 0.05
 
-
-class Sandbox:
+class Sandbox(Answers):
     """One submission's worker process, restarted after each fault; forked by `template` where one is given."""
 
     student_seconds = 0.0  # what the submission's requests took, in all: the grader's work answering their asks too
@@ -182,82 +174,6 @@ class Sandbox:
                                str(e.get("message")), [str(x) for x in e.get("where", [])])
         return reply["ok"]
 
-    def _receive(self, seconds: float, where: str, doing: str, since: float | None = None):
-        """The worker's next answer, within `seconds` of `since` (default: now); a timeout names the
-        limit and `where` it is set."""
-        from grader.sandbox.child import protocol
-
-        begun = time.monotonic() if since is None else since
-        deadline = begun + seconds
-        nested = self.student_seconds  # what requests made while answering asks spend is counted there
-
-        def wait():
-            # an answer already there when the deadline has passed still counts
-            left = max(deadline - time.monotonic(), 0)
-            ahead = begun + ahead_after(seconds) - time.monotonic()
-            if self.template is None and not self.restarts and 0 < ahead < left:
-                if select.select([self.resp], [], [], ahead)[0]:
-                    return
-                self.spare.begin()
-                left = max(deadline - time.monotonic(), 0)
-            if not select.select([self.resp], [], [], left)[0]:
-                chain = self._where_hung()
-                at = f"; it was at {chain[-1].partition(': ')[0]}" if chain else ""
-                self._fault("timeout", f"no answer within {seconds:g} s while {doing} ({where}); "
-                                       f"the process was killed{at}", chain)
-        try:
-            while True:
-                malformed = ""
-                try:
-                    reply = protocol.read_frame(self.resp, wait, protocol.ANSWERS)
-                except EOFError:
-                    reply = None
-                    self._fault("crash", self._death(f"while {doing}"))
-                except protocol.ProtocolError as e:
-                    reply, malformed = None, str(e)[:200]
-                if malformed:  # raised out here: the fault keeps nothing of the frame (its traceback held it)
-                    self._fault("tamper", f"the submission's process sent a malformed answer ({malformed}); "
-                                          "it was killed")
-                if isinstance(reply, dict) and set(reply) == {"ask"} and self.on_ask is not None:
-                    self.asks += 1
-                    self.asks_now += 1
-                    if self.asks_now > MAX_ASKS_PER_REQUEST or self.asks > MAX_ASKS:
-                        reply = None
-                        self._fault("tamper", f"the submission's process asked for reference parts more than "
-                                              f"{MAX_ASKS_PER_REQUEST:,} times in one request or {MAX_ASKS:,} "
-                                              "in a grading; it was killed")
-                    # the grader's time answering is charged to the submission, and never moves its
-                    # deadline (a request of 15 s ran 40 s); what its callables spend when the grader
-                    # calls them back is counted in those nested requests, not twice here
-                    asked, before = time.monotonic(), self.student_seconds
-                    self._answer(reply["ask"])
-                    nested_here = self.student_seconds - before
-                    self.grader_seconds += max(time.monotonic() - asked - nested_here, 0.0)
-                    continue
-                if not isinstance(reply, dict) or not ({"ok"} == set(reply) or {"error"} == set(reply)
-                                                      and isinstance(reply["error"], dict)):
-                    reply = None
-                    self._fault("tamper", "the submission's process sent an answer the grader did not ask for; "
-                                          "it was killed")
-                return reply
-        finally:
-            # this request's own time, the grader's answers to its asks included: its wall time less the
-            # nested requests' (counted there)
-            self.student_seconds += max(time.monotonic() - begun - (self.student_seconds - nested), 0.0)
-
-    def _answer(self, message):
-        from grader.sandbox.child import protocol
-
-        assert self.on_ask is not None
-        try:
-            answer = {"ok": self.on_ask(message)}
-        except Exception as e:  # a bad request from the submission's side: tell it, keep grading
-            answer = {"error": f"{type(e).__name__}: {bounded_str(e)}"[:500]}
-        try:
-            protocol.write_all(self.req, protocol.encode(answer))
-        except OSError:
-            self._fault("crash", self._death("while the grader answered it"))
-
     def _death(self, when: str) -> str:
         proc = self.proc
         if proc is None:
@@ -274,36 +190,6 @@ class Sandbox:
                    "SIGKILL": " (killed, possibly out of memory)"}.get(name, "")
             return f"the submission's process died with {name}{why} {when}"
         return f"the submission's process exited with status {code} {when}"
-
-    def _where_hung(self) -> list[str]:
-        """Where the submission's code was in a request that ran out of time: STACK_SIGNAL makes the
-        worker write its Python stacks to the answer pipe, read here for at most STACK_SECONDS. The
-        frames of the submission's files, outermost first, as `assignment2/masks.py:17 in
-        make_pad_mask: <the line>` (the line from the staged copy). Untrusted: the submission may
-        write anything there, or nothing; only frames of its own staged files are kept."""
-        proc = self.proc
-        if proc is None:
-            return []
-        # in namespaces, proc is the launcher (its child, the namespace's init, ignores the signal); else the worker
-        for pid in [*([] if self.isolation == "namespaces" else [proc.pid]), *descendants(proc.pid)]:
-            try:
-                os.kill(pid, STACK_SIGNAL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        data, end = b"", time.monotonic() + STACK_SECONDS
-        while len(data) < MAX_STACK_BYTES:
-            # once it has begun, a pause ends the dump (faulthandler writes it at once, from the handler)
-            left = min(end - time.monotonic(), STACK_PAUSE if data else STACK_SECONDS)
-            if left <= 0 or not select.select([self.resp], [], [], left)[0]:
-                break
-            try:
-                chunk = os.read(self.resp, MAX_STACK_BYTES - len(data))
-            except OSError:
-                break
-            if not chunk:
-                break
-            data += chunk
-        return student_frames(data.decode("utf-8", "replace"), f"{self.here}/submission/", self.staged_files)
 
     def _fault(self, kind: str, detail: str, where: list[str] | None = None):
         self._kill()
