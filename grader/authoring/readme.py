@@ -73,7 +73,8 @@ component its most telling failed check in full: the value that was expected, th
 came back, the largest error and where, the smallest input that shows it, and a hint. When the
 grader recognises a classic bug, the component's panel opens with a *Diagnosis* line naming it
 and its fix. The last line, *Start here*, names the component to fix first. A grade takes
-seconds; the first one after you install takes longer while PyTorch loads.
+seconds (assignment4's, which trains a small model, about half a minute); the first one after
+you install takes longer while PyTorch loads.
 
 Each component has a status in the report's table:
 
