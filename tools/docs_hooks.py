@@ -24,6 +24,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+def _kit_importable() -> None:
+    """`tests.kit` importable (MkDocs puts sys.path back after loading a hook, so this runs when needed)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+
+
 FIGURE = re.compile(r"\{\{ (\w+) \}\}")
 GENERATED = re.compile(r"<!-- generated: ([\w-]+) -->")
 
@@ -158,8 +164,7 @@ def figures() -> dict[str, str]:
 
 def _heldout(course) -> dict[str, str]:
     """How far the diagnosis reaches on the held-out bugs, as tests/kit/test_heldout.py measures it."""
-    if str(ROOT) not in sys.path:  # `tests.kit` (MkDocs puts sys.path back after loading a hook)
-        sys.path.insert(0, str(ROOT))
+    _kit_importable()
     from tests.kit.heldout import HELDOUT, RECORD
     from tests.kit.test_heldout import diagnosed
 
@@ -245,8 +250,17 @@ def layout() -> str:
     return "\n".join(rows)
 
 
-BLOCKS = {"cli": cli_reference, "limits": limits_table, "layout": layout, "student-readme": student_readme,
-          "changelog": changelog}
+def tiers() -> str:
+    """The kit's test tiers, as tests/kit/tiering.py defines and the conftest applies them."""
+    _kit_importable()
+    from tests.kit.tiering import TIERS
+
+    return "\n".join(["| marker | what its tests do |", "|---|---|",
+                      *(f"| `{name}` | {_cell(what)} |" for name, what in TIERS.items())])
+
+
+BLOCKS = {"cli": cli_reference, "limits": limits_table, "layout": layout, "tiers": tiers,
+          "student-readme": student_readme, "changelog": changelog}
 
 
 def render(markdown: str) -> str:

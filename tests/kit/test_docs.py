@@ -192,6 +192,13 @@ def test_the_readme_says_what_ci_runs():
     assert "mkdocs build --strict" in ci
 
 
+def test_contributing_names_every_test_tier():
+    from tests.kit.tiering import TIERS
+
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    assert all(f"| `{tier}` |" in text for tier in TIERS), TIERS
+
+
 def test_the_changelog_has_dated_releases_and_a_short_unreleased():
     text = (ROOT / "CHANGELOG.md").read_text()
     releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$", text, re.M)
