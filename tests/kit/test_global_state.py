@@ -12,6 +12,8 @@ CONTAMINATE = (
     "torch.Tensor.__eq__ = lambda self, other: torch.ones((), dtype=torch.bool)\n"
     "torch.Tensor.__ne__ = lambda self, other: torch.zeros((), dtype=torch.bool)\n"
     "torch.nn.functional.relu = lambda x, inplace=False: x\n"
+    "_INFERENCE = torch.inference_mode()\n"  # entered for good: PositionwiseFeedForward lost 0.8 of 8 on main
+    "_INFERENCE.__enter__()\n"
 )
 
 
