@@ -31,10 +31,7 @@ class PositionalEncoding(nn.Module):
     Computing the table in float32 with exp/log is fine: checks allow an error of
     1e-5 + 2e-7 * p at row p.
 
-    max_len defaults to 5000. In eval() mode it is deterministic: dropout is off.
-    Runs on the device its inputs are on: any tensor it makes is made on the input's
-    device (no .cpu(), .tolist() or .numpy() on the way), so it runs on a GPU as on
-    the CPU.
+    max_len defaults to 5000.
     """
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):

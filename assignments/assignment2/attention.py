@@ -39,10 +39,6 @@ def scaled_dot_product_attention(
 
     Write it with matmul and softmax; do not call
     torch.nn.functional.scaled_dot_product_attention.
-
-    Runs on the device its inputs are on: any tensor it makes is made on the input's
-    device (no .cpu(), .tolist() or .numpy() on the way), so it runs on a GPU as on
-    the CPU.
     """
     # TODO: your code here (the docstring above says what to build).
     raise NotImplementedError("assignment2: scaled_dot_product_attention")

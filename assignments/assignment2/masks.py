@@ -11,10 +11,6 @@ def make_pad_mask(tokens: torch.Tensor, pad_idx: int) -> torch.Tensor:
     Shapes: tokens (B, T) int64 -> mask (B, 1, 1, T) torch.bool. The two singleton
     dimensions let it broadcast against the scores (B, h, T_q, T_k): the same keys are
     hidden from every head and every query.
-
-    Runs on the device its inputs are on: any tensor it makes is made on the input's
-    device (no .cpu(), .tolist() or .numpy() on the way), so it runs on a GPU as on
-    the CPU.
     """
     # TODO: your code here (the docstring above says what to build).
     raise NotImplementedError("assignment2: make_pad_mask")
@@ -38,10 +34,6 @@ def make_tgt_mask(tgt: torch.Tensor, pad_idx: int) -> torch.Tensor:
 
     Shapes: tgt (B, T) int64 -> mask (B, 1, T, T) torch.bool. Build it from
     make_pad_mask and make_causal_mask.
-
-    Runs on the device its inputs are on: any tensor it makes is made on the input's
-    device (no .cpu(), .tolist() or .numpy() on the way), so it runs on a GPU as on
-    the CPU.
     """
     # TODO: your code here (the docstring above says what to build).
     raise NotImplementedError("assignment2: make_tgt_mask")

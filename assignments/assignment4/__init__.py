@@ -3,4 +3,15 @@
 Turn token sequences into padded batches (Vocab, collate), train the Transformer
 with label smoothing and the Noam learning-rate schedule (LabelSmoothingLoss,
 noam_lr, train_epoch), then translate with greedy decoding (greedy_decode).
+
+What every component here shares, unless its own docstring says otherwise (the
+checks named *_stays_on_the_inputs_device, *_dropout_is_inactive_in_eval and
+*_gradients_reach_every_parameter grade it):
+
+- Runs on the device its inputs are on: any tensor it makes is made on the
+  input's device (no .cpu(), .tolist() or .numpy() on the way), so it runs on a
+  GPU as on the CPU.
+- In eval() mode it is deterministic: dropout is off.
+- Gradients reach every parameter: build it from differentiable tensor
+  operations (no .detach(), no .item()).
 """

@@ -23,7 +23,9 @@ def greedy_decode(model, src: torch.Tensor, max_len: int, sos_idx: int, eos_idx:
       - <sos> counts toward max_len: the result has L <= max_len columns;
       - a row that has emitted <eos> is finished: its later positions hold
         model.pad_idx, whatever the model would predict there;
-      - stop as soon as every row has emitted <eos>, or when L reaches max_len.
+      - stop as soon as every row has emitted <eos>, or when L reaches max_len;
+      - the <sos> column is always there: with max_len <= 1 (0 or negative
+        included) nothing is decoded and the result is that column alone, (B, 1).
 
     Because the decoder is causal, each emitted token equals the argmax of the
     teacher-forced forward pass model(src, ys) at that position.
@@ -31,9 +33,7 @@ def greedy_decode(model, src: torch.Tensor, max_len: int, sos_idx: int, eos_idx:
     Shapes: src (B, S) int64 -> (B, L) int64, each row starting with sos_idx.
 
     sos_idx and eos_idx are the ids given (not always the Vocab's 1 and 2), and the
-    padding is model.pad_idx. Runs on the device its inputs are on: any tensor it
-    makes is made on the input's device (no .cpu(), .tolist() or .numpy() on the
-    way), so it runs on a GPU as on the CPU.
+    padding is model.pad_idx.
     """
     # TODO: your code here (the docstring above says what to build).
     raise NotImplementedError("assignment4: greedy_decode")

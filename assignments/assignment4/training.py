@@ -17,6 +17,8 @@ class LabelSmoothingLoss(nn.Module):
 
     averaged over the positions whose target is not `pad_idx` (padding is
     neither predicted nor counted). With smoothing=0 this is plain cross-entropy.
+    V is `vocab_size`, the number of classes given to the constructor (the logits
+    have V columns), and the sum runs over all V classes, <pad>'s included.
 
     Shapes: logits (N, V) float, targets (N,) int64 -> a scalar.
     The result equals
@@ -28,10 +30,8 @@ class LabelSmoothingLoss(nn.Module):
 
     The grader relies on these names: vocab_size, pad_idx, smoothing.
 
-    Gradients with respect to the logits equal F.cross_entropy's (differentiable
-    tensor operations only). Runs on the device its inputs are on: any tensor it
-    makes is made on the input's device (no .cpu(), .tolist() or .numpy() on the
-    way), so it runs on a GPU as on the CPU.
+    Gradients with respect to the logits equal F.cross_entropy's (differentiable tensor
+    operations only).
     """
 
     def __init__(self, vocab_size: int, pad_idx: int, smoothing: float = 0.1):
@@ -79,6 +79,7 @@ def train_epoch(model, batches, optimizer, loss_fn, scheduler=None) -> float:
     batch losses, each batch counting once whatever its size or padding (not an
     average weighted by sentences or tokens), as a number: a Python float or any
     finite real number, not a tensor (use loss.item(), so no graph is kept alive).
+    With no batches at all it updates nothing and returns 0.0.
 
     Trained this way (with your Transformer, Vocab, collate, LabelSmoothingLoss and
     noam_lr) on the kit's date task, the loss goes down and exact match reaches 75%

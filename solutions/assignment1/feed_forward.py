@@ -19,12 +19,6 @@ class PositionwiseFeedForward(nn.Module):
         linear1  nn.Linear(d_model, d_ff)   (with bias)
         linear2  nn.Linear(d_ff, d_model)   (with bias)
         dropout  nn.Dropout(dropout), applied after the ReLU
-
-    In eval() mode it is deterministic: dropout is off. Gradients reach every
-    parameter: build it from differentiable tensor operations (no .detach(), no
-    .item()). Runs on the device its inputs are on: any tensor it makes is made on
-    the input's device (no .cpu(), .tolist() or .numpy() on the way), so it runs on
-    a GPU as on the CPU.
     """
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.1):

@@ -23,12 +23,6 @@ class ResidualConnection(nn.Module):
     The grader relies on these names:
         norm     LayerNorm(d_model) from assignment1
         dropout  nn.Dropout(dropout), applied to the sublayer's output
-
-    In eval() mode it is deterministic: dropout is off. Gradients reach every
-    parameter: build it from differentiable tensor operations (no .detach(), no
-    .item()). Runs on the device its inputs are on: any tensor it makes is made on
-    the input's device (no .cpu(), .tolist() or .numpy() on the way), so it runs on
-    a GPU as on the CPU.
     """
 
     def __init__(self, d_model: int, dropout: float = 0.1, norm_first: bool = False):

@@ -43,12 +43,8 @@ class Transformer(nn.Module):
     Do not use torch.nn.Transformer or any torch.nn.Transformer* module.
 
     Batch elements are independent: changing one sequence of the batch changes no
-    other's output. A key that the mask blocks (padding) has no effect on any
-    output. No position sees a later target position: tgt_mask is causal. Gradients
-    reach every parameter: build it from differentiable tensor operations (no
-    .detach(), no .item()). Runs on the device its inputs are on: any tensor it
-    makes is made on the input's device (no .cpu(), .tolist() or .numpy() on the
-    way), so it runs on a GPU as on the CPU.
+    other's output. A key that the mask blocks (padding) has no effect on any output. No
+    position sees a later target position: tgt_mask is causal.
     """
 
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int = 512,

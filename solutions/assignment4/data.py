@@ -18,7 +18,9 @@ class Vocab:
     Then every other token that occurs at least `min_freq` times, most frequent
     first (ties broken alphabetically, so the same data always gives the same ids).
     Every occurrence counts: a token twice in one sentence is seen twice (count
-    tokens, not the sentences they occur in).
+    tokens, not the sentences they occur in). A token of the data spelled like a
+    special ("<pad>", "<unk>", ...) is that special: it keeps the special's id and
+    gets no second one.
 
     The grader relies on these names:
         PAD, SOS, EOS, UNK   the class attributes 0, 1, 2, 3

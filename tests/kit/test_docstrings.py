@@ -202,12 +202,20 @@ def _flat(text: str) -> str:
 
 
 @cache
+def shared(assignment: str) -> str:
+    """The note every component of `assignment` shares (device, eval() mode, gradients): the module
+    docstring of its package, so that each component's docstring keeps what is its own."""
+    return ast.get_docstring(ast.parse((ROOT / "assignments" / assignment / "__init__.py").read_text())) or ""
+
+
+@cache
 def docstring(component: str) -> str:
-    """The component's docstring in the stubs, its methods' included, flattened."""
+    """The component's docstring in the stubs, its methods' included, and its assignment's shared
+    note, flattened."""
     assignment, spec = COMPONENTS[component]
     tree = ast.parse((ROOT / "assignments" / assignment / spec.file).read_text())
     node = next(n for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef) and n.name == component)
-    docs = [ast.get_docstring(node) or ""]
+    docs = [ast.get_docstring(node) or "", shared(assignment)]
     if isinstance(node, ast.ClassDef):
         docs += [ast.get_docstring(m) or "" for m in node.body if isinstance(m, ast.FunctionDef)]
     return _flat("\n".join(docs))
@@ -239,3 +247,31 @@ def test_every_entry_names_a_check_of_the_course():
     checks = {check for check, _ in (p.values for p in GRADED)}
     assert set(REQUIRES) <= checks, set(REQUIRES) - checks
     assert set(DEFINITION) == set(COMPONENTS)
+
+
+SHARED = [DEVICE, EVAL, GRADS]
+# the gaps that three implementations written from the docstrings alone had to guess (issue 44)
+GAPS = {
+    "MultiHeadAttention": ["attention_weights holds them before dropout", "the output uses the weights after dropout"],
+    "LabelSmoothingLoss": ["V is `vocab_size`"],
+    "Vocab": ["A token of the data spelled like a special", "keeps the special's id and gets no second one"],
+    "greedy_decode": ["with max_len <= 1 (0 or negative included) nothing is decoded"],
+    "train_epoch": ["With no batches at all it updates nothing and returns 0.0."],
+    "LayerNorm": ["within 1e-5 + 1e-4 * |their value| per element"],
+}
+
+
+@pytest.mark.parametrize("component", sorted(GAPS))
+def test_the_gaps_students_guessed_are_written(component):
+    for words in GAPS[component]:
+        assert _flat(words) in docstring(component), (component, words)
+
+
+@pytest.mark.parametrize("assignment", sorted(COURSE.assignments))
+def test_what_every_component_shares_is_said_once_in_the_assignments_note(assignment):
+    note = _flat(shared(assignment))
+    assert all(_flat(words) in note for words in SHARED), note
+    for name in COURSE.assignments[assignment].files:
+        text = _flat((ROOT / "assignments" / assignment / name).read_text())
+        for words in SHARED:
+            assert _flat(words) not in text, (name, words)  # once, in the note: not again in each docstring
