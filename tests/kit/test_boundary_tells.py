@@ -104,3 +104,29 @@ def test_a_composites_parts_look_the_same_all_the_way_down(tmp_path):
     assert mine.keys() == theirs.keys()
     differ = {k: [i for i in range(len(mine[k])) if mine[k][i] != theirs[k][i]] for k in mine}
     assert not any(differ.values()), {k: (mine[k][v[0]], theirs[k][v[0]]) for k, v in differ.items() if v}
+
+
+def test_a_stand_in_has_no_plain_attribute_the_submissions_part_lacks(tmp_path):
+    """The submission's TokenEmbedding keeps its scale as `dim`, the reference's as `d_model`: the
+    reference's stand-in used to carry both, so `hasattr(self.token, "d_model")` told them apart.
+    Both kinds now show the submission's names only, through dir, vars and hasattr."""
+    import importlib
+
+    from grader.sandbox.child import standins
+    from grader.sandbox.child.tree import import_tree
+    from grader.suite.parts import ReferenceParts
+    from tests.kit.conftest import mutant
+
+    tree = mutant(tmp_path, {"assignment1/embedding.py": [
+        ("        self.d_model = d_model\n", "        self.dim = d_model\n"),
+        ("math.sqrt(self.d_model)  # (B, T, d_model)", "math.sqrt(self.dim)  # (B, T, d_model)")]})
+    import_tree(tree, "_h43_student")
+    mine = importlib.import_module("_h43_student.assignment1.embedding").TokenEmbedding
+    part = "assignment1.embedding:TokenEmbedding"
+    parts = ReferenceParts(None)
+    parts.allow(ROOT / "solutions", {part})
+    link = standins.Link(parts.answer, known=lambda part: None)
+    theirs = link.stand_in(part, parts.describe_class(part), mine)(7, 4, 0)
+    own = link.wrap(mine)(7, 4, 0)
+    assert not hasattr(theirs, "d_model") and theirs.dim == own.dim == 4
+    assert sorted(dir(theirs)) == sorted(dir(own)) and sorted(vars(theirs)) == sorted(vars(own))
