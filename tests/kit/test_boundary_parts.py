@@ -27,7 +27,7 @@ def _peak_mb() -> float:
 @pytest.mark.parametrize("args", [[10_000, 8, 2, 16], [10_000, 512, 8, 2048]],
                          ids=["ten_thousand_small_layers", "ten_thousand_full_layers"])
 def test_a_composite_asking_for_a_huge_encoder_is_refused_before_it_is_built(args):
-    """Ten thousand layers: tiny ones (10 M elements, under the per-part bound, but 100,000 tensors:
+    """Ten thousand layers: tiny ones (10 M elements, under the per-part bound, but more than 100,000 tensors:
     built in full on main, seconds of the grader's time) and full-size ones (30 G elements: 5.75 GB
     and more on main before an outside cap stopped it). Both are refused with the grader's memory
     barely moved, the build stopped at its bound."""
