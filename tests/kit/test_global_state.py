@@ -37,7 +37,8 @@ def test_autograd_switched_off_at_import_of_a_part_costs_train_epoch_nothing(tmp
     """Issue 43's regression: LayerNorm's file switches autograd off at import. In assignment4's
     grading that file is first imported inside the kit's end-to-end training run, which used to train
     with autograd off (train_epoch 9.8/14, "element 0 of tensors does not require grad"): the worker
-    imports every module of the submission before a kit target runs, and puts the state back after."""
+    imports the modules the training imports (fixtures.IMPORTS) before it runs, and puts the state back
+    after."""
     tree = mutant(tmp_path, {})
     path = tree / "assignment1" / "layer_norm.py"
     path.write_text("import torch as _torch\n_torch.set_grad_enabled(False)\n" + path.read_text())

@@ -136,3 +136,6 @@ def train_date_task(seed: int = 0, steps: int = 1000, n_train: int = 4000, n_tes
 
 KIT = {"linear_sublayer": LinearSublayer, "counting_scheduler": CountingScheduler, "tiny_translator": TinyTranslator,
        "train_date_task": train_date_task}
+# the submission's modules a kit target imports as it runs (grader.training.library.fit resolves these):
+# the worker imports them first, and puts the global state back after
+IMPORTS = {"train_date_task": ("assignment4.data", "assignment4.training", "assignment3.transformer")}
