@@ -46,136 +46,175 @@ def key_of(digests: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()
 
 
-def run_batch(*, course: Course, assignment: str, root: Path, out: Path, jobs: int = 1,
-              scheduler: str | None = None, unsafe_process_isolation: bool = False,
-              full_feedback: bool = False, similar: float | None = similarity.THRESHOLD,
-              overrides: Path | None = None, console: Console | None = None,
-              stop: threading.Event | None = None) -> Batch:
-    """Grade every submission under `root` for `assignment`; write the outputs into `out`.
+@dataclass
+class Options:
+    """How a batch grades (`grade batch`'s options). `similar`: list the pairs of submissions that share
+    this fraction of either's code (None: compare none), of every submission, graded in this run or
+    before. `overrides`: a CSV of student,component,points,reason (grader.batch.regrade), copied into OUT
+    as overrides.csv; without it, OUT's overrides.csv (an earlier run's) applies, if any. `stop`: once
+    set (by a SIGINT handler, say), the batch raises KeyboardInterrupt after the submission it is
+    finishing, even where the interrupt itself was lost (a KeyboardInterrupt raised inside a finalizer
+    is printed and dropped by Python)."""
+    jobs: int = 1
+    scheduler: str | None = None
+    unsafe_process_isolation: bool = False
+    full_feedback: bool = False
+    similar: float | None = similarity.THRESHOLD
+    overrides: Path | None = None
+    console: Console | None = None
+    stop: threading.Event | None = None
 
-    `similar`: list the pairs of submissions that share this fraction of either's code (None: compare
-    none); the comparison is of every submission, graded in this run or before.
 
-    `stop`: once set (by a SIGINT handler, say), the batch raises KeyboardInterrupt after the
-    submission it is finishing, even where the interrupt itself was lost (a KeyboardInterrupt
-    raised inside a finalizer is printed and dropped by Python).
-
-    `overrides`: a CSV of student,component,points,reason (grader.batch.regrade), copied into OUT
-    as overrides.csv; without it, OUT's overrides.csv (an earlier run's) applies, if any."""
-    from grader.sandbox import isolation
-
-    console = console or Console(stderr=True)
+def run_batch(*, course: Course, assignment: str, root: Path, out: Path, options: Options | None = None) -> Batch:
+    """Grade every submission under `root` for `assignment`; write the outputs into `out`."""
+    options = options or Options()
     spec = course.assignment(assignment)
     work = Path(tempfile.mkdtemp(prefix="grade-batch-"))
+    kept = out / OVERRIDES
     try:
         root, lms_ids = lms.stage(root, work / "lms")  # a Canvas or Moodle download: a folder per student
         sources = collect.find(root, course, assignment)
-        kept = out / OVERRIDES
-        granted = regrade.load_overrides(overrides or kept, spec, {collect.student_name(s) for s in sources}) \
-            if overrides or kept.is_file() else {}
-        tier = isolation.choose(course.limits) if scheduler is None and not unsafe_process_isolation else ""
-        exposed = isolation.protects_course(tier, [course.reference, course.suites]) if tier else ""
-        if exposed:
-            chosen = os.environ.get(isolation.ENV_VAR)
-            why = isolation.unavailable() if chosen != "process" and course.limits.isolation != "process" else (
-                f"{isolation.ENV_VAR}={chosen!r}" if chosen else course.limits.where("isolation"))
-            raise ConfigError(f"the submissions could read the course here: {exposed} (namespaces: {why}); a batch "
-                              "runs untrusted code, so grading it so needs --unsafe-process-isolation")
+        granted = regrade.load_overrides(options.overrides or kept, spec, {collect.student_name(s) for s in sources}) \
+            if options.overrides or kept.is_file() else {}
+        _refuse_exposed(course, options)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
     out.mkdir(parents=True, exist_ok=True)
-    if overrides is not None and overrides.resolve() != kept.resolve():
-        outputs.write_atomic(kept, overrides.read_text(encoding="utf-8-sig"))
-    digests = regrade.course_digests(course)
-    key = key_of(digests)
-    batch = Batch()
-    before: dict[str, dict] = {}  # student -> the record an earlier run left in OUT
-    submitted: dict[str, str] = {}  # student -> the digest of their files
-    records: dict[str, dict] = {}
-    pending: list[collect.Entry] = []
-    code: dict[str, dict[str, str]] = {}  # student -> the assignment's files, for similarity
+    if options.overrides is not None and options.overrides.resolve() != kept.resolve():
+        outputs.write_atomic(kept, options.overrides.read_text(encoding="utf-8-sig"))
+    run = _Run(course, assignment, out, options, lms_ids)
     try:
         for i, source in enumerate(sources):
-            entry = collect.prepare(source, course=course, assignment=assignment, work=work / str(i))
-            if entry.tree is not None:
-                code[entry.student] = similarity.read(entry.tree, assignment, spec.files)
-            digest = hashlib.sha256(f"{key}:{entry.fingerprint}".encode()).hexdigest()
-            submitted[entry.student] = entry.fingerprint
-            done = outputs.read_student(out, entry.student)
-            if done is not None:
-                before[entry.student] = done
-            if done and done.get("batch", {}).get("key") == digest and done["batch"]["status"] != "grader_error":
-                records[entry.student] = done
-                batch.reused += 1
-                continue
-            meta = {"student": entry.student, "source": str(source), "key": digest,
-                    "digests": {"submission": entry.fingerprint, **digests},
-                    **({"lms_id": lms_ids[entry.student]} if entry.student in lms_ids else {})}
-            if entry.problem:
-                report = outputs.empty_report(spec, str(source), entry.problem, entry.message)
-                record = {"report": report, "batch": {**meta, "status": entry.problem, "message": entry.message}}
-                write_student(out, entry.student, record)
-                records[entry.student] = {**report, "batch": record["batch"]}
-                continue
-            entry.fingerprint = digest
-            pending.append(entry)
-
-        def finish(entry: collect.Entry, result: dict) -> None:
-            meta = {"student": entry.student, "source": str(entry.source), "key": entry.fingerprint,
-                    "digests": {"submission": submitted[entry.student], **digests},
-                    **({"lms_id": lms_ids[entry.student]} if entry.student in lms_ids else {})}
-            if "error" in result:
-                report = outputs.empty_report(spec, str(entry.source), "grader_error", result["error"])
-                record: dict = {"report": report,
-                                 "batch": {**meta, "status": "grader_error", "message": result["error"]}}
-                batch.failed += 1
-                batch.first_error = batch.first_error or result["error"]
-            else:
-                report = {**result["report"], "submission": str(entry.source)}
-                full = "_full" if full_feedback else ""
-                record = {"report": report, "batch": {**meta, "status": outputs.status_of(report), "message": ""},
-                          "feedback": result[f"feedback{full}"], "feedback_html": result.get(f"feedback{full}_html")}
-                batch.graded += 1
-            write_student(out, entry.student, record)
-            records[entry.student] = {**record["report"], "batch": record["batch"]}
-
-        if pending:
-            progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), TextColumn("{task.fields[now]}", markup=False), console=console,
-                                transient=False)
-            with progress:
-                task = progress.add_task(f"grading {assignment}", total=len(pending), now="")
-                results = (cluster.grade_on_cluster(scheduler, course, assignment, pending,
-                                                    not unsafe_process_isolation)
-                           if scheduler else pool.grade_locally(course, assignment, pending, jobs))
-                for entry, result in results:
-                    finish(entry, result)
-                    progress.update(task, advance=1, now=safe.inert(entry.student))
-                    if stop is not None and stop.is_set():
-                        raise KeyboardInterrupt
+            run.take(source, work / str(i))
+        run.grade_pending()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        # whatever happened, the class's files show every submission graded so far
-        for student in sorted(records):
-            record = regrade.apply_overrides(records[student], granted.get(student, {}))
-            if record != records[student]:
+        run.close(granted)  # whatever happened, the class's files show every submission graded so far
+    batch = run.batch
+    if options.similar is not None and batch.rows:
+        batch.summary["similarity"] = similarity.of_class(course, assignment, run.code, threshold=options.similar)
+    return batch
+
+
+def _refuse_exposed(course: Course, options: Options) -> None:
+    """A ConfigError where the submissions could read the course (its reference, its suites) here."""
+    from grader.sandbox import isolation
+
+    unsafe = options.unsafe_process_isolation
+    tier = isolation.choose(course.limits) if options.scheduler is None and not unsafe else ""
+    exposed = isolation.protects_course(tier, [course.reference, course.suites]) if tier else ""
+    if exposed:
+        chosen = os.environ.get(isolation.ENV_VAR)
+        why = isolation.unavailable() if chosen != "process" and course.limits.isolation != "process" else (
+            f"{isolation.ENV_VAR}={chosen!r}" if chosen else course.limits.where("isolation"))
+        raise ConfigError(f"the submissions could read the course here: {exposed} (namespaces: {why}); a batch "
+                          "runs untrusted code, so grading it so needs --unsafe-process-isolation")
+
+
+class _Run:
+    """One batch run: what OUT held, what each student handed in, what is graded and what is left."""
+
+    def __init__(self, course: Course, assignment: str, out: Path, options: Options, lms_ids: dict[str, str]):
+        self.course, self.assignment, self.out, self.options = course, assignment, out, options
+        self.spec = course.assignment(assignment)
+        self.lms_ids = lms_ids
+        self.digests = regrade.course_digests(course)
+        self.key = key_of(self.digests)
+        self.batch = Batch()
+        self.before: dict[str, dict] = {}  # student -> the record an earlier run left in OUT
+        self.submitted: dict[str, str] = {}  # student -> the digest of their files
+        self.records: dict[str, dict] = {}
+        self.pending: list[collect.Entry] = []
+        self.code: dict[str, dict[str, str]] = {}  # student -> the assignment's files, for similarity
+
+    def _meta(self, student: str, source: str, key: str) -> dict:
+        return {"student": student, "source": source, "key": key,
+                "digests": {"submission": self.submitted[student], **self.digests},
+                **({"lms_id": self.lms_ids[student]} if student in self.lms_ids else {})}
+
+    def take(self, source: Path, work: Path) -> None:
+        """One submission: reused where OUT holds its grading, recorded where it cannot be graded (a
+        problem of its files), else left to grade."""
+        entry = collect.prepare(source, course=self.course, assignment=self.assignment, work=work)
+        if entry.tree is not None:
+            self.code[entry.student] = similarity.read(entry.tree, self.assignment, self.spec.files)
+        digest = hashlib.sha256(f"{self.key}:{entry.fingerprint}".encode()).hexdigest()
+        self.submitted[entry.student] = entry.fingerprint
+        done = outputs.read_student(self.out, entry.student)
+        if done is not None:
+            self.before[entry.student] = done
+        if done and done.get("batch", {}).get("key") == digest and done["batch"]["status"] != "grader_error":
+            self.records[entry.student] = done
+            self.batch.reused += 1
+            return
+        if entry.problem:
+            meta = self._meta(entry.student, str(source), digest)
+            report = outputs.empty_report(self.spec, str(source), entry.problem, entry.message)
+            record = {"report": report, "batch": {**meta, "status": entry.problem, "message": entry.message}}
+            write_student(self.out, entry.student, record)
+            self.records[entry.student] = {**report, "batch": record["batch"]}
+            return
+        entry.fingerprint = digest
+        self.pending.append(entry)
+
+    def grade_pending(self) -> None:
+        """Grade what is left, on the local pool or the cluster, with a progress bar."""
+        if not self.pending:
+            return
+        options = self.options
+        progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), TextColumn("{task.fields[now]}", markup=False),
+                            console=options.console or Console(stderr=True), transient=False)
+        with progress:
+            task = progress.add_task(f"grading {self.assignment}", total=len(self.pending), now="")
+            results = (cluster.grade_on_cluster(options.scheduler, self.course, self.assignment, self.pending,
+                                                not options.unsafe_process_isolation)
+                       if options.scheduler else pool.grade_locally(self.course, self.assignment, self.pending,
+                                                                    options.jobs))
+            for entry, result in results:
+                self.finish(entry, result)
+                progress.update(task, advance=1, now=safe.inert(entry.student))
+                if options.stop is not None and options.stop.is_set():
+                    raise KeyboardInterrupt
+
+    def finish(self, entry: collect.Entry, result: dict) -> None:
+        """A graded submission's record, written to OUT."""
+        meta = self._meta(entry.student, str(entry.source), entry.fingerprint)
+        if "error" in result:
+            report = outputs.empty_report(self.spec, str(entry.source), "grader_error", result["error"])
+            record: dict = {"report": report, "batch": {**meta, "status": "grader_error", "message": result["error"]}}
+            self.batch.failed += 1
+            self.batch.first_error = self.batch.first_error or result["error"]
+        else:
+            report = {**result["report"], "submission": str(entry.source)}
+            full = "_full" if self.options.full_feedback else ""
+            record = {"report": report, "batch": {**meta, "status": outputs.status_of(report), "message": ""},
+                      "feedback": result[f"feedback{full}"], "feedback_html": result.get(f"feedback{full}_html")}
+            self.batch.graded += 1
+        write_student(self.out, entry.student, record)
+        self.records[entry.student] = {**record["report"], "batch": record["batch"]}
+
+    def close(self, granted: dict[str, dict]) -> None:
+        """The class's rows with their overrides, grades.csv, the summary and what changed since OUT's run."""
+        batch, out = self.batch, self.out
+        for student in sorted(self.records):
+            record = regrade.apply_overrides(self.records[student], granted.get(student, {}))
+            if record != self.records[student]:
                 regrade.rewrite_overridden(out, student, record)
             batch.rows.append((student, record))
-        if batch.rows:
-            if before and (out / "grades.csv").is_file():  # the earlier run's grades, kept
-                shutil.copyfile(out / "grades.csv", out / "grades.before.csv")
-            outputs.write_csv(out / "grades.csv", spec, batch.rows)
-            batch.summary = summary.summarise(spec, batch.rows)
-            if before:
-                batch.changes = regrade.changes(before, batch.rows)
-                regrade.write_changes(out / "changes.csv", batch.changes)
-                batch.summary["changes"] = {"students": sum(s in before for s, _ in batch.rows),
-                                            "totals_changed": sum(abs(c["change"]) > 1e-9 for c in batch.changes),
-                                            "rows": batch.changes}
-    if similar is not None and batch.rows:
-        batch.summary["similarity"] = similarity.of_class(course, assignment, code, threshold=similar)
-    return batch
+        if not batch.rows:
+            return
+        if self.before and (out / "grades.csv").is_file():  # the earlier run's grades, kept
+            shutil.copyfile(out / "grades.csv", out / "grades.before.csv")
+        outputs.write_csv(out / "grades.csv", self.spec, batch.rows)
+        batch.summary = summary.summarise(self.spec, batch.rows)
+        if self.before:
+            batch.changes = regrade.changes(self.before, batch.rows)
+            regrade.write_changes(out / "changes.csv", batch.changes)
+            batch.summary["changes"] = {"students": sum(s in self.before for s, _ in batch.rows),
+                                        "totals_changed": sum(abs(c["change"]) > 1e-9 for c in batch.changes),
+                                        "rows": batch.changes}
 
 
 def write_student(out: Path, student: str, record: dict) -> None:

@@ -81,12 +81,13 @@ def main(argv: list[str]) -> int:
     if previous is not signal.SIG_IGN:
         signal.signal(signal.SIGINT, interrupt)
     try:
-        batch = run.run_batch(course=course, assignment=args.assignment, root=Path(args.dir), out=out,
-                              jobs=args.jobs, scheduler=args.scheduler,
+        options = run.Options(jobs=args.jobs, scheduler=args.scheduler,
                               unsafe_process_isolation=args.unsafe_process_isolation,
                               full_feedback=args.full_feedback, similar=args.similarity / 100,
                               overrides=Path(args.overrides) if args.overrides else None,
                               console=console, stop=stop)
+        batch = run.run_batch(course=course, assignment=args.assignment, root=Path(args.dir), out=out,
+                              options=options)
     except KeyboardInterrupt:
         console.print(f"Interrupted: what was graded is in {out}; run the same command again to go on.")
         return 130

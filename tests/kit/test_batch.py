@@ -180,7 +180,7 @@ def test_a_stop_that_lost_its_interrupt_still_ends_the_batch_after_one_submissio
     stop.set()
     with pytest.raises(KeyboardInterrupt):
         run.run_batch(course=load_course(ROOT / "course.toml"), assignment="assignment1", root=root,
-                      out=tmp_path / "out", unsafe_process_isolation=True, stop=stop)
+                      out=tmp_path / "out", options=run.Options(unsafe_process_isolation=True, stop=stop))
     assert [p.name for p in (tmp_path / "out" / "reports").glob("*.json")] == ["student0.json"]
     assert list(read_csv(tmp_path / "out" / "grades.csv")) == ["student0"]
 
