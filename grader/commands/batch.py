@@ -81,13 +81,8 @@ def main(argv: list[str]) -> int:
     if previous is not signal.SIG_IGN:
         signal.signal(signal.SIGINT, interrupt)
     try:
-        options = run.Options(jobs=args.jobs, scheduler=args.scheduler,
-                              unsafe_process_isolation=args.unsafe_process_isolation,
-                              full_feedback=args.full_feedback, similar=args.similarity / 100,
-                              overrides=Path(args.overrides) if args.overrides else None,
-                              console=console, stop=stop)
         batch = run.run_batch(course=course, assignment=args.assignment, root=Path(args.dir), out=out,
-                              options=options)
+                              options=options(args, console, stop))
     except KeyboardInterrupt:
         console.print(f"Interrupted: what was graded is in {out}; run the same command again to go on.")
         return 130
@@ -114,6 +109,15 @@ def main(argv: list[str]) -> int:
               f"failed with a grader error); the first error: {shorten(batch.first_error)}", file=sys.stderr)
         return 1
     return 0
+
+
+def options(args, console, stop: threading.Event):
+    """run_batch's options from the command line's."""
+    from grader.batch import run
+
+    return run.Options(jobs=args.jobs, scheduler=args.scheduler, unsafe_process_isolation=args.unsafe_process_isolation,
+                       full_feedback=args.full_feedback, similar=args.similarity / 100,
+                       overrides=Path(args.overrides) if args.overrides else None, console=console, stop=stop)
 
 
 def shorten(message: str, limit: int = 200) -> str:
