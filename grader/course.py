@@ -5,6 +5,8 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from grader.results import Reveal
+
 # a forbidden API: a dotted name under torch, optionally "(keyword)" (forbidden only when that keyword is given)
 _API = re.compile(r"torch(\.\w+)+(\(\w+\))?")
 
@@ -69,6 +71,8 @@ class Assignment:
 
 
 # what grader.sandbox.child.profile knows how to time (its KINDS; grader.performance checks they agree)
+# top-level tables that are not assignments
+RESERVED = ("course", "limits", "hypothesis", "performance", "feedback")
 PERFORMANCE_KINDS = ("attention", "multi_head_attention", "encoder_layer")
 
 
@@ -93,6 +97,7 @@ class Course:
     hidden_seed: int
     assignments: dict[str, Assignment] = field(default_factory=dict)
     performance: Performance | None = None
+    reveal: Reveal = Reveal.FIX  # [feedback] reveal: how much a report tells of a diagnosed bug
 
     @property
     def root(self) -> Path:
@@ -199,7 +204,7 @@ def load(path: Path) -> Course:
     assignments: dict[str, Assignment] = {}
     seen_components: set[str] = set()
     for a_name in data:
-        if a_name in ("course", "limits", "hypothesis", "performance"):
+        if a_name in RESERVED:
             continue
         if not a_name.isidentifier():
             raise ConfigError(f"{path.name}: {a_name}: an assignment name must be a Python identifier")
@@ -253,11 +258,16 @@ def load(path: Path) -> Course:
         assignments[a_name] = Assignment(a_name, title, tuple(files),
                                          tuple(requires), tuple(components))
     performance = _performance(top.table("performance"), seen_components) if "performance" in data else None
+    feedback = top.table("feedback")
+    reveal = feedback.get("reveal", "str", Reveal.FIX.value)
+    if reveal not in {r.value for r in Reveal}:
+        raise feedback.bad("reveal", reveal, " or ".join(f'"{r.value}"' for r in Reveal))
+    feedback.done()
     top.done(extra=list(assignments))
     if not assignments:
         raise ConfigError(f"{path.name}: defines no assignments")
     return Course(path.resolve(), name, reference, assignments_dir, suites, limits, max_examples,
-                  hidden_seed, assignments, performance)
+                  hidden_seed, assignments, performance, Reveal(reveal))
 
 
 def _performance(perf: _Table, known: set[str]) -> Performance:

@@ -7,11 +7,19 @@ a report without importing pytest, Hypothesis or torch.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 # Outcome reasons that leave a check out of its component's proportion: it could not run
 # here for reasons outside the submission.
 NOT_COUNTED = ("unavailable", "no_cuda")
+
+
+class Reveal(StrEnum):
+    """How much a report tells of a diagnosed bug (course.toml [feedback] reveal)."""
+    FIX = "fix"  # the bug and the code it should be
+    BUG = "bug"  # the bug, not the code to write
+    CHECK = "check"  # only the failed checks and their hints: no diagnosis
 
 
 @dataclass
@@ -110,6 +118,8 @@ class Report:
     # without the reference: parts of earlier assignments found failing their own public checks, in
     # dependency order ({"name", "file"}): the report starts there (grader.attribution)
     upstream: list[dict] = field(default_factory=list)
+    reveal: Reveal = Reveal.FIX  # course.toml [feedback] reveal: what the report tells of a diagnosis
+    student: bool = False  # graded without the reference (a student's copy): its JSON follows `reveal` too
 
     @property
     def score(self) -> float:
@@ -138,7 +148,13 @@ class Report:
 
 
 def to_json(report: Report) -> dict:
-    """The machine-readable report of the grader interface (fields may be added, never removed)."""
+    """The machine-readable report of the grader interface (fields may be added, never removed). A
+    student's copy tells of a diagnosis what [feedback] reveal allows; the instructor's tells all."""
+    from grader.render.words import shown
+
+    def diagnosis(c: ComponentResult) -> dict | None:
+        return shown(c.diagnosis, report.reveal) if report.student else c.diagnosis
+
     return {
         "assignment": report.assignment,
         "submission": str(report.submission),
@@ -146,6 +162,7 @@ def to_json(report: Report) -> dict:
         "max_score": report.max_score,
         # of score: points credited for now to checks waiting on failing parts (graded again once they pass)
         "provisional": report.provisional,
+        "reveal": str(report.reveal),  # course.toml [feedback] reveal: "fix", "bug" or "check"
         "duration_seconds": round(report.duration, 2),
         "isolation": report.isolation,
         "isolation_detail": report.isolation_detail,
@@ -160,7 +177,7 @@ def to_json(report: Report) -> dict:
                         **({"note": t.note} if t.note else {}),
                         **({"output": t.outcome.output} if t.outcome.output else {})}
                        for t in c.checks],
-             "forbidden": c.forbidden, "flagged": c.flagged, "diagnosis": c.diagnosis,
+             "forbidden": c.forbidden, "flagged": c.flagged, "diagnosis": diagnosis(c),
              "waiting_on": list(c.waiting_on), "provisional": c.provisional, "telling": c.telling}
             for c in report.components],
         "start_here": report.start_at(),

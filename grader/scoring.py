@@ -4,7 +4,7 @@ from pathlib import Path
 
 from grader.attribution import Blame
 from grader.course import Assignment, Course
-from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Outcome, Report
+from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Outcome, Report, Reveal
 
 MISSING = Outcome("error", "missing", "this check did not run (not found in the grading suite)")
 
@@ -47,11 +47,13 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
             waiting[comp.name] = components[-1].waiting_on
     notes = []
     # a student's copy: hidden checks listed but not here, or (a release) not even listed
-    if any(o is not None and o.reason == "unavailable" for o in unavailable.values()) or not course.reference.exists():
+    student = not course.reference.exists()
+    if any(o is not None and o.reason == "unavailable" for o in unavailable.values()) or student:
         notes.append("Public checks only: the hidden checks are run by your instructor.")
     notes += [f"The submission's process was restarted: {f}" for f in list(faults)[:5]]
     notes += [f"Not graded, not a regular file under 1 MiB: {r}" for r in refused]
-    return Report(assignment.name, assignment.title, submission, components, duration, notes)
+    return Report(assignment.name, assignment.title, submission, components, duration, notes,
+                  reveal=getattr(course, "reveal", Reveal.FIX), student=student)
 
 
 def _attribute(result: CheckResult, blame: Blame, waiting: dict[str, tuple[str, ...]]) -> None:

@@ -8,9 +8,12 @@ component's public checks say) tells which checks each bug fails. A failing chec
    found in the hint, summed (a hint that says "not view(B, n_heads, T, d_k)" names that bug; one
    that gives the recipe "view(B, T, h, d_k).transpose(1, 2)" much less);
 2. how few of the component's bugs fail it (a check every bug fails says little);
-3. a wrong value over an exception or a timeout, then the smallest example.
+3. a wrong value over an exception or a timeout (placed first, before 1.), a hint that fits
+   the pattern of what failed over one that does not, then the smallest example.
 
-A public check comes before a hidden one: its example is the student's to run.
+A public check comes before a hidden one: its example is the student's to run; a check that
+compares with values built from the student's own output (details "basis") comes after every
+check compared with a correct implementation's values.
 """
 
 from __future__ import annotations
@@ -36,6 +39,16 @@ def shown(component: ComponentResult) -> list[CheckResult]:
             and not t.excused_by and not t.waiting_on]
 
 
+def topical(check: CheckResult) -> int:
+    """How many words of the check's name (cut to 4 letters: "names" is "named") its failure's message
+    speaks of: a padding failure is better shown by greedy_decode_stops_at_eos_and_pads_after than by
+    ..._runs_in_eval_mode, a name failure by the names check. The hint is not read: it speaks of its own
+    check's subject whatever failed."""
+    def stems(text: str) -> set[str]:
+        return {w[:4] for w in _WORD.findall(text.lower().replace("_", " ")) if w not in _STOP}
+    return len(stems(check.id) & stems(check.outcome.message))
+
+
 def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | None = None) -> tuple:
     """The sort key of `check` among its component's failures (smallest first). `bugs`: the table's
     entries of the component (name -> {"message", "failing", ...}); `suspects`: those the failures
@@ -45,12 +58,38 @@ def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | 
     failing = [bug for bug in bugs.values() if check.id in bug.get("failing", {})]
     suspected = failing if suspects is None else [bug for bug in suspects.values() if bug in failing]
     named = sum(len(pairs(bug.get("message", "")) & hint) for bug in suspected)
-    return (check.tier == "hidden", -named, len(failing), o.reason != "mismatch",
+    # a check whose comparison is built from the student's own output ("basis") tells less than one with a
+    # correct implementation's values: never the panel while such a one failed
+    # a wrong value says more than an exception (in a check about something else: a device, dropout); a
+    # hint whose causes do not fit the pattern of what failed (grader.render.words.hint_fits) tells less
+    return (check.tier == "hidden", bool(o.details.get("basis")), o.reason != "mismatch",
+            bool((o.details.get("pattern") or {}).get("alike")), -named, -topical(check), len(failing),
             len(str(o.details.get("example", ""))) or 1 << 20)
 
 
+def completed(diagnosis: dict | None, table: dict[str, dict]) -> dict | None:
+    """`diagnosis` ({"bug", "message"}, grader.diagnosis) with the data a report words it from (the
+    level of course.toml [feedback] picks what it says): "what" (the bug, without the code to write)
+    and "fix" (the code it should be) for a bug of the table, "explains" (the public checks the
+    diagnosis accounts for: all of a table bug's, the one check of a "looks like")."""
+    if not diagnosis:
+        return diagnosis
+    bug = str(diagnosis.get("bug", ""))
+    entry = table.get(bug)
+    done = dict(diagnosis)
+    if entry is not None:
+        done.setdefault("what", entry.get("message", ""))
+        done.setdefault("fix", entry.get("fix", ""))
+        done.setdefault("explains", sorted(entry.get("failing", {})))
+    elif bug.startswith("looks_like:"):
+        done.setdefault("explains", [bug.removeprefix("looks_like:")])
+    return done
+
+
 def most_telling(component: ComponentResult, table: dict[str, dict]) -> CheckResult | None:
-    """The failure to show in full for `component`; `table`: grader.diagnosis.load's bug table."""
+    """The failure to show in full for `component`; `table`: grader.diagnosis.load's bug table. Its
+    diagnosis is completed first (`completed`): grading asks this once per component, after diagnosing."""
+    component.diagnosis = completed(component.diagnosis, table)
     failed = shown(component)
     if not failed:
         return None

@@ -67,12 +67,12 @@ earlier ones, so assignment3 runs on your own attention.
 
 ## Grading your work
 
-`grade assignmentN`, run anywhere in this folder, grades `assignments/assignmentN` (and the
-assignments it builds on) and prints a report: points per component, and for every failing
-component its most telling failed check in full: the value that was expected, the value that
-came back, the largest error and where, the smallest input that shows it, and a hint. When the
-grader recognises a classic bug, the component's panel opens with a *Diagnosis* line naming it
-and its fix. The last line, *Start here*, names the component to fix first. A grade takes
+`grade assignmentN`, run anywhere in this folder, grades the components of
+`assignments/assignmentN` (they run on your code of the earlier assignments too, whose own
+components `grade assignmentM` grades and lists) and prints a report: points per component,
+and for every failing component its most telling failed check in full: the value that was
+expected, the value that came back, the largest error and where, the smallest input that
+shows it, and a hint.{diagnosis} The last line, *Start here*, names the component to fix first. A grade takes
 seconds (assignment4's, which trains a small model, about half a minute); the first one after
 you install takes longer while PyTorch loads.
 
@@ -84,7 +84,7 @@ Each component has a status in the report's table:
 | partial | some checks failed: points in proportion to those that passed |
 | failed | no point: every check failed, or the code uses what its docstring forbids |
 | not attempted | still the stub: it raises `NotImplementedError` |
-| waiting | it fails through a part of yours that fails its own checks (named): not charged yet |
+| waiting | it fails through a part of yours that fails its own checks (named): its points count for now, {waiting_tail}
 
 A check that crashed your code's process, hung past its time limit, or sent back something
 that is not an answer fails, and the report says which (*crash*, *timeout*, *tamper*); the
@@ -197,6 +197,16 @@ def _performance_text(course: Course) -> tuple[str, str]:
     return ", and the timings", f"\n## Performance feedback\n\n{textwrap.fill(text, width=95)}\n"
 
 
+# what the report tells of a classic bug it recognises, as course.toml [feedback] reveal sets it
+_DIAGNOSIS = {
+    "fix": "\nWhen the grader recognises a classic bug, the component's panel opens with a *Diagnosis*\n"
+           "line naming it and what the code should be.",
+    "bug": "\nWhen the grader recognises a classic bug, the component's panel opens with a *Diagnosis*\n"
+           "line naming it (not the code to write).",
+    "check": "",
+}
+
+
 def readme_text(course: Course) -> str:
     """The student README for `course` (Markdown)."""
     from grader import repro
@@ -207,6 +217,8 @@ def readme_text(course: Course) -> str:
     ids = {chk.id for a in course.assignments.values() for comp in a.components for chk in comp.checks}
     examples = [f"`{check}`" for check in repro.EXAMPLES if check in ids]
     timings, performance = _performance_text(course)
-    return README.format(name=course.name, assignments=rows, torch=torch_version(), timings=timings,
+    return README.format(diagnosis=_DIAGNOSIS[str(getattr(course, "reveal", "fix"))],
+                         waiting_tail="and it is graded again once that part passes |", name=course.name,
+                         assignments=rows, torch=torch_version(), timings=timings,
                          performance=performance, stored="`*_matches_stored_reference`" if stored else "none here",
                          examples=", ".join(examples) or "no other")

@@ -144,6 +144,8 @@ def course_text(course: Course, *, folders: dict[str, str] | None = None, perfor
     kept: dict = {"course": {"name": course.name, **folders}}
     if "limits" in data:
         kept["limits"] = data["limits"]
+    if "feedback" in data:  # how much the student's own reports tell of a diagnosis
+        kept["feedback"] = data["feedback"]
     kept["hypothesis"] = {k: v for k, v in data.get("hypothesis", {}).items() if k != "hidden_seed"}
     if performance and "performance" in data:
         kept["performance"] = data["performance"]

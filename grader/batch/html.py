@@ -16,6 +16,8 @@ from urllib.parse import quote
 
 from grader.batch.outputs import safe_name, write_atomic
 from grader.batch.safe import inert
+from grader.render import words
+from grader.results import Reveal
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 NO_PLOTS = "matplotlib is not installed: the plots are left out (pip install \"transformer-course-kit[plots]\")"
@@ -57,7 +59,11 @@ def write_class(out: Path, summary: dict, rows: list[tuple[str, dict]]) -> Path:
 
 def student_page(student: str, report: dict, feedback_html: str) -> str:
     """A student's page: their score per component and the feedback report (rich's HTML of it)."""
-    return _env().get_template("student.html.j2").render(student=student, r=report, feedback=feedback_html)
+    # as much of each diagnosis as course.toml [feedback] reveal allows (none with "check")
+    said = {c["name"]: words.diagnosis(c.get("diagnosis"), report.get("reveal", Reveal.FIX))
+            for c in report["components"]}
+    return _env().get_template("student.html.j2").render(student=student, r=report, feedback=feedback_html,
+                                                          said=said)
 
 
 def _median(values: list[float]) -> float:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from grader.batch import safe
 from grader.course import Assignment
+from grader.render import words
+from grader.results import Reveal
 
 FAULTS = ("crash", "timeout", "tamper")
 # a row's status: graded (ran to the end), fault (the submission's process crashed, hung or broke
@@ -80,7 +82,9 @@ def gradescope(report: dict) -> dict:
     """Gradescope's results.json: one test per component; hidden checks only as counts."""
     tests = []
     for number, c in enumerate(report["components"], 1):
-        lines = [f"Diagnosis: {c['diagnosis']['message']}"] if c.get("diagnosis") else []
+        # as much of a diagnosis as course.toml [feedback] reveal allows (none with "check")
+        said = words.diagnosis(c.get("diagnosis"), report.get("reveal", Reveal.FIX))
+        lines = [f"Diagnosis: {said}"] if said else []
         if c.get("override"):
             o = c["override"]
             lines.insert(0, f"Override: {o['points']:g} points instead of the {o['graded']:g} graded"

@@ -8,7 +8,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Report
+from grader.render import words
+from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Report, Reveal
 
 STYLES = {"passed": "green", "excused": "cyan", "waiting": "blue", "partial": "yellow", "failed": "red",
           "not attempted": "dim", "error": "red", "timeout": "magenta", "skipped": "dim"}
@@ -16,6 +17,8 @@ ELIDE_LINES = 6  # of a value (a tensor's rows) shown without --verbose
 # the same where two components or more fail, the line that says how many more follows (two failing
 # components fit 45 lines at 100 columns, the isolation line included)
 TIGHT_LINES = 1
+# "basis": what the check compared with, where that is built from the submission's own output
+_LABELS = {"basis": "compared with"}
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -63,25 +66,19 @@ def _details(t: CheckResult, verbose: bool = True, hint: bool = True, tight: boo
     rows.add_row("message", plain(o.message))
     if t.note:
         rows.add_row("parts", plain(t.note))
-    for key in ("expected", "got", "looks_like", "max_abs_error", "where", "example", "hint"):
+    hint = hint and words.hint_fits(o.details)  # else the pattern says what failed, and the causes go
+    for key in ("expected", "got", "basis", "looks_like", "max_abs_error", "where", "pattern", "example", "hint"):
         if key in o.details and (hint or key != "hint"):
-            value = o.details[key]
+            value = words.pattern(o.details[key]) if key == "pattern" else o.details[key]
             text = f"{value:.3g}" if isinstance(value, float) else str(value)
             if tight and (key == "max_abs_error" or key == "where" and text.startswith("largest error at")):
                 continue
-            rows.add_row(key.replace("_", " "), plain(text if verbose else _elided(text, TIGHT_LINES if tight
-                                                                                    else ELIDE_LINES)))
+            lines = TIGHT_LINES if tight else ELIDE_LINES
+            cut = words.example(text, lines, tight) if key == "example" else words.elided(text, lines)
+            rows.add_row(_LABELS.get(key, key.replace("_", " ")), plain(text if verbose else cut))
     if o.output:
-        rows.add_row("your output", plain(o.output if verbose else _elided(o.output)))
+        rows.add_row("your output", plain(o.output if verbose else words.elided(o.output)))
     return rows
-
-
-def _elided(text: str, lines: int = ELIDE_LINES) -> str:
-    """At most `lines` lines (a tensor's rows beyond them are left to --verbose)."""
-    kept = text.splitlines()
-    if len(kept) <= lines:
-        return text
-    return "\n".join([*kept[:lines], f"... ({len(kept) - lines} more lines: grade --verbose shows them)"])
 
 
 def _telling(checks: list[CheckResult]) -> CheckResult:
@@ -89,7 +86,8 @@ def _telling(checks: list[CheckResult]) -> CheckResult:
     public check over a hidden one, then the smallest example."""
     def rank(t: CheckResult):
         o = t.outcome
-        return (o.reason != "mismatch", t.tier == "hidden", len(str(o.details.get("example", ""))) or 1 << 20)
+        return (o.reason != "mismatch", t.tier == "hidden", bool(o.details.get("basis")),
+                len(str(o.details.get("example", ""))) or 1 << 20)
     return min(checks, key=rank)
 
 
@@ -119,7 +117,22 @@ def _found(c: ComponentResult) -> list[Panel]:
     return panels
 
 
-def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False) -> Panel:
+def _also(others: list[CheckResult], explained, tight: bool) -> Text:
+    """The failures not shown in full; those the diagnosis accounts for (`explained`) said to be the same bug."""
+    n = len(others)
+    same = [t for t in others if t.id in explained]
+    rest = [t for t in others if t.id not in explained]
+    if tight:
+        return Text(f"Also failed: {n} other check{'s' * (n > 1)}" + (f", {len(same)} of them by the same bug"
+                    if same else "") + " (grade --verbose shows each).", style="dim")
+    ids = ", ".join(t.id + (" (hidden)" if t.tier == "hidden" else "") for t in rest)
+    said = f"Also failed ({n}): " if not same else \
+        (f"Also failed ({n}), the diagnosed bug explains {'it' if len(same) == 1 else 'these'} too: "
+         f"{', '.join(t.id for t in same)}" + ("; not explained by it: " if rest else ""))
+    return Text(f"{said}{ids}. grade --verbose shows each.", style="dim")
+
+
+def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, reveal: Reveal = Reveal.FIX) -> Panel:
     title = f"{c.name}: {c.score:g} / {c.max_score:g}  ({c.file})"
     if c.status == "not attempted":
         return Panel(Text(f"Not attempted: every check raised NotImplementedError. Start in {c.file}.", style="dim"),
@@ -130,8 +143,9 @@ def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False) -> 
                           + f" (every check of {c.name} needs it)."), title=title, title_align="left",
                      border_style=STYLES.get(c.status, ""))
     panels: list = _found(c)
-    if c.diagnosis:
-        panels.append(Text.assemble(("Diagnosis: ", "bold"), plain(c.diagnosis["message"])))
+    said = words.diagnosis(c.diagnosis, reveal)
+    if said:
+        panels.append(Text.assemble(("Diagnosis: ", "bold"), plain(said)))
     failed = [t for t in c.checks if t.outcome.status != "passed" and t.outcome.reason not in NOT_COUNTED
               and not t.excused_by and not t.waiting_on]
     # one screen: the check that shows the bug best in full, the others by name (--verbose: all in full);
@@ -142,16 +156,13 @@ def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False) -> 
         tier = " (hidden)" if t.tier == "hidden" else ""
         # a diagnosis says the cause: the check's list of likely ones is for --verbose
         # ("looks like" says what the values are, not why: the hint stays)
-        details = _details(t, verbose, hint=verbose or not c.diagnosis or c.diagnosis["bug"].startswith("looks_like:"),
-                           tight=tight)
+        bug = str((c.diagnosis or {}).get("bug", ""))
+        details = _details(t, verbose, hint=verbose or not said or bug.startswith("looks_like:"), tight=tight)
         panels.append(Panel(details, title=Text.assemble(_status(t.outcome.status), f"  {t.id}{tier}"),
                             title_align="left", border_style=STYLES.get(t.outcome.status, "")))
     others = [t for t in failed if t not in shown]
     if others:
-        ids = ", ".join(t.id + (" (hidden)" if t.tier == "hidden" else "") for t in others)
-        panels.append(Text(f"Also failed: {len(others)} other check{'s' * (len(others) > 1)} (grade --verbose shows "
-                           f"each).", style="dim") if tight else
-                      Text(f"Also failed ({len(others)}): {ids}. grade --verbose shows each.", style="dim"))
+        panels.append(_also(others, (c.diagnosis or {}).get("explains", ()) if said else (), tight))
     excused = [t for t in c.checks if t.excused_by and t.outcome.status != "passed"]
     if excused:
         panels.append(_excused(excused) if verbose else _excused_line(excused))
@@ -179,16 +190,7 @@ def _waiting_line(checks: list[CheckResult], verbose: bool = False) -> Text:
     ids = f" ({', '.join(t.id for t in checks)})" if verbose else ""
     return Text(f"Waiting on your {parts}: {n} check{'s' * (n > 1)}{ids} here fail{'s' * (n == 1)} and run"
                 f"{'s' * (n == 1)} through {'it' if one else 'them'}, which fail{'s' * one} "
-                f"{'its' if one else 'their'} own checks. {_for_now(parts, one, n)}", style="blue")
-
-
-def _for_now(parts: str, one: bool, checks: int = 2) -> str:
-    """What waiting points are, the same words in the panel and under the table."""
-    they = "they are" if checks > 1 else "it is"
-    return (f"{'Their' if checks > 1 else 'Its'} points count for now (in the total); once {parts} "
-            f"pass{'es' * one} {'its' if one else 'their'} own checks {they} graded again, and "
-            + ("each check that still fails then loses its points." if checks > 1 else
-               "if it still fails, it then loses its points."))
+                f"{'its' if one else 'their'} own checks. {words.for_now(parts, one, n)}", style="blue")
 
 
 def _waiting_footer(report: Report, waiting: list[ComponentResult]) -> Text:
@@ -200,7 +202,7 @@ def _waiting_footer(report: Report, waiting: list[ComponentResult]) -> Text:
     return Text(f"Waiting: {report.provisional:g} points of the total are for checks of {said} that fail while "
                 f"running through your {names}, which fail{'s' * (len(parts) == 1)} "
                 f"{'its' if len(parts) == 1 else 'their'} own checks (grade --verbose lists them). "
-                + _for_now(names, len(parts) == 1), style="blue")
+                + words.for_now(names, len(parts) == 1), style="blue")
 
 
 def _excused_line(checks: list[CheckResult]) -> Text:
@@ -255,7 +257,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     waiting = [] if verbose else [c for c in shown if c.status == "waiting" and not c.flagged]
     full = [c for c in shown if c not in folded and c not in waiting]
     for c in full:
-        console.print(_component_panel(c, verbose, tight=len(full) > 1))
+        console.print(_component_panel(c, verbose, tight=len(full) > 1, reveal=report.reveal))
     if folded:
         console.print(_folded(folded))
     if waiting:

@@ -9,17 +9,24 @@ class Mismatch(AssertionError):
     """A failed check, with the parts the report shows: expected, got, the error and where, the example."""
 
     def __init__(self, what: str, *, expected: str = "", got: str = "", max_abs_error: float | None = None,
-                 where: str = "", example: str = "", hint: str = "", looks_like: str = ""):
+                 where: str = "", example: str = "", hint: str = "", looks_like: str = "", basis: str = "",
+                 pattern: dict | None = None):
         super().__init__(what)
         self.what, self.expected, self.got = what, expected, got
         self.max_abs_error, self.where, self.example, self.hint = max_abs_error, where, example, hint
         self.looks_like = looks_like  # what got is, next to expected (grader.suite.forensics)
+        # what the check compared with, where that is built from the submission's own output (the
+        # expected shown is still a correct implementation's): the report says so, and prefers others
+        self.basis = basis
+        # which batch elements are wrong ({"wrong": [1], "batch": 2}, where some are right), and whether the
+        # hint's causes would make every batch element wrong alike ("alike"): the report words it
+        self.pattern = pattern
 
     def details(self) -> dict:
         return {k: v for k, v in {"expected": self.expected, "got": self.got, "max_abs_error": self.max_abs_error,
                                   "where": self.where, "example": self.example, "hint": self.hint,
-                                  "looks_like": self.looks_like}.items()
-                if v not in ("", None)}
+                                  "looks_like": self.looks_like, "basis": self.basis, "pattern": self.pattern}.items()
+                if v not in ("", None, {})}
 
 
 def short(v) -> str:
@@ -86,8 +93,12 @@ def expect_tensor(value, *, name: str, shape=None, dtype=None, example: str = ""
 
 
 def assert_close(got, expected: torch.Tensor, *, name: str, example: str = "", hint: str = "",
-                 atol: float | torch.Tensor = 1e-5, rtol: float = 1e-4, mask: torch.Tensor | None = None):
-    """`got` must match `expected` elementwise within atol + rtol*|expected|, only where `mask` is True."""
+                 atol: float | torch.Tensor = 1e-5, rtol: float = 1e-4, mask: torch.Tensor | None = None,
+                 truth: torch.Tensor | None = None, basis: str = "", alike: bool = False):
+    """`got` must match `expected` elementwise within atol + rtol*|expected|, only where `mask` is True.
+    `truth`, `basis`: where `expected` is built from the submission's own output, what a correct
+    implementation gives (the values shown as expected) and what the comparison was with. `alike`: the
+    hint's likely causes would make every batch element (axis 0) wrong alike."""
     try:
         got = expect_tensor(got, name=name, shape=expected.shape, dtype=expected.dtype, example=example, hint=hint)
     except Mismatch as wrong:
@@ -110,16 +121,32 @@ def assert_close(got, expected: torch.Tensor, *, name: str, example: str = "", h
         err = torch.where(mask, err, torch.zeros_like(err))
     if bool(bad.any()):
         index = tuple(int(i) for i in torch.nonzero(bad)[0]) if err.dim() else ()
+        shown = expected if truth is None else truth
+        if truth is not None:  # the error shown is from the values shown
+            err = torch.where(bad, (got.double() - truth.double()).abs(), torch.zeros_like(err))
         worst = tuple(int(i) for i in torch.unravel_index(err.argmax(), err.shape)) if err.dim() else ()
         n_bad, n = int(bad.sum()), bad.numel()
         raise Mismatch(
-            f"{name} differs from the expected values at {n_bad} of {n} positions",
-            expected=f"{expected[index].item():.6g} at index {list(index)}",
+            f"{name} differs from the expected values at {n_bad} of {n} elements",
+            expected=f"{shown[index].item():.6g} at index {list(index)}",
             got=f"{got[index].item():.6g} at index {list(index)}"
             + ("  (not finite)" if not bool(torch.isfinite(got[index]).all()) else ""),
-            max_abs_error=float(err.max()), where=f"largest error at index {list(worst)}",
-            example=example, hint=hint, looks_like=_looks_like(got, expected, mask))
+            max_abs_error=float(err.max()),
+            where=f"largest error at index {list(worst)}: expected {shown[worst].item():.6g}, "
+                  f"got {got[worst].item():.6g}",
+            example=example, hint=hint, looks_like=_looks_like(got, expected, mask), basis=basis,
+            pattern=_batch_pattern(bad, alike))
     return got
+
+
+def _batch_pattern(bad: torch.Tensor, alike: bool) -> dict | None:
+    """Which batch elements (axis 0 of a tensor of 2 axes or more) hold a wrong value, where some do not."""
+    if bad.dim() < 2 or bad.shape[0] < 2:
+        return None
+    wrong = [int(i) for i in torch.nonzero(bad.reshape(bad.shape[0], -1).any(dim=1)).flatten()]
+    if len(wrong) == bad.shape[0]:
+        return None
+    return {"wrong": wrong, "batch": int(bad.shape[0]), **({"alike": True} if alike else {})}
 
 
 def _looks_like(got: torch.Tensor, expected: torch.Tensor, mask: torch.Tensor | None) -> str:

@@ -15,6 +15,9 @@ from tests.grading.helpers.names import TRANSFORMER
 NORM_HINT = {False: "post-norm (norm_first=False): x = norm(x + dropout(sublayer(x))) in each residual.",
              True: "pre-norm (norm_first=True): x = x + dropout(sublayer(norm(x))) in each residual."}
 
+# what an invariance check compares with: the submission's own output, not a correct implementation's
+BEFORE = "your own output before the change (the change must leave it as it was)"
+
 
 # names and shapes --------------------------------------------------------------------------
 
@@ -22,6 +25,23 @@ NORM_HINT = {False: "post-norm (norm_first=False): x = norm(x + dropout(sublayer
 def _listing(shapes: dict, limit: int = 4) -> str:
     items = [f"{n} {s}" for n, s in sorted(shapes.items())]
     return ", ".join(items[:limit]) + (f", ... ({len(items)} in all)" if len(items) > limit else "")
+
+
+def _shared(missing: list[str], got: set[str]) -> str:
+    """Where a submodule lists none of its parameters while another lists the same names: one module
+    object assigned to both attributes (torch lists a shared module's parameters once, under the first)."""
+    prefixes = {n.split(".", 1)[0] for n in missing if "." in n}
+    for p in sorted(prefixes):
+        suffixes = {n.split(".", 1)[1] for n in missing if n.startswith(p + ".")}
+        if any(n.startswith(p + ".") for n in got):
+            continue
+        twin = sorted(q for q in {n.split(".", 1)[0] for n in got if "." in n}
+                      if all(f"{q}.{x}" in got for x in suffixes))
+        if twin:
+            return (f"{p} lists none of its parameters while {twin[0]} lists the same names: {p} and {twin[0]} look "
+                    f"like one module assigned to both attributes (torch lists a shared module's parameters once, "
+                    f"under the first name), where the docstring asks for a module of its own for each.")
+    return ""
 
 
 def expect_names(module, component: str, parameters: dict, buffers: dict | None = None, example: str = ""):
@@ -37,7 +57,8 @@ def expect_names(module, component: str, parameters: dict, buffers: dict | None 
                        got=f"missing: {', '.join(missing[:6]) or 'none'}; unexpected: {', '.join(extra[:6]) or 'none'}"
                            f"; wrong shape: {', '.join(wrong[:4]) or 'none'}",
                        example=example,
-                       hint="The grader copies weights by name, and these names or shapes differ from the "
+                       hint=_shared(missing, set(got)) or
+                            "The grader copies weights by name, and these names or shapes differ from the "
                             "docstring's. Likely causes: a layer stored under another attribute name, in/out features "
                             "swapped, a fused layer instead of separate ones, or stacked layers that repeat one "
                             "instance (they then share, and list, one set of parameters).")

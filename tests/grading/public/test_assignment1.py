@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor
 from tests import strategies as s
 from tests.grading.helpers.checks import (
+    BEFORE,
     check_dropout_inactive_in_eval,
     check_dropout_placement,
     expect_changed,
@@ -47,7 +48,8 @@ def test_layer_norm_matches_torch(student, a, eps):
         ref.bias.copy_(s.tensor([a.d_model], a.seed + 2))
         expected = ref(a.x)
     m = student.new(LAYER_NORM, a.d_model, eps=eps).load({"gamma": ref.weight, "beta": ref.bias}, "LayerNorm")
-    assert_close(m(a.x), expected, name="LayerNorm output", example=describe(x=a.x, eps=eps, gamma=ref.weight),
+    assert_close(m(a.x), expected, name="LayerNorm output",
+                 example=describe(x=a.x, eps=eps, gamma=ref.weight, beta=ref.bias),
                  hint="The output differs from torch.nn.LayerNorm's. Likely causes: the unbiased variance (divide by "
                       "d_model - 1), eps outside the square root, normalising over another dimension, gamma and beta "
                       "swapped.")
@@ -115,8 +117,12 @@ def test_layer_norm_applies_gamma_and_beta_per_feature(student, a):
     plain = expect_tensor(student.new(LAYER_NORM, d)(a.x), name="LayerNorm output", shape=a.x.shape,
                           dtype=torch.float32)
     scaled = student.new(LAYER_NORM, d).load({"gamma": gamma, "beta": beta}, "LayerNorm")(a.x)
+    # compared with the submission's own output without them (a bug of the normalisation is charged by the
+    # other checks, once); shown: what torch.nn.LayerNorm gives with these gamma and beta
+    truth = F.layer_norm(a.x, (d,), gamma, beta, eps=1e-5)
     assert_close(scaled, plain * gamma + beta, name="output with gamma and beta",
-                 example=describe(x=a.x, gamma=gamma, beta=beta), atol=1e-4,
+                 example=describe(x=a.x, gamma=gamma, beta=beta), atol=1e-4, truth=truth,
+                 basis="your own LayerNorm output without gamma and beta, times gamma plus beta",
                  hint="gamma and beta are not applied per feature. Likely causes: gamma and beta swapped, "
                       "applied before normalising, or broadcast over another dimension than the last.")
 
@@ -190,7 +196,7 @@ def test_feed_forward_treats_positions_independently(student, a, data):
     others = torch.ones(T, dtype=torch.bool)
     others[t] = False
     example = describe(x=a.x, changed_x=changed, changed_position=t)
-    assert_close(after[:, others], before[:, others], name="outputs at the positions that did not change",
+    assert_close(after[:, others], before[:, others], basis=BEFORE, name="outputs at the positions that did not change",
                  example=example,
                  hint="Changing one position changed the output at others. Likely causes: mixing positions (a "
                       "layer over the time dimension, a reshape that interleaves positions, a mean over T).")

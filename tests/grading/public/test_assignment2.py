@@ -18,6 +18,7 @@ from grader.suite.checks import Mismatch, assert_close, describe, expect_error, 
 from tests import strategies as s
 from tests.grading.helpers.attention import SDPA_HINT, call_sdpa
 from tests.grading.helpers.checks import (
+    BEFORE,
     check_dropout_inactive_in_eval,
     check_dropout_placement,
     expect_changed,
@@ -437,7 +438,8 @@ def test_mha_causal_self_attention_does_not_leak(student, dh, B, T, data, seed):
     before, after = m(x, x, x, mask), m(changed, changed, changed, mask)
     expect_tensor(before, name="MultiHeadAttention output", shape=(B, T, d))
     example = describe(x=x, mask=mask, changed_from_position=t + 1)
-    assert_close(after[:, :t + 1], before[:, :t + 1], name=f"outputs at positions 0..{t}", example=example,
+    assert_close(after[:, :t + 1], before[:, :t + 1],
+                 basis=BEFORE, name=f"outputs at positions 0..{t}", example=example,
                  hint="Changing inputs after position t changed outputs up to t, which a causal mask forbids. "
                       "Likely causes: the mask not passed to the attention, not broadcast over the heads, or its "
                       "polarity inverted (True = may attend).")
@@ -455,7 +457,8 @@ def test_mha_batch_elements_are_independent(student, dh, B, T, seed):
     before, after = m(x, x, x), m(changed, changed, changed)
     expect_tensor(before, name="MultiHeadAttention output", shape=(B, T, d))
     example = describe(x=x, changed_x=changed, changed_batch_element=0)
-    assert_close(after[1:], before[1:], name="outputs of the batch elements that did not change", example=example,
+    assert_close(after[1:], before[1:],
+                 basis=BEFORE, name="outputs of the batch elements that did not change", example=example,
                  hint="Changing batch element 0 changed the others. Likely causes: heads split with "
                       "view(B * h, ...) or view(h, B, ...) so that batch elements mix; keep the batch dimension "
                       "first: view(B, T, h, d_k).transpose(1, 2).")

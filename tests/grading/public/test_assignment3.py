@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from grader.suite.checks import Mismatch, assert_close, describe, expect_tensor
 from tests import strategies as s
 from tests.grading.helpers.checks import (
+    BEFORE,
     NORM_HINT,
     check_dropout_inactive_in_eval,
     check_dropout_placement,
@@ -171,7 +172,8 @@ def _padding_check(m, component: str, d: int, src, extra: int, seed: int):
     after = expect_tensor(m(longer, masks(real)), name=f"{component} output with padding appended",
                           shape=longer.shape)
     example = describe(x=x, src_mask=masks(src.real), padding_appended=extra)
-    assert_close(after[:, :S], before, name="outputs at the original positions", example=example, atol=1e-4,
+    assert_close(after[:, :S], before,
+                 basis=BEFORE, name="outputs at the original positions", example=example, atol=1e-4,
                  hint="Appending padded (masked) positions changed the outputs at the real ones. Likely causes: "
                       "src_mask not passed to the self-attention of every layer, or its polarity inverted.")
     changed = perturb(x, (slice(None), 0), seed + 2)  # position 0 is real in every row
@@ -235,8 +237,8 @@ def test_encoder_matches_torch(student, cfg, n, src, nf, seed):
     assert_close(m(x, masks(src.real)), expected, name=f"Encoder output (norm_first={nf})",
                  example=describe(x=x, src_mask=masks(src.real), n_layers=n, norm_first=nf), atol=1e-4,
                  hint="The output differs from PyTorch's layers run in a stack. Likely causes: a layer run on the "
-                      "stack's input instead of the previous layer's output, or the final norm applied when "
-                      "norm_first is False (or not applied when it is True).")
+                      "stack's input instead of the previous layer's output, src_mask not passed to every layer, or "
+                      "the final norm applied when norm_first is False (or not applied when it is True).")
 
 
 def test_encoder_matches_stored_reference(student):
@@ -251,14 +253,17 @@ def test_encoder_has_named_parts(student):
                  example=describe(n_layers=2, d_model=8, n_heads=2, d_ff=D_FF))
 
 
-def _final_norm_check(student, target, component, shapes, run_torch, inputs):
+def _final_norm_check(student, target, component, shapes, run_torch, inputs: dict):
+    """`inputs`: the forward's arguments by name, in order (the example shows them all: the masks too)."""
     for nf in (False, True):
         w = random_state(shapes, 11)
         w["norm.gamma"], w["norm.beta"] = torch.full((8,), 3.0), torch.full((8,), 5.0)
         expected = run_torch(w, nf)
         m = student.new(target, 2, 8, 2, D_FF, dropout=0.0, norm_first=nf).load(w, component).eval()
-        assert_close(m(*inputs), expected, name=f"{component} output (norm_first={nf}, norm.gamma=3, norm.beta=5)",
-                     atol=1e-4, example=describe(norm_first=nf),
+        # a final norm applied or left out changes every batch element alike: the hint says so only then
+        assert_close(m(*inputs.values()), expected,
+                     name=f"{component} output (norm_first={nf}, norm.gamma=3, norm.beta=5)", atol=1e-4,
+                     example=describe(**inputs, norm_first=nf), alike=True,
                      hint="With norm_first=True the output differs from the layers followed by self.norm. Likely "
                           "causes: self.norm not applied at the end, or applied inside the loop."
                      if nf else "With norm_first=False the output differs from the layers alone. Likely causes: "
@@ -269,7 +274,7 @@ def _final_norm_check(student, target, component, shapes, run_torch, inputs):
 def test_encoder_final_norm_only_with_norm_first(student):
     x, real = s.tensor([2, 5, 8], 2), torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
     _final_norm_check(student, ENCODER, "Encoder", stack_shapes(encoder_layer_shapes, 2, 8, D_FF),
-                      lambda w, nf: torch_encode(w, x, real, 8, 2, D_FF, 2, nf), (x, masks(real)))
+                      lambda w, nf: torch_encode(w, x, real, 8, 2, D_FF, 2, nf), {"x": x, "src_mask": masks(real)})
 
 
 def test_encoder_dropout_sits_where_the_docstring_says(student):
@@ -339,7 +344,8 @@ def _future_check(module, component, x, memory, src_real, t, seed):
     before = expect_tensor(module(x, memory, src_mask, tgt_mask), name=f"{component} output", shape=x.shape)
     after = module(changed, memory, src_mask, tgt_mask)
     example = describe(x=x, memory=memory, tgt_mask=tgt_mask, changed_from_position=t + 1)
-    assert_close(after[:, :t + 1], before[:, :t + 1], name=f"outputs at positions 0..{t}", example=example,
+    assert_close(after[:, :t + 1], before[:, :t + 1],
+                 basis=BEFORE, name=f"outputs at positions 0..{t}", example=example,
                  atol=1e-5, hint="Changing inputs after position t changed outputs up to t. Likely causes: tgt_mask "
                                  "not passed to the self-attention (of every layer), or src_mask passed there instead.")
     expect_changed(before[:, t + 1:], after[:, t + 1:], name="the outputs at the changed positions",
@@ -371,7 +377,8 @@ def test_decoder_layer_attends_to_the_memory(student, cfg, pair, extra, seed):
     example = describe(x=x, memory=memory, src_mask=src_mask, tgt_mask=tgt_mask)
     longer = torch.cat([memory, s.tensor([B, extra, d], seed + 5, 3.0)], dim=1)
     real = torch.cat([src.real, torch.zeros(B, extra, dtype=torch.bool)], dim=1)
-    assert_close(m(x, longer, masks(real), tgt_mask), before, name="output with padding appended to the memory",
+    assert_close(m(x, longer, masks(real), tgt_mask), before,
+                 basis=BEFORE, name="output with padding appended to the memory",
                  example=example, atol=1e-4,
                  hint="Appending padded (masked) memory positions changed the output. Likely causes: src_mask not "
                       "passed to the cross-attention, or tgt_mask passed there instead.")
@@ -459,7 +466,8 @@ def test_decoder_final_norm_only_with_norm_first(student):
     tgt_real = torch.tensor([[True] * 5, [True] * 4 + [False]])
     _final_norm_check(student, DECODER, "Decoder", stack_shapes(decoder_layer_shapes, 2, 8, D_FF),
                       lambda w, nf: torch_decode(w, x, memory, src_real, tgt_real, 8, 2, D_FF, 2, nf),
-                      (x, memory, *masks(src_real, tgt_real)))
+                      dict(zip(("x", "memory", "src_mask", "tgt_mask"), (x, memory, *masks(src_real, tgt_real)),
+                               strict=True)))
 
 
 def test_decoder_dropout_sits_where_the_docstring_says(student):
@@ -569,7 +577,8 @@ def test_transformer_decode_does_not_leak_the_future(student, pair, data, nf, se
                            shape=(B, T, D_MODEL))
     after = m.method("decode", memory, src_mask, changed, tgt_mask)
     example = describe(src=src.tokens, tgt=full, changed_tgt=changed, pad_idx=pad)
-    assert_close(after[:, :t + 1], before[:, :t + 1], name=f"decode outputs at positions 0..{t}", example=example,
+    assert_close(after[:, :t + 1], before[:, :t + 1],
+                 basis=BEFORE, name=f"decode outputs at positions 0..{t}", example=example,
                  atol=1e-5, hint="Changing target tokens after position t changed outputs up to t. Likely causes: "
                                  "tgt_mask not passed on to every decoder layer's self-attention.")
     expect_changed(before[:, t + 1:], after[:, t + 1:], name="decode outputs at the changed positions",
@@ -585,7 +594,8 @@ def test_transformer_source_padding_does_not_leak(student, pair, extra, nf, seed
     before = expect_tensor(m(src.tokens, tgt.tokens), name="Transformer logits", shape=(*tgt.tokens.shape, V))
     longer = torch.cat([src.tokens, torch.full((src.tokens.shape[0], extra), pad)], dim=1)
     example = describe(src=src.tokens, tgt=tgt.tokens, pad_idx=pad, padding_appended=extra)
-    assert_close(m(longer, tgt.tokens), before, name="logits with padding appended to the source", example=example,
+    assert_close(m(longer, tgt.tokens), before,
+                 basis=BEFORE, name="logits with padding appended to the source", example=example,
                  atol=1e-4, hint="Appending source padding changed the logits. Likely causes: the source padding "
                                  "not masked (make_pad_mask(src, self.pad_idx)) in the encoder or in a "
                                  "cross-attention.")
@@ -608,7 +618,8 @@ def test_transformer_batch_elements_are_independent(student, seed, nf):
     tgt2[0] = tgt2[0] % (V - 1) + 1
     after = m(src2, tgt2)
     example = describe(src=src, tgt=tgt, changed_batch_element=0)
-    assert_close(after[1:], before[1:], name="logits of the batch elements that did not change", example=example,
+    assert_close(after[1:], before[1:],
+                 basis=BEFORE, name="logits of the batch elements that did not change", example=example,
                  atol=1e-5, hint="Changing batch element 0 changed the others. Likely causes: a reshape or view "
                                  "that mixes the batch dimension with another one.")
     expect_changed(before[0], after[0], name="the logits of the changed batch element", example=example,
