@@ -42,7 +42,7 @@ class Sandbox(Answers):
     """One submission's worker process, restarted after each fault; forked by `template` where one is given."""
 
     student_seconds = 0.0  # what the submission's requests took, in all: the grader's work answering their asks too
-    grader_seconds = 0.0  # of which the grader's own work answering asks (reported, and charged all the same)
+    grader_seconds = 0.0  # of which the grader's own work answering asks (kept apart, charged all the same)
     asks = 0  # requests for reference parts the worker made, in all
     asks_now = 0  # and in the request being answered
     interrupted = False  # by Ctrl-C: the worker is killed and no request is sent again
