@@ -257,7 +257,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     waiting = [] if verbose else [c for c in shown if c.status == "waiting" and not c.flagged]
     full = [c for c in shown if c not in folded and c not in waiting]
     for c in full:
-        console.print(_component_panel(c, verbose, tight=len(full) > 1, reveal=report.reveal))
+        console.print(_component_panel(c, verbose, tight=len(full) > 1 and not verbose, reveal=report.reveal))
     if folded:
         console.print(_folded(folded))
     if waiting:
