@@ -90,13 +90,7 @@ class Answers:
                         self._fault("tamper", f"the submission's process asked for reference parts more than "
                                               f"{MAX_ASKS_PER_REQUEST:,} times in one request or {MAX_ASKS:,} "
                                               "in a grading; it was killed")
-                    # the grader's time answering is charged to the submission, and never moves its
-                    # deadline (a request of 15 s ran 40 s); what its callables spend when the grader
-                    # calls them back is counted in those nested requests, not twice here
-                    asked, before = time.monotonic(), self.student_seconds
-                    self._answer(reply["ask"])
-                    nested_here = self.student_seconds - before
-                    self.grader_seconds += max(time.monotonic() - asked - nested_here, 0.0)
+                    self._serve_ask(reply["ask"])
                     continue
                 if not isinstance(reply, dict) or not ({"ok"} == set(reply) or {"error"} == set(reply)
                                                       and isinstance(reply["error"], dict)):
@@ -108,6 +102,14 @@ class Answers:
             # this request's own time, the grader's answers to its asks included: its wall time less the
             # nested requests' (counted there)
             self.student_seconds += max(time.monotonic() - begun - (self.student_seconds - nested), 0.0)
+
+    def _serve_ask(self, message):
+        """Answer an ask. The grader's time answering is charged to the request, and never moves its
+        deadline (a request of 15 s ran 40 s); what the submission's callables spend when the grader
+        calls them back is counted in those nested requests, not twice here."""
+        asked, before = time.monotonic(), self.student_seconds
+        self._answer(message)
+        self.grader_seconds += max(time.monotonic() - asked - (self.student_seconds - before), 0.0)
 
     def _answer(self, message):
         from grader.sandbox.child import protocol
