@@ -43,10 +43,11 @@ ONE_SCREEN = 45  # lines of `grade`'s report at 100 columns, for a submission wi
 # test_assignmentN and test_attribution; the solutions). KIT_CACHE keeps them across runs, keyed on the
 # tree and on everything besides it that decides a grade (the grader's code, the suites, the reference,
 # course.toml: grader.batch.regrade.course_digests; the versions of Python, torch, numpy and
-# Hypothesis; the isolation asked for and the user), so that any change of those grades afresh; a report
-# with a check that timed out, crashed or met the grader's own trouble may depend on the machine's load,
-# and is kept for this run only, in REPORT_CACHE (set by the `report_cache` fixture; None: this process
-# only). Both folders are shared by the run's xdist workers: one grades a tree, the others wait for it.
+# Hypothesis; the GRADER_* variables, such as the isolation asked for; the user), so that any change
+# of those grades afresh. A report with a check that timed out, crashed or met the grader's own
+# trouble may depend on the machine's load: it is kept for this run only, in REPORT_CACHE (set by the
+# `report_cache` fixture; None: this process only). Both folders are shared by the run's xdist
+# workers: one grades a tree, the others wait for it.
 KIT_CACHE = ROOT / ".kit-cache" / "reports"  # gitignored; `rm -rf .kit-cache` grades everything afresh
 KIT_CACHE_DAYS = 14  # an entry not read for this long is removed
 REPORT_CACHE: Path | None = None
@@ -64,7 +65,7 @@ def grade_report(tree: Path, assignment: str, *, course: Path = ROOT / "course.t
     the same sources, gives that grading's report (timings included) without a new one."""
     if not cached:
         return _grade_now(tree, assignment, course, device)
-    key = _report_key(tree, assignment, course, device)
+    key = report_key(tree, assignment, course, device)
     if key in _REPORTS:
         return _REPORTS[key]
     if REPORT_CACHE is None:
@@ -78,7 +79,7 @@ def grade_report(tree: Path, assignment: str, *, course: Path = ROOT / "course.t
         report = _stored(KIT_CACHE / f"{key}.pickle") or _stored(REPORT_CACHE / f"{key}.pickle")
         if report is None:
             report = _grade_now(tree, assignment, course, device)
-            _store((KIT_CACHE if _steady(report) else REPORT_CACHE) / f"{key}.pickle", report)
+            _store((KIT_CACHE if steady(report) else REPORT_CACHE) / f"{key}.pickle", report)
     _REPORTS[key] = report
     return report
 
@@ -103,12 +104,12 @@ def _store(path: Path, report) -> None:
     part.rename(path)
 
 
-def _steady(report) -> bool:
+def steady(report) -> bool:
     """No check timed out, crashed or met the grader's own trouble: nothing the machine's load decided."""
     return not any({t.outcome.status, t.outcome.reason} & _UNSTEADY for c in report.components for t in c.checks)
 
 
-def _report_key(tree: Path, assignment: str, course: Path, device: str) -> str:
+def report_key(tree: Path, assignment: str, course: Path, device: str) -> str:
     import hashlib
 
     h = hashlib.sha256(f"{assignment}\0{device}\0{_sources_key(Path(course).resolve())}\0".encode())
@@ -133,11 +134,11 @@ def _sources_key(course: Path) -> str:
 
         from grader import load_course
         from grader.batch.regrade import course_digests
-        from grader.sandbox.isolation import ENV_VAR
 
         digests = course_digests(load_course(course))
+        knobs = sorted((k, v) for k, v in os.environ.items() if k.startswith("GRADER_"))  # GRADER_ISOLATION, ...
         where = [platform.python_version(), torch.__version__, numpy.__version__, hypothesis.__version__,
-                 os.environ.get(ENV_VAR, ""), str(os.geteuid())]
+                 knobs, os.geteuid()]
         _SOURCES[course] = hashlib.sha256(json.dumps([digests, where], sort_keys=True).encode()).hexdigest()
     return _SOURCES[course]
 
