@@ -1,7 +1,9 @@
 """The Gradescope autograder in a real Docker container made as Gradescope makes them (tests/kit/
 docker.py): Docker's default seccomp profile, which refuses namespaces, root, the host's network.
 `grade gradescope`'s default zip, unpacked at /autograder/source; setup.sh once; run_autograder per
-submission. It grades in the seccomp tier, with no flag: the reference earns full marks, a one-bug
+submission; Gradescope's default limits (768 MB, half a CPU). A submission whose processes together
+hold more than the container has gets its LayerNorm charged, and results.json is written.
+It grades in the seccomp tier, with no flag: the reference earns full marks, a one-bug
 tree what `grade` gives it, and a hostile tree, every attack of which is refused, full marks (an
 attack that gets through makes its LayerNorm answer zeros). Then the same container as `nobody`,
 where the grader is not root: `grade` works, and the same attacks, a world-readable file outside
@@ -36,6 +38,17 @@ HIDDEN = f"{SOURCE}/course/tests/grading/hidden/test_{ASSIGNMENT}.py"
 OPEN_FILE = "/srv/open-to-all.txt"  # world-readable, outside every path the kit reads
 KIT = "/srv/kit"  # the course, readable by nobody, for `grade` run as that user
 DAEMON = "kit-daemon-left-behind"  # in the command line of the hostile tree's daemon
+LIMITS = ("--memory", "768m", "--cpus", "0.5")  # Gradescope's defaults
+# sixteen fresh interpreters of 56 MiB each (every page touched), each far smaller than the grader,
+# held while LayerNorm's checks run: the container was OOM-killed, the grader its pick (no results)
+SPREAD = """
+import subprocess, time
+HOLD = ("import mmap, time\\nb = mmap.mmap(-1, 56 << 20)\\nfor i in range(0, 56 << 20, 4096):\\n    b[i] = 1\\n"
+        "time.sleep(900)")
+children = [subprocess.Popen([sys.executable, "-I", "-S", "-c", HOLD]) for _ in range(16)]
+time.sleep(15)
+LEAK = True
+"""
 
 
 def attacks(port: int, planted: str) -> str:
@@ -108,8 +121,8 @@ def container(tmp_path_factory):
         for info in z.infolist():
             os.chmod(source / info.filename, stat.S_IMODE(info.external_attr >> 16))
     name = f"kit-gradescope-{uuid.uuid4().hex[:12]}"
-    # no --security-opt: Docker's default seccomp profile, as on Gradescope
-    docker.docker("create", "--name", name, "--network", "host", *docker.pip_settings(),
+    # no --security-opt: Docker's default seccomp profile, as on Gradescope, and its default limits
+    docker.docker("create", "--name", name, "--network", "host", *LIMITS, *docker.pip_settings(),
                   "-e", "AUTOGRADER_TORCH_INDEX=", image, "sleep", "infinity")
     try:
         docker.docker("start", name)
@@ -130,12 +143,14 @@ def sh(name: str, command: str, user: str = "root", timeout: float = 300):
     return docker.docker("exec", "-w", "/tmp", name, *argv, timeout=timeout)
 
 
-def run_autograder(name: str, tree: Path) -> dict:
-    """Hand in `tree`'s assignment folder, run /autograder/run_autograder, return results.json."""
+def run_autograder(name: str, tree: Path, check: bool = True) -> dict:
+    """Hand in `tree`'s assignment folder, run /autograder/run_autograder, return results.json ({}
+    where none was written, with `check` False)."""
     sh(name, "rm -rf /autograder/submission/* /autograder/results/*")
     docker.docker("cp", str(tree / ASSIGNMENT), f"{name}:/autograder/submission/{ASSIGNMENT}")
-    sh(name, "/autograder/run_autograder")
-    return json.loads(sh(name, "cat /autograder/results/results.json").stdout)
+    docker.docker("exec", "-w", "/tmp", name, "/autograder/run_autograder", check=check, timeout=1500)
+    got = docker.docker("exec", name, "cat", "/autograder/results/results.json", check=check)
+    return json.loads(got.stdout) if got.returncode == 0 else {}
 
 
 def survivors(name: str) -> list[str]:
@@ -181,6 +196,28 @@ def test_every_attack_of_a_hostile_submission_is_refused_as_root(container, tmp_
     assert data["score"] == 40, data["output"] + json.dumps(data["tests"])[-3000:]
     assert sh(container, f"test -e {planted} || echo absent").stdout.strip() == "absent"
     assert survivors(container) == []
+
+
+def test_memory_spread_over_processes_is_charged_and_results_are_written(container, tmp_path):
+    """RLIMIT_AS bounds each process alone: the watcher (grader.sandbox.child.watcher) bounds them
+    together below the container's limit, and the OOM killer takes the worker's first."""
+    killed = oom_kills(container)
+    data = run_autograder(container, hostile(tmp_path, SPREAD), check=False)
+    assert data, "no results.json"
+    # stopped before the kernel had to kill anything (where it kills the whole group, Kubernetes's
+    # cgroup v2 default, the grader goes too)
+    assert oom_kills(container) == killed
+    got = component_scores(data)
+    assert got.pop("LayerNorm") < 10 and got == {"PositionwiseFeedForward": 8.0, "PositionalEncoding": 10.0,
+                                                 "TokenEmbedding": 6.0, "TransformerEmbedding": 6.0}, got
+    assert survivors(container) == []
+
+
+def oom_kills(name: str) -> int:
+    """How many processes the container's memory cgroup has OOM-killed (cgroup v2 or v1)."""
+    text = sh(name, "cat /sys/fs/cgroup/memory.events 2>/dev/null || "
+                    "cat /sys/fs/cgroup/memory/memory.oom_control").stdout
+    return int(dict(line.split() for line in text.splitlines() if line.count(" ") == 1).get("oom_kill", 0))
 
 
 def grade_as_nobody(name: str, tmp_path: Path, tier: str) -> tuple[dict, bool]:

@@ -8,7 +8,7 @@ user where the submission becomes another one, dying with the worker (PDEATHSIG)
   EVERY seconds, 16 MiB a file by RLIMIT_FSIZE).
 - Memory across processes: where the machine's memory is a cgroup's (a Docker container,
   Gradescope's 768 MB), the worker's processes together may hold what was free when it started,
-  less MARGIN_MB: RLIMIT_AS bounds each process alone, and allocations spread over several got
+  less a margin: RLIMIT_AS bounds each process alone, and allocations spread over several got
   the container OOM-killed, the grader with it (no results.json). Past it the group is stopped.
   The worker's oom_score_adj is 1000 (a process can raise its own, never lower it unprivileged),
   inherited by all it starts: what the watcher is too slow for, the kernel's OOM killer takes
@@ -22,7 +22,7 @@ import os
 import sys
 import time
 
-PR_SET_PDEATHSIG = 1
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 SCRATCH_FILES = 20_000  # files and folders the writable folder may hold (each costs an inode)
 EVERY = 0.05
 MARGIN_MB = 64
@@ -35,7 +35,7 @@ def start(folders: list[str], scratch_mb: int) -> int:
     worker's (torch's) that the worker then writes to, doubling its memory."""
     group = os.getpgrp()
     free = _cgroup_free()
-    bound = -1 if free is None else max(free - (MARGIN_MB << 20), 0) + _held(group)
+    bound = -1 if free is None else free + _held(group)
     argv = [sys.executable, "-I", "-S", "-B", os.path.abspath(__file__), str(group), str(os.getpid()),
             str(scratch_mb), str(bound), *folders]
     pid = os.fork()
@@ -54,13 +54,11 @@ def start(folders: list[str], scratch_mb: int) -> int:
 
 def watch(group: int, worker: int, scratch_mb: int, bound: int | None, folders: list[str]) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # its /proc/PID/mem: not for a process of the same user
     if os.getppid() != worker:  # it died before PDEATHSIG was set
         return
-    turn = 0
     while True:
-        turn += 1
-        # /proc is read less often than the folders: a container's few processes, a host's many
-        why = _over_scratch(folders, scratch_mb) or (_over_memory(group, bound) if turn % 4 == 0 else "")
+        why = _over_scratch(folders, scratch_mb) or _over_memory(group, bound)
         if why:
             os.write(1, f"\nstopped: {why}\n".encode())
             libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)  # outlive the group, to empty what it wrote
@@ -128,8 +126,9 @@ def _private(pid: str) -> int:
 
 
 def _cgroup_free() -> int | None:
-    """Bytes the memory cgroup of this process has left before its limit (cgroup v2 or v1), anonymous
-    and shared memory counted (page cache is reclaimed first); None where there is no limit."""
+    """Bytes the memory cgroup of this process has left before its limit less a margin (MARGIN_MB or
+    an eighth of it), anonymous and shared memory counted (page cache is reclaimed first); None
+    where there is no limit."""
     try:
         with open("/proc/self/cgroup") as f:
             lines = [line.rstrip("\n").split(":", 2) for line in f]
@@ -149,7 +148,8 @@ def _cgroup_free() -> int | None:
                 continue
             if text == "max" or int(text) >= _NO_LIMIT:
                 break
-            return max(int(text) - sum(int(stat.get(k, 0)) for k in stat_keys), 0)
+            margin = max(MARGIN_MB << 20, int(text) // 8)
+            return max(int(text) - margin - sum(int(stat.get(k, 0)) for k in stat_keys), 0)
     return None
 
 
