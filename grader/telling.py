@@ -7,7 +7,8 @@ component's public checks say) tells which checks each bug fails. A failing chec
    pairs of each bug's sentence ("heads split with view(B, h, T, d_k) without the transpose")
    found in the hint, summed (a hint that says "not view(B, n_heads, T, d_k)" names that bug; one
    that gives the recipe "view(B, T, h, d_k).transpose(1, 2)" much less);
-2. how few of the component's bugs fail it (a check every bug fails says little);
+2. how few of the component's bugs fail it (a check every bug fails says little), where the
+   component is not diagnosed; diagnosed, how many (its name then suggests no other bug);
 3. a wrong value over an exception or a timeout (placed first, before 1.), a hint that fits
    the pattern of what failed over one that does not, then the smallest example.
 
@@ -19,6 +20,7 @@ check compared with a correct implementation's values.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult
 
@@ -39,17 +41,21 @@ def shown(component: ComponentResult) -> list[CheckResult]:
             and not t.excused_by and not t.waiting_on]
 
 
-def topical(check: CheckResult) -> int:
-    """How many words of the check's name (cut to 4 letters: "names" is "named") its failure's message
-    speaks of: a padding failure is better shown by greedy_decode_stops_at_eos_and_pads_after than by
-    ..._runs_in_eval_mode, a name failure by the names check. The hint is not read: it speaks of its own
-    check's subject whatever failed."""
-    def stems(text: str) -> set[str]:
-        return {w[:4] for w in _WORD.findall(text.lower().replace("_", " ")) if w not in _STOP}
-    return len(stems(check.id) & stems(check.outcome.message))
+def _stems(text: str) -> set[str]:
+    return {w[:4] for w in _WORD.findall(text.lower().replace("_", " ")) if w not in _STOP}
 
 
-def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | None = None) -> tuple:
+def topical(check: CheckResult, about: str = "", component: str = "") -> int:
+    """How many words of the check's name (cut to 4 letters: "names" is "named"; the component's own
+    left out) `about` speaks of: the diagnosed bug where there is one, else the failure's message. A
+    padding bug is better shown by greedy_decode_stops_at_eos_and_pads_after than by ..._runs_in_eval_mode.
+    The hint is not read: it speaks of its own check's subject whatever failed."""
+    own = _stems(re.sub(r"(?<=[a-z])(?=[A-Z])", " ", component))
+    return len((_stems(check.id) - own) & _stems(about or check.outcome.message))
+
+
+def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | None = None,
+         context: tuple[str, str, frozenset[str]] = ("", "", frozenset())) -> tuple:
     """The sort key of `check` among its component's failures (smallest first). `bugs`: the table's
     entries of the component (name -> {"message", "failing", ...}); `suspects`: those the failures
     may come from (a diagnosed component: its bug alone; default: those that fail the check)."""
@@ -63,7 +69,11 @@ def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | 
     # a wrong value says more than an exception (in a check about something else: a device, dropout); a
     # hint whose causes do not fit the pattern of what failed (grader.render.words.hint_fits) tells less
     return (check.tier == "hidden", bool(o.details.get("basis")), o.reason != "mismatch",
-            bool((o.details.get("pattern") or {}).get("alike")), -named, -topical(check), len(failing),
+            bool((o.details.get("pattern") or {}).get("alike")), o.message in context[2], -named,
+            -topical(check, context[0], context[1]),
+            # undiagnosed: the check fewest bugs fail locates best; diagnosed, the bug is named, and a check
+            # that many bugs fail (matches_torch) does not suggest another one by its name (dropout, .to())
+            len(failing) if suspects is None else -len(failing),
             len(str(o.details.get("example", ""))) or 1 << 20)
 
 
@@ -96,4 +106,9 @@ def most_telling(component: ComponentResult, table: dict[str, dict]) -> CheckRes
     bugs = {name: bug for name, bug in table.items() if bug.get("component") == component.name}
     diagnosed = (component.diagnosis or {}).get("bug")
     suspects = {diagnosed: bugs[diagnosed]} if diagnosed in bugs else None
-    return min(failed, key=lambda t: rank(t, bugs, suspects))
+    # the same message from several checks is one failure seen through them (a load that found no such
+    # parameter): a check with a failure of its own tells more; the diagnosed bug says which is on topic
+    said = Counter(t.outcome.message for t in failed if t.tier != "hidden")  # (hidden ones repeat the public)
+    what = str((component.diagnosis or {}).get("what") or "")
+    context = (what, component.name, frozenset() if what else frozenset(m for m, n in said.items() if n > 1))
+    return min(failed, key=lambda t: rank(t, bugs, suspects, context))

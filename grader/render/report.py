@@ -73,6 +73,8 @@ def _details(t: CheckResult, verbose: bool = True, hint: bool = True, tight: boo
             text = f"{value:.3g}" if isinstance(value, float) else str(value)
             if tight and (key == "max_abs_error" or key == "where" and text.startswith("largest error at")):
                 continue
+            if key == "max_abs_error" and not verbose:  # the largest error's expected and got are in "where"
+                continue
             lines = TIGHT_LINES if tight else ELIDE_LINES
             cut = words.example(text, lines, tight) if key == "example" else words.elided(text, lines)
             rows.add_row(_LABELS.get(key, key.replace("_", " ")), plain(text if verbose else cut))
@@ -118,18 +120,20 @@ def _found(c: ComponentResult) -> list[Panel]:
 
 
 def _also(others: list[CheckResult], explained, tight: bool) -> Text:
-    """The failures not shown in full; those the diagnosis accounts for (`explained`) said to be the same bug."""
+    """The failures not shown in full; those the diagnosis accounts for (`explained`: public checks) said
+    to be the same bug, the hidden ones apart (the diagnosis reads the public checks only)."""
     n = len(others)
-    same = [t for t in others if t.id in explained]
-    rest = [t for t in others if t.id not in explained]
+    same = [t.id for t in others if t.id in explained]
     if tight:
         return Text(f"Also failed: {n} other check{'s' * (n > 1)}" + (f", {len(same)} of them by the same bug"
                     if same else "") + " (grade --verbose shows each).", style="dim")
-    ids = ", ".join(t.id + (" (hidden)" if t.tier == "hidden" else "") for t in rest)
-    said = f"Also failed ({n}): " if not same else \
-        (f"Also failed ({n}), the diagnosed bug explains {'it' if len(same) == 1 else 'these'} too: "
-         f"{', '.join(t.id for t in same)}" + ("; not explained by it: " if rest else ""))
-    return Text(f"{said}{ids}. grade --verbose shows each.", style="dim")
+    rest = [t.id for t in others if t.id not in explained and t.tier != "hidden"]
+    hidden = [t.id for t in others if t.id not in explained and t.tier == "hidden"]
+    said = [", ".join(same)] if same else []
+    said += [("not by it: " if same else "") + ", ".join(rest)] if rest else []
+    said += [("also " if same else "") + ", ".join(f"{i} (hidden)" for i in hidden)] if hidden else []
+    head = f"Also failed ({n}), by the same bug: " if same else f"Also failed ({n}): "
+    return Text(f"{head}{'; '.join(said)}. grade --verbose shows each.", style="dim")
 
 
 def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, reveal: Reveal = Reveal.FIX) -> Panel:

@@ -84,23 +84,26 @@ def elided(text: str, lines: int = 6) -> str:
 
 def example(text: str, lines: int, tight: bool = False) -> str:
     """An example cut to about `lines` lines without losing an input: each input (a line that starts at
-    the margin, grader.suite.checks.describe) keeps its first line, so that the mask after a long x shows."""
+    the margin, grader.suite.checks.describe) keeps its first line, so that the mask after a long x shows;
+    lines to spare (at least 2 where not tight) go to the masks first, then to the inputs in order."""
     kept = text.splitlines()
     if len(kept) <= lines:
         return text
     starts = [i for i, line in enumerate(kept) if line[:1] not in (" ", "")]
     if len(starts) <= 1:
         return elided(text, lines)
-    masks = [kept[i] for i in starts if "mask" in kept[i].partition(":")[0].partition("=")[0]]
-    if tight and masks:  # one screen for several panels: the mask is the input that matters
-        return "\n".join([*masks, f"... ({len(kept) - len(masks)} more lines: grade --verbose shows them)"])
-    if tight:
-        return elided(text, lines)
-    # one line per input, and what is left of `lines` (at least 3 where not tight) for inputs of several lines
-    spare = max(lines, len(starts) + (0 if tight else 3)) - len(starts)
-    if len(kept) <= len(starts) + spare:
+    entries = [kept[i:end] for i, end in zip(starts, [*starts[1:], len(kept)], strict=True)]
+    masks = [e for e in entries if "mask" in e[0].partition(":")[0].partition("=")[0]]
+    if tight:  # one screen for several panels: the mask is the input that matters
+        shown = [e[0] for e in masks] or kept[:lines]
+        return "\n".join([*shown, f"... ({len(kept) - len(shown)} more lines: grade --verbose shows them)"])
+    spare = max(2, lines - len(entries))
+    take = {id(e): 1 for e in entries}
+    for e in sorted(entries, key=lambda e: e not in masks):  # masks first, then in order
+        more = min(spare, len(e) - 1)
+        take[id(e)] += more
+        spare -= more
+    out = [line for e in entries for line in e[:take[id(e)]]]
+    if len(out) == len(kept):
         return text
-    share = 1 + spare // max(1, sum(end - i > 1 for i, end in zip(starts, [*starts[1:], len(kept)], strict=True)))
-    ends = [*starts[1:], len(kept)]
-    out = [line for i, end in zip(starts, ends, strict=True) for line in kept[i:end][:share]]
     return "\n".join([*out, f"... ({len(kept) - len(out)} more lines: grade --verbose shows them)"])

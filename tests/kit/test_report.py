@@ -44,9 +44,10 @@ def test_a_failed_check_shows_expected_got_error_where_example_and_hint():
             "hint": "Divide by sqrt(var + eps)."})
     text = render(results)
     for part in ("layer_norm_matches_torch", "LayerNorm output differs", "0.5 at index [0, 1]",
-                 "0.25 at index [0, 1]", "max abs error", "largest error at index [0, 1]", "x: float32 (1, 2)",
+                 "0.25 at index [0, 1]", "largest error at index [0, 1]", "x: float32 (1, 2)",
                  "Divide by sqrt(var + eps).", "Start here: LayerNorm in assignment1/layer_norm.py"):
         assert part in text, part
+    assert "max abs error" in render(results, verbose=True)  # one screen: the where line says it
 
 
 def test_not_attempted_components_are_named_and_start_here_points_at_the_first():
