@@ -34,4 +34,7 @@ def preexec(limits: Limits, gpu: bool):
 
 def environment(home: str) -> dict[str, str]:
     """The whole environment of the submission's process."""
-    return {"PATH": os.defpath, "HOME": home, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    # LOGNAME: getpass.getuser() (torch._dynamo calls it at import) reads it before the password
+    # database, which a namespaces root has none of for the worker's uid
+    return {"PATH": os.defpath, "HOME": home, "LANG": "C.UTF-8", "LOGNAME": "student", "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1"}

@@ -142,6 +142,26 @@ LEAK = LEAK or os.path.exists("/proc/{os.getpid()}")
     assert_full_marks(cli_json(hostile(tmp_path, attack), "assignment1"))
 
 
+def test_the_kernels_knobs_are_read_only_and_proc_self_is_not(tmp_path):
+    """/proc/sys stays read-only (a nested user namespace would give the submission mounts of its
+    own); the rest of /proc is writable, as CUDA's driver needs (a read-only /proc failed
+    cudaGetDeviceCount with error 304 on an H100): a thread names itself through /proc/self."""
+    attack = """
+with open("/proc/self/comm", "w") as f:
+    f.write("named")
+if open("/proc/self/comm").read().strip() != "named":
+    raise SystemExit("/proc/self is not writable")
+for knob in ("/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/shmmax"):
+    try:
+        with open(knob, "w") as f:
+            f.write("1000")
+        LEAK = True
+    except OSError as e:
+        print("refused:", knob, e)
+"""
+    assert_full_marks(cli_json(hostile(tmp_path, attack), "assignment1"))
+
+
 def test_nothing_is_left_for_the_next_submission(tmp_path):
     tag = uuid.uuid4().hex
     places = [f"/tmp/{tag}", f"/dev/shm/{tag}", f"~/.cache/{tag}"]

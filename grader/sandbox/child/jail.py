@@ -126,7 +126,11 @@ def build_root(spec: dict):
     # this PID namespace's own /proc: the grader's processes are not in it
     os.mkdir(new + "/proc")
     _mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    _read_only(new + "/proc", recursive=False)
+    # /proc itself stays writable: CUDA's driver writes under /proc/self, and a read-only /proc fails
+    # its initialisation (cudaGetDeviceCount: error 304, seen on an H100); the kernel's knobs stay
+    # read-only, as Docker leaves them (max_user_namespaces above among them)
+    _mount(new + "/proc/sys", new + "/proc/sys", None, MS_BIND | MS_REC)
+    _read_only(new + "/proc/sys", recursive=True)
     os.chdir(new)
     _check(libc.syscall(ctypes.c_long(SYS_PIVOT_ROOT[os.uname().machine]), b".", b"."), "pivot_root")
     _check(libc.umount2(b".", MNT_DETACH), "detach the old root")
