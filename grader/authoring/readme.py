@@ -48,7 +48,8 @@ CPU-only package index, whose address pytorch.org's install selector shows when 
 "CPU" as the compute platform:
 
 ```bash
-pip install torch=={torch} --index-url CPU_INDEX_URL
+CPU_INDEX=...  # paste here the address the selector shows for "CPU"
+pip install torch=={torch} --index-url "$CPU_INDEX"
 ```
 
 Then run the other lines as above: pip keeps the CPU build. Opened a new terminal? Run
