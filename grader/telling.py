@@ -74,7 +74,8 @@ def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | 
             # undiagnosed: the check fewest bugs fail locates best; diagnosed, the bug is named, and a check
             # that many bugs fail (matches_torch) does not suggest another one by its name (dropout, .to())
             len(failing) if suspects is None else -len(failing),
-            len(str(o.details.get("example", ""))) or 1 << 20)
+            # the smallest panel: its example, and an exception's traceback
+            (len(str(o.details.get("example", ""))) or 1 << 20) + len(str(o.details.get("where", ""))))
 
 
 def completed(diagnosis: dict | None, table: dict[str, dict]) -> dict | None:

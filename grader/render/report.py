@@ -56,7 +56,8 @@ def _summary(report: Report) -> Table:
     return table
 
 
-def _details(t: CheckResult, verbose: bool = True, hint: bool = True, tight: bool = False) -> Table:
+def _details(t: CheckResult, verbose: bool = True, hint: bool = True, tight: bool = False,
+             named: bool = False) -> Table:
     """`tight`: several components fail, each panel gets a share of the one screen (values cut to
     TIGHT_LINES lines; the largest error's size and place, which --verbose shows, left out)."""
     o = t.outcome
@@ -75,7 +76,8 @@ def _details(t: CheckResult, verbose: bool = True, hint: bool = True, tight: boo
                 continue
             if key == "max_abs_error" and not verbose:  # the largest error's expected and got are in "where"
                 continue
-            lines = TIGHT_LINES if tight else ELIDE_LINES
+            # a diagnosis names the bug: an exception's traceback (where) is cut to its first frames
+            lines = TIGHT_LINES if tight else 3 if named and key == "where" else ELIDE_LINES
             cut = words.example(text, lines, tight) if key == "example" else words.elided(text, lines)
             rows.add_row(_LABELS.get(key, key.replace("_", " ")), plain(text if verbose else cut))
     if o.output:
@@ -129,11 +131,13 @@ def _also(others: list[CheckResult], explained, tight: bool) -> Text:
                     if same else "") + " (grade --verbose shows each).", style="dim")
     rest = [t.id for t in others if t.id not in explained and t.tier != "hidden"]
     hidden = [t.id for t in others if t.id not in explained and t.tier == "hidden"]
-    said = [", ".join(same)] if same else []
-    said += [("not by it: " if same else "") + ", ".join(rest)] if rest else []
-    said += [("also " if same else "") + ", ".join(f"{i} (hidden)" for i in hidden)] if hidden else []
-    head = f"Also failed ({n}), by the same bug: " if same else f"Also failed ({n}): "
-    return Text(f"{head}{'; '.join(said)}. grade --verbose shows each.", style="dim")
+    if same:  # the diagnosis names their cause: counted, not listed (--verbose shows each)
+        said = [f"{len(same)} other public check{'s' * (len(same) > 1)}, by the same bug"]
+        said += [f"not by it: {', '.join(rest)}"] if rest else []
+        said += [f"{len(hidden)} hidden"] if hidden else []
+        return Text(f"Also failed ({n}): {'; '.join(said)}. grade --verbose shows each.", style="dim")
+    ids = [*rest, *(f"{i} (hidden)" for i in hidden)]
+    return Text(f"Also failed ({n}): {', '.join(ids)}. grade --verbose shows each.", style="dim")
 
 
 def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, reveal: Reveal = Reveal.FIX) -> Panel:
@@ -161,7 +165,8 @@ def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, rev
         # a diagnosis says the cause: the check's list of likely ones is for --verbose
         # ("looks like" says what the values are, not why: the hint stays)
         bug = str((c.diagnosis or {}).get("bug", ""))
-        details = _details(t, verbose, hint=verbose or not said or bug.startswith("looks_like:"), tight=tight)
+        details = _details(t, verbose, hint=verbose or not said or bug.startswith("looks_like:"), tight=tight,
+                           named=bool(said))
         panels.append(Panel(details, title=Text.assemble(_status(t.outcome.status), f"  {t.id}{tier}"),
                             title_align="left", border_style=STYLES.get(t.outcome.status, "")))
     others = [t for t in failed if t not in shown]

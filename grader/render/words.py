@@ -90,7 +90,7 @@ def example(text: str, lines: int, tight: bool = False) -> str:
     if len(kept) <= lines:
         return text
     starts = [i for i, line in enumerate(kept) if line[:1] not in (" ", "")]
-    if len(starts) <= 1:
+    if len(starts) <= 1 or len(starts) > max(lines, 2) and not tight:  # not inputs of a few lines each
         return elided(text, lines)
     entries = [kept[i:end] for i, end in zip(starts, [*starts[1:], len(kept)], strict=True)]
     masks = [e for e in entries if "mask" in e[0].partition(":")[0].partition("=")[0]]
