@@ -170,13 +170,8 @@ class GradingPlugin:
         for item in items:
             if item.name.removeprefix("test_") in self.checks:
                 keep.append(item)
-                # the hidden tier draws its own inputs; where the reference is (the instructor's grade) the
-                # public properties do too: their derandomized draws are the student's own run's, which a
-                # lookup table of them answered (5.83/10 against 1.67). The seed is the course's: every
-                # grade of the same files draws the same inputs
-                fresh = "hidden" in item.path.parts or self.submission.reference is not None
-                if hasattr(item.obj, "hypothesis"):  # (None: the digest of its source, the student's draws)
-                    hypothesis.seed(self.course.hidden_seed if fresh else None)(item.obj)
+                if "hidden" in item.path.parts and hasattr(item.obj, "hypothesis"):
+                    hypothesis.seed(self.course.hidden_seed)(item.obj)  # the hidden tier draws its own inputs
             else:
                 drop.append(item)
         items[:] = keep
