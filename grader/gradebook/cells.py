@@ -202,11 +202,12 @@ def describe(entry: dict, *, assignment: str = "assignmentN") -> list[str]:
             verb = "fails" if len(parts) == 1 else "fail"
             lines.append(f"  excused  {t.get('id')}: fails only because your {' and '.join(parts)} {verb} "
                          "(charged there)")
-        elif t.get("waiting_on"):  # a student's copy: not charged until the part passes (grader.scoring)
+        elif t.get("waiting_on"):  # a student's copy: its points count for now (grader.scoring)
             on = [str(p) for p in t["waiting_on"]]
             lines.append(f"  waiting  {t.get('id')}: runs through your {' and '.join(on)}, which "
-                         + ("fails its own checks (judged once it passes)" if len(on) == 1 else
-                            "fail their own checks (judged once they pass)"))
+                         + ("fails its own checks" if len(on) == 1 else "fail their own checks")
+                         + "; its points count for now, and it is graded again once "
+                         + ("that part passes" if len(on) == 1 else "they pass"))
         elif t.get("reason") in NOT_COUNTED:
             lines.append(f"  skipped  {t.get('id')}: {_one_line(t.get('message'))}")
         else:
