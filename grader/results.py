@@ -7,19 +7,13 @@ a report without importing pytest, Hypothesis or torch.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
+
+from grader.reveal import Reveal
 
 # Outcome reasons that leave a check out of its component's proportion: it could not run
 # here for reasons outside the submission.
 NOT_COUNTED = ("unavailable", "no_cuda")
-
-
-class Reveal(StrEnum):
-    """How much a report tells of a diagnosed bug (course.toml [feedback] reveal)."""
-    FIX = "fix"  # the bug and the code it should be
-    BUG = "bug"  # the bug, not the code to write
-    CHECK = "check"  # only the failed checks and their hints: no diagnosis
 
 
 @dataclass

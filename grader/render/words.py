@@ -4,7 +4,7 @@ only: the batch's outputs import it without rich."""
 
 from __future__ import annotations
 
-from grader.results import Reveal
+from grader.reveal import Reveal
 
 
 def failing_checks(n: int) -> str:
