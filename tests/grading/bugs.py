@@ -745,7 +745,4 @@ UNCAUGHT = {
     "feed_forward_treats_positions_independently": "position mixing: the feed-forward network has no operation over "
                                                    "T for a classic bug to get wrong; the check guards code that "
                                                    "adds one (a reshape that interleaves positions, a mean over T)",
-    "*_batch_elements_are_independent": "batch mixing: every split and merge of heads that the entries get wrong "
-                                        "keeps B the outermost dimension, so batch elements never mix; the check "
-                                        "guards a split such as view(h, B, ...), which no reported mistake makes",
 }
