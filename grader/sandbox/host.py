@@ -105,7 +105,8 @@ class Sandbox(Answers):
         confine = ""
         if self.isolation == "seccomp":  # applied by the worker to itself (grader.sandbox.child.confine)
             env["TMPDIR"] = str(self.home)  # its one writable folder
-            confine = json.dumps(isolation.confine_spec([here], [str(self.home)], [os.getpid(), os.getpgrp()]))
+            confine = json.dumps(isolation.confine_spec([here], [str(self.home)], [os.getpid(), os.getpgrp()],
+                                                        scratch_mb=self.limits.scratch_mb))
         try:
             if self.template is not None:
                 jail = isolation.spec(self.dir, self.limits.scratch_mb, [], env, self.user) \
