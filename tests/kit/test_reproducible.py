@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,11 +31,20 @@ with Grader(load_course(sys.argv[1])) as grader:
 """
 
 
+# A short deadline is measured (three times the component's slowest answer, or the grading's median,
+# at least 0.25 s: grader.suite.remote), so on a loaded machine it is a timing too: 0.26 s in one
+# process, 0.25 s in another
+SHORT = re.compile(r"within \d+(?:\.\d+)? s( while running your code \([^)]*\) \(shortened)")
+
+
 def without_timings(report: dict) -> dict:
     report = {k: v for k, v in report.items() if k not in ("duration_seconds", "performance")}
+    report["notes"] = [SHORT.sub(r"within (a short deadline)\1", note) for note in report.get("notes", [])]
     for component in report["components"]:
         for check in component["tests"]:
             check.pop("duration_seconds", None)
+            if isinstance(check.get("message"), str):
+                check["message"] = SHORT.sub(r"within (a short deadline)\1", check["message"])
     return report
 
 
