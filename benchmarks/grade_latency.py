@@ -8,14 +8,14 @@ For each assignment, grading the solutions is timed
 - cold, public only: the same command as students have it, a course whose suites folder has
   no hidden/ and whose reference folder does not exist (a copy of the kit's course.toml and
   tests/grading without hidden/, in a temporary folder);
-- warm, both tiers and public only: a grade on a warm grader (grader.warm.Grader) that has
+- warm, both tiers and public only: a grade on a warm grader (grader.grading.warm.Grader) that has
   graded once already, the cost of each grade of `grade batch` and of the kit's own tests;
 - watch: `grade assignmentN --watch` on the public course, from the save of a graded file to
   the line that says the re-grade is done (what a student waits for after each edit). The first
   save comes READING seconds after the first grade, the time a student takes to read it, in which
-  its helper grader (grader.split, on a machine with two cores or more) warms up. Each round of
+  its helper grader (grader.grading.split, on a machine with two cores or more) warms up. Each round of
   --repeat saves each of the assignment's files once, in turn (a save re-runs the components that
-  can run that file, grader.reuse): the column is the median of all saves, and the line under
+  can run that file, grader.grading.reuse): the column is the median of all saves, and the line under
   the table gives each file's.
 Each is compared with `python -c "import torch"`, measured in the same run on the same
 machine (median of --repeat runs each), so the ratio travels between machines where the
@@ -87,7 +87,7 @@ def hidden_checks_ran(report: Path) -> bool | None:
 WARM = """
 import json, statistics, sys, time
 from grader import load_course
-from grader.warm import Grader
+from grader.grading.warm import Grader
 assignment, submission, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with Grader(load_course(sys.argv[4])) as grader:
     grader.grade(assignment=assignment, submission=submission)

@@ -28,7 +28,7 @@ WARM = """
 import statistics, sys, time
 from pathlib import Path
 from grader import load_course
-from grader.warm import Grader
+from grader.grading.warm import Grader
 assignment, solutions, repeat = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 with Grader(load_course(Path("course.toml"))) as grader:
     grader.grade(assignment=assignment, submission=solutions)

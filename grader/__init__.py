@@ -14,15 +14,16 @@ from grader.course import load as load_course
 
 
 def grade_submission(**kwargs):
-    """Grade one submission (keyword-only; see grader.grading.grade_submission)."""
-    from grader.grading import grade_submission
+    """Grade one submission (keyword-only; see grader.grading.pipeline.grade_submission)."""
+    from grader.grading.pipeline import grade_submission
 
     return grade_submission(**kwargs)
 
 
 def check(assignment: str, submission=None, **kwargs) -> dict:
-    """Grade, show the report (in a notebook's cell) and return the JSON report (see grader.notebook.check)."""
-    from grader.notebook import check
+    """Grade, show the report (in a notebook's cell) and return the JSON report
+    (see grader.interactive.notebook.check)."""
+    from grader.interactive.notebook import check
 
     return check(assignment, submission, **kwargs)
 

@@ -54,7 +54,7 @@ class Component:
     checks: tuple[Check, ...]
     depends: tuple[str, ...] = ()
     isolated: tuple[str, ...] = ()  # checks run with the reference's versions of `depends` swapped in
-    forbidden: tuple[str, ...] = ()  # torch APIs its code must not use (grader.forbidden)
+    forbidden: tuple[str, ...] = ()  # torch APIs its code must not use (grader.judging.forbidden)
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class Assignment:
         return sum(c.points for c in self.components)
 
 
-# what grader.sandbox.child.profile knows how to time (its KINDS; grader.performance checks they agree)
+# what grader.sandbox.child.profile knows how to time (its KINDS; grader.grading.performance checks they agree)
 # top-level tables that are not assignments
 RESERVED = ("course", "limits", "hypothesis", "performance", "feedback")
 PERFORMANCE_KINDS = ("attention", "multi_head_attention", "encoder_layer")
@@ -78,7 +78,7 @@ PERFORMANCE_KINDS = ("attention", "multi_head_attention", "encoder_layer")
 
 @dataclass(frozen=True)
 class Performance:
-    """[performance]: components timed for feedback (grader.performance), and what that is worth."""
+    """[performance]: components timed for feedback (grader.grading.performance), and what that is worth."""
     components: dict[str, str]  # component name -> what it is timed as, one of PERFORMANCE_KINDS
     points: float = 0.0  # 0: informational; else earned per component within max_ratio of the baseline
     max_ratio: float = 4.0
@@ -231,7 +231,7 @@ def load(path: Path) -> Course:
                 for check_id in c.get(tier, "ids", []):
                     if any(x.id == check_id for x in checks):
                         raise ConfigError(f"{path.name}: {c.key}.{tier}: check {check_id!r} listed twice")
-                    # weight 0: informational, reported and never counted (grader.scoring)
+                    # weight 0: informational, reported and never counted (grader.judging.scoring)
                     checks.append(Check(check_id, tier, weights.get(check_id, "points", 1.0)))
             weights.done()
             if not any(x.weight > 0 for x in checks):

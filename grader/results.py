@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.reveal import Reveal
+from grader.judging.reveal import Reveal
 
 # Outcome reasons that leave a check out of its component's proportion: it could not run
 # here for reasons outside the submission.
@@ -36,7 +36,7 @@ class CheckResult:
     excused_by: tuple[str, ...] = ()  # failing parts whose reference versions make this check pass
     note: str = ""  # what the grader learned about the check's failing parts
     # without the reference (a student's copy): failing parts this failure may come from; it is not
-    # charged until they pass their own checks (grader.scoring)
+    # charged until they pass their own checks (grader.judging.scoring)
     waiting_on: tuple[str, ...] = ()
 
     @property
@@ -53,12 +53,12 @@ class ComponentResult:
     checks: list[CheckResult]
     depends: tuple[str, ...]
     # forbidden APIs found ({"what", "where", "how": "source" | "executed"}): a hit scores it 0;
-    # flagged: tools that could hide one, left to the instructor (grader.forbidden)
+    # flagged: tools that could hide one, left to the instructor (grader.judging.forbidden)
     forbidden: list[dict] = field(default_factory=list)
     flagged: list[dict] = field(default_factory=list)
-    # the classic bug that explains every failing public check ({"bug", "message"}; grader.diagnosis)
+    # the classic bug that explains every failing public check ({"bug", "message"}; grader.judging.diagnosis)
     diagnosis: dict | None = None
-    # the check whose failure says most about the bug (grader.telling); None: as the renderer ranks them
+    # the check whose failure says most about the bug (grader.judging.telling); None: as the renderer ranks them
     telling: str | None = None
 
     @property
@@ -106,11 +106,11 @@ class Report:
     notes: list[str] = field(default_factory=list)
     isolation: str = ""  # the submission's process: "namespaces", "seccomp" or "process" (grader.sandbox.isolation)
     isolation_detail: str = ""  # what that tier kept from it here (grader.sandbox.isolation.describe)
-    # timings against torch's built-ins and the reference (grader.performance); None: nothing timed
+    # timings against torch's built-ins and the reference (grader.grading.performance); None: nothing timed
     performance: dict | None = None
     gpu: dict | None = None  # with --device cuda: whether the GPU tier ran, where, how long it took
     # without the reference: parts of earlier assignments found failing their own public checks, in
-    # dependency order ({"name", "file"}): the report starts there (grader.attribution)
+    # dependency order ({"name", "file"}): the report starts there (grader.judging.attribution)
     upstream: list[dict] = field(default_factory=list)
     reveal: Reveal = Reveal.FIX  # course.toml [feedback] reveal: what the report tells of a diagnosis
     student: bool = False  # graded without the reference (a student's copy): its JSON follows `reveal` too

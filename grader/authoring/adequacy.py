@@ -8,8 +8,8 @@ Flags, which the text report leads with:
 - `no_hidden_check`: a bug only the public tier catches (a student who fits the public tier's
   fixed examples is not caught by the instructor's grade);
 - `same_public_signature`: two bugs of one component whose failing public checks say the same
-  (grader.diagnosis cannot tell them apart, so it names neither).
-`named`: grader.diagnosis names the bug as itself from the stored bugs.json (`grade expected`).
+  (grader.judging.diagnosis cannot tell them apart, so it names neither).
+`named`: grader.judging.diagnosis names the bug as itself from the stored bugs.json (`grade expected`).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ TIERS = ("public", "hidden")  # the GPU tier's checks need a GPU: left out
 
 def matrix(course: Course, assignment: str) -> dict:
     """{"checks", "bugs", "flags"} for `assignment` (see the module's docstring)."""
-    from grader import diagnosis
-    from grader.grading import one_intra_op_thread, run_checks
+    from grader.grading.pipeline import one_intra_op_thread, run_checks
+    from grader.grading.warm import Grader
+    from grader.judging import diagnosis
     from grader.suite.remote import Submission
-    from grader.warm import Grader
 
     spec = course.assignment(assignment)
     table = {name: bug for name, bug in load_bugs(course).items()

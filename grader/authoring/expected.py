@@ -5,7 +5,7 @@ The cases (which component, which arguments, which inputs) live with the suites 
 reference and keeps the results in `<suites>/public/expected/<assignment>.pt`. The course's
 table of classic bugs (`<suites>/bugs.py`, `BUGS`) is graded here too, each bug's tree the
 reference with its patches, and what its component's failing public checks say is kept in
-`<suites>/public/expected/bugs.json` for grader.diagnosis.
+`<suites>/public/expected/bugs.json` for grader.judging.diagnosis.
 """
 
 import importlib.util
@@ -136,7 +136,7 @@ def bug_tree(course: Course, patches: dict[str, list[tuple[str, str]]], into: Pa
 
 def compute_bugs(course: Course) -> dict[str, dict]:
     """name -> {component, message, fix, failing: what its component's failing public checks say}."""
-    from grader.warm import Grader
+    from grader.grading.warm import Grader
 
     table = load_bugs(course)
     if not table:
@@ -155,8 +155,8 @@ def _failing_public(course: Course, grader, assignment: str, component: str, tre
     """The component's public checks only, run as a grade runs them: a bug's signature needs no
     other check (each check draws its own inputs), and assignment4's end-to-end training costs
     a minute a tree. The kit grades every entry in full and holds the result to this one."""
-    from grader import diagnosis
-    from grader.grading import one_intra_op_thread, run_checks
+    from grader.grading.pipeline import one_intra_op_thread, run_checks
+    from grader.judging import diagnosis
     from grader.suite.remote import Submission
 
     spec = course.assignment(assignment)
@@ -172,7 +172,7 @@ def _failing_public(course: Course, grader, assignment: str, component: str, tre
 
 
 def write_all(course: Course, check: bool = False) -> list[Path]:
-    from grader import diagnosis
+    from grader.judging import diagnosis
 
     stale = []
     # the stored outputs first: the bugs are graded by the public checks, which read them (a new

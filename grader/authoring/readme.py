@@ -210,7 +210,7 @@ _DIAGNOSIS = {
 
 def readme_text(course: Course) -> str:
     """The student README for `course` (Markdown)."""
-    from grader import repro
+    from grader.interactive import repro
 
     rows = "\n".join(f"| {a.name} | {a.title} | {', '.join(f'`{c.name}`' for c in a.components)} |"
                      for a in course.assignments.values())

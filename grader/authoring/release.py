@@ -19,7 +19,7 @@ from pathlib import Path
 import tomli_w
 
 import grader
-from grader import imports
+from grader.authoring import imports
 from grader.authoring.readme import readme_text
 from grader.course import ConfigError, Course, load
 

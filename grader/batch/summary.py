@@ -1,5 +1,5 @@
 """The class at a glance: score histogram, mean per component, the checks most students fail, the
-classic bugs most students have (grader.diagnosis), and the submissions whose grade differs most
+classic bugs most students have (grader.judging.diagnosis), and the submissions whose grade differs most
 from what the public tier alone would give."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ GAP = 25.0  # percentage points between the full grade and the public tier's tha
 
 def public_score(spec: Assignment, report: dict) -> float:
     """What the public checks alone would give: each component's points in proportion to the
-    weight of its public checks earned (the scoring rule of grader.scoring, public tier only)."""
+    weight of its public checks earned (the scoring rule of grader.judging.scoring, public tier only)."""
     weights = {chk.id: chk.weight for comp in spec.components for chk in comp.checks}
     total = 0.0
     for comp in spec.components:
@@ -78,7 +78,7 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
         public = public_score(spec, r)
         if abs(r["score"] - public) / max_score * 100 >= GAP:
             gaps.append({"student": student, "score": r["score"], "public": public})
-    # what grader.forbidden flagged for review, and what it scored 0, student by student, with the line
+    # what grader.judging.forbidden flagged for review, and what it scored 0, student by student, with the line
     flagged = [{"student": student, "component": c["name"], "what": f.get("what"), "where": f.get("where"),
                 "scored_0": kind == "forbidden"}
                for student, r in rows for c in r["components"] for kind in ("forbidden", "flagged")
@@ -159,7 +159,7 @@ def render(summary: dict) -> RenderableType:
 
 
 def _flagged(found: list[dict]) -> RenderableType:
-    """grader.forbidden's findings, for the instructor to review (summary.json has them all)."""
+    """grader.judging.forbidden's findings, for the instructor to review (summary.json has them all)."""
     table = Table(title="Forbidden APIs (scored 0) and code flagged for review", title_justify="left")
     table.add_column("student", overflow="fold")
     table.add_column("component", no_wrap=True)

@@ -4,7 +4,7 @@ A worker grades one submission at a time, each in its own sandbox, like `grade` 
 it keeps between submissions is the grader's side (pytest, Hypothesis, the course and the
 reference, imported once) and a worker template (grader.sandbox.template): torch imported
 once, forked into each submission's sandbox before any of its code loads; both are a
-grader.warm.Grader per course. Grading the same
+grader.grading.warm.Grader per course. Grading the same
 tree after others gives the same report as grading it first (tests/kit/test_reproducible.py,
 tests/kit/test_template.py).
 """
@@ -21,7 +21,7 @@ import time
 import traceback
 from pathlib import Path
 
-from grader.warm import Grader
+from grader.grading.warm import Grader
 
 # pytest.main, Hypothesis and redirected stdout are process-wide: one grading at a time per
 # process, even where a Dask worker runs several tasks in threads

@@ -37,7 +37,7 @@ def parser() -> UsageParser:
 
 def main(argv: list[str]) -> int:
     from grader import load_course
-    from grader.warm import Grader
+    from grader.grading.warm import Grader
 
     args = parser().parse_args(argv)
     course = load_course(find_course(args.course))
@@ -52,17 +52,17 @@ def main(argv: list[str]) -> int:
         raise ConfigError("--json: '-' cannot be combined with --watch (give a file, rewritten after each grade)")
     only = None
     if args.only is not None:
-        from grader.only import parse
+        from grader.grading.only import parse
 
         only = parse(args.only, course.assignment(args.assignment))
     if args.repro is not None:
         if args.watch or args.only is not None or args.json:
             raise ConfigError("--repro: cannot be combined with --watch, --only or --json")
-        from grader import repro
+        from grader.interactive import repro
 
         return repro.main(course=course, assignment=args.assignment, check=args.repro, submission=submission)
     if args.watch:
-        from grader.split import spare_core
+        from grader.grading.split import spare_core
 
         watching = Grader(course, helper=spare_core(), reuse=True)
         watching.only = only
@@ -73,7 +73,7 @@ def main(argv: list[str]) -> int:
 
     from rich.console import Console
 
-    from grader.notebook import progress
+    from grader.interactive.notebook import progress
     from grader.render import report
 
     console = Console(stderr=to_stdout, no_color="NO_COLOR" in os.environ or None)
@@ -105,8 +105,8 @@ def _watch(args, grader, submission: Path) -> int:
     from rich.console import Console
     from rich.text import Text
 
+    from grader.interactive.watch import watch, watched_files
     from grader.render import report
-    from grader.watch import watch, watched_files
 
     console = Console(no_color="NO_COLOR" in os.environ or None)
     files = watched_files(grader.course, args.assignment, submission)

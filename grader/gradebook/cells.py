@@ -153,7 +153,7 @@ def component(report: dict | None, name: str, *, points: float) -> float:
 
 
 def performance(report: dict | None, *, points: float) -> float:
-    """Print the performance tier's timings (grader.performance) and return its score, as `component` does."""
+    """Print the performance tier's timings (grader.grading.performance) and return its score, as `component` does."""
     with contextlib.redirect_stderr(sys.stdout), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         perf = (report or {}).get("performance")
@@ -202,7 +202,7 @@ def describe(entry: dict, *, assignment: str = "assignmentN") -> list[str]:
             verb = "fails" if len(parts) == 1 else "fail"
             lines.append(f"  excused  {t.get('id')}: fails only because your {' and '.join(parts)} {verb} "
                          "(charged there)")
-        elif t.get("waiting_on"):  # a student's copy: its points count for now (grader.scoring)
+        elif t.get("waiting_on"):  # a student's copy: its points count for now (grader.judging.scoring)
             on = [str(p) for p in t["waiting_on"]]
             lines.append(f"  waiting  {t.get('id')}: runs through your {' and '.join(on)}, which "
                          + ("fails its own checks" if len(on) == 1 else "fail their own checks")
@@ -215,7 +215,7 @@ def describe(entry: dict, *, assignment: str = "assignmentN") -> list[str]:
             lines.append(f"  FAILED   {t.get('id')}: {_one_line(t.get('message')) or t.get('reason')}")
     if failed:
         # one in full, as `grade` shows it without --verbose; a diagnosis says the cause, so no hint
-        # the check grading chose with the bug table (the JSON's `telling`, grader.telling), as `grade` shows
+        # the check grading chose with the bug table (the JSON's `telling`, grader.judging.telling), as `grade` shows
         chosen = next((t for t in failed if t.get("id") == entry.get("telling")), None)
         lines += _details(chosen or _telling(failed), hint=not diagnosed)
         if len(failed) > 1:

@@ -42,7 +42,7 @@ def notebook_name(assignment: str) -> str:
 
 
 def performance_points(course: Course, assignment: str) -> float:
-    """What the performance tier adds to `assignment`'s score (grader.performance): its grade cell's points."""
+    """What the performance tier adds to `assignment`'s score (grader.grading.performance): its grade cell's points."""
     config = course.performance
     timed = config is not None and any(c.name in config.components for c in course.assignment(assignment).components)
     return config.points if config is not None and timed else 0.0

@@ -3,7 +3,7 @@
 source/<assignment>/ (so release/<assignment>/, and the folder a student fetches) holds a
 course.toml that lists the public checks of the assignment and of those it builds on, with
 `assignments = "."`, and the public tier they need: their test modules, the stored reference
-outputs and classic bugs (grader.diagnosis), and every module of the course folder those import.
+outputs and classic bugs (grader.judging.diagnosis), and every module of the course folder those import.
 `grade assignmentN` in that folder, or the notebook run in the student's own Jupyter, grades the
 student's .py files with it, as `grade release`'s student kit does. No hidden check, seed or
 solution, and no path of the instructor's: the files are those `grade release` ships, cut down
@@ -18,9 +18,10 @@ from pathlib import Path
 
 import tomli_w
 
-from grader import diagnosis, imports
+from grader.authoring import imports
 from grader.authoring.release import course_text
 from grader.course import ConfigError, Course
+from grader.judging import diagnosis
 
 HEADER = ("# {name}, {assignment}: the public checks, written by `grade nbgrader`. `grade {assignment}` in this\n"
           "# folder grades the .py files here with them (running the notebook does the same); your\n"

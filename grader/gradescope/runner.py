@@ -66,8 +66,8 @@ def run(*, root: Path, assignment: str, unsafe_process_isolation: bool = False) 
 
 
 def _grade(course: Course, assignment: str, submission: Path, work: Path, started: float) -> dict:
+    from grader.grading.warm import Grader
     from grader.results import to_json
-    from grader.warm import Grader
 
     spec = course.assignment(assignment)
     entry = collect.prepare(_source(submission, course, work), course=course, assignment=assignment,

@@ -107,7 +107,7 @@ def _excused(checks: list[CheckResult]) -> Panel:
 
 
 def _found(c: ComponentResult) -> list[Panel]:
-    """What grader.forbidden found: a hit that scored the component 0, flags left to the instructor."""
+    """What grader.judging.forbidden found: a hit that scored the component 0, flags left to the instructor."""
     how = {"source": "in the source", "executed": "when it ran"}
     panels = []
     for found, head, style in ((c.forbidden, "Scored 0: this component uses what the course forbids it. Build it "
@@ -157,7 +157,7 @@ def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, rev
     failed = [t for t in c.checks if t.outcome.status != "passed" and t.outcome.reason not in NOT_COUNTED
               and not t.excused_by and not t.waiting_on]
     # one screen: the check that shows the bug best in full, the others by name (--verbose: all in full);
-    # grading chose it from the bug table (grader.telling), and the rank here is for reports without it
+    # grading chose it from the bug table (grader.judging.telling), and the rank here is for reports without it
     best = next((t for t in failed if t.id == c.telling), None)
     shown = failed if verbose or not failed else [best or _telling(failed)]
     for t in shown:

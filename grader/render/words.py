@@ -4,7 +4,7 @@ only: the batch's outputs import it without rich."""
 
 from __future__ import annotations
 
-from grader.reveal import Reveal
+from grader.judging.reveal import Reveal
 
 
 def failing_checks(n: int) -> str:
@@ -16,8 +16,8 @@ def failing_checks(n: int) -> str:
 
 def diagnosis(found: dict | None, reveal: Reveal | str = Reveal.FIX) -> str:
     """The diagnosis as course.toml [feedback] reveal allows: "fix" names the bug and the code it should
-    be ("should be: ..."), "bug" the bug alone, "check" nothing (""). `found`: grader.diagnosis's
-    {"bug", "message", "what", "fix"}, completed by grader.telling ("explains")."""
+    be ("should be: ..."), "bug" the bug alone, "check" nothing (""). `found`: grader.judging.diagnosis's
+    {"bug", "message", "what", "fix"}, completed by grader.judging.telling ("explains")."""
     if not found or Reveal(reveal) is Reveal.CHECK:
         return ""
     what, fix = str(found.get("what") or ""), str(found.get("fix") or "")

@@ -8,8 +8,8 @@ anything the submission says about itself.
 import hypothesis
 import pytest
 
-from grader.attribution import target
 from grader.course import Course
+from grader.judging.attribution import target
 from grader.results import NOT_COUNTED, Outcome
 from grader.sandbox.host import StudentError, WorkerFault
 from grader.suite.checks import Mismatch
@@ -219,7 +219,7 @@ class GradingPlugin:
             if check in self.quick and kept is not None:
                 function._hypothesis_internal_use_settings = kept
             student.reset()
-            # what came from this check: a grading split across two processes (grader.split) puts
+            # what came from this check: a grading split across two processes (grader.grading.split) puts
             # the two halves' faults and forbidden calls back in the order of a single run
             for fault in student.sandbox.faults[faults:]:
                 fault.check = check

@@ -46,7 +46,7 @@ class Submission:
         self.imported: set[str] = set()
         self.generation = -1
         self.output_seen = 0  # bytes of the submission's output already given to a check
-        self.forbidden: list[str] = []  # course.toml's forbidden APIs, watched in the worker (grader.forbidden)
+        self.forbidden: list[str] = []  # course.toml's forbidden APIs, watched in the worker (grader.judging.forbidden)
         self.executed: list = []  # what the worker saw the submission run of them, as it says
         self.executed_in: list[str] = []  # the check that ran each of those
         self.order: list[str] = []  # every check of the suites, in the order the last run would run them
@@ -67,7 +67,7 @@ class Submission:
         return text
 
     def begin_check(self, component: str = "", parts: tuple[str, ...] = ()):
-        """`parts`: the reference parts swapped in for this check (grader.attribution): a component
+        """`parts`: the reference parts swapped in for this check (grader.judging.attribution): a component
         that hung on its own parts may not hang on the reference's, so its hangs count apart."""
         self.check_fault = None
         self.component = component
@@ -75,7 +75,7 @@ class Submission:
 
     def forget(self, component: str, checks: set[str]) -> None:
         """What `checks`, of `component`, left here (faults, forbidden calls, hangs, import faults), as
-        if they had not run: they run again from the start (grader.split)."""
+        if they had not run: they run again from the start (grader.grading.split)."""
         self.sandbox.faults[:] = [f for f in self.sandbox.faults if f.check not in checks]
         kept = [(e, c) for e, c in zip(self.executed, self.executed_in, strict=True) if c not in checks]
         self.executed, self.executed_in = [e for e, _ in kept], [c for _, c in kept]

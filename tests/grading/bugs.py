@@ -4,7 +4,7 @@ patch that puts it into the reference, what the code then computes and the fix.
 Course material for instructors, next to the suites: it does not ship to students (a bug is the
 reference with one change). `grade expected` grades each bug's tree and stores what its public
 checks report (outputs, never code) in public/expected/bugs.json, from which the grader names a
-student's bug (grader.diagnosis); the kit's tests are stated over the same table (each entry alone
+student's bug (grader.judging.diagnosis); the kit's tests are stated over the same table (each entry alone
 costs its own component only and is diagnosed as itself there: tests/kit/test_assignmentN.py,
 test_dropout_placement.py; fairness: tests/kit/test_attribution.py).
 """

@@ -58,7 +58,7 @@ _UNSTEADY = {"timeout", "crash", "grader"}  # outcome reasons (and statuses) tha
 def grade_report(tree: Path, assignment: str, *, course: Path = ROOT / "course.toml", device: str = "cpu",
                  cached: bool = True):
     """Grade `tree` in this process through the warm grader that `grade`, `grade --watch` and `grade
-    batch` use (grader.warm.Grader: a worker forked per grade from a template, in the same isolation);
+    batch` use (grader.grading.warm.Grader: a worker forked per grade from a template, in the same isolation);
     one grader per course and test process. tests/kit/test_reproducible.py holds its JSON to the
     command line's. `cached`: a tree with the same files, graded earlier (in this run or, unless the
     report is unsteady, in an earlier one: KIT_CACHE) for the same assignment, course and device with
@@ -145,7 +145,7 @@ def _sources_key(course: Path) -> str:
 
 def _grade_now(tree: Path, assignment: str, course: Path, device: str):
     from grader import load_course
-    from grader.warm import Grader
+    from grader.grading.warm import Grader
 
     key = Path(course).resolve()
     if key not in _GRADERS:
@@ -232,7 +232,8 @@ def grade_one_bug(tmp_path: Path, name: str) -> dict:
     wanted = {} if bug.undiagnosed else {bug.component: name}
     assert named == wanted, f"diagnosed {named}, expected {wanted} (stale? run grade expected)"
     # the numerical forensics alone, as for a bug outside the table, may name this component, never another
-    from grader import diagnosis, load_course
+    from grader import load_course
+    from grader.judging import diagnosis
 
     course = load_course(ROOT / "course.toml")
     results = {t.id: t.outcome for c in result.components for t in c.checks}

@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from grader import load_course
-from grader.attribution import Blame
 from grader.course import Assignment, Component
+from grader.judging.attribution import Blame
+from grader.judging.scoring import score
 from grader.results import Outcome
-from grader.scoring import score
 from tests.kit.conftest import ROOT
 
 COURSE = load_course(ROOT / "course.toml")
@@ -69,6 +69,6 @@ def all_passed(assignment: Assignment) -> dict[str, Outcome]:
 def scored(assignment: Assignment, outcomes: dict[str, Outcome], *, blame: dict[str, Blame] | None = None,
            unavailable: dict[str, Outcome | None] | None = None,
            forbidden: dict[str, tuple[list[dict], list[dict]]] | None = None):
-    """grader.scoring's Report of hand-made outcomes, as a grading of the reference tree scores them."""
+    """grader.judging.scoring's Report of hand-made outcomes, as a grading of the reference tree scores them."""
     return score(COURSE, assignment, Path("submission"), outcomes, unavailable or {}, blame or {}, 1.0,
                  forbidden=forbidden)

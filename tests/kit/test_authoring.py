@@ -26,7 +26,7 @@ def course_with(tmp_path: Path, weights: str) -> Path:
 
 @pytest.mark.parametrize("failing", ["layer_norm_rows_are_normalised", "layer_norm_has_gamma_and_beta"])
 def test_a_check_of_weight_0_is_reported_and_never_counted(tmp_path, failing):
-    from grader.scoring import score
+    from grader.judging.scoring import score
 
     course = load(course_with(tmp_path, LN_WEIGHTS.replace(" }", f", {failing} = 0 }}")))
     spec = course.assignment("assignment1")

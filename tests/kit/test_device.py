@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import load_course, performance
+from grader import load_course
 from grader.course import ConfigError
+from grader.grading import performance
 from grader.results import Outcome, Report
 from grader.sandbox.child import placement, protocol
 from tests.kit.conftest import ROOT, SOLUTIONS, assert_loses_only_in, full_marks, grade_json, mutant, scores
@@ -34,7 +35,8 @@ HIDES_THE_GPU = {"assignment2/attention.py": [(
 # the GPU tier run with the CPU standing in for the GPU: the grader's choice of device, made here
 ON_THE_CPU = """
 import json, sys
-from grader import grading, load_course
+from grader.grading import pipeline as grading
+from grader import load_course
 from grader.results import to_json
 grading._gpu = lambda device: "cpu" if device == "cuda" else None
 report = grading.grade_submission(course=load_course(sys.argv[1]), assignment=sys.argv[2], submission=sys.argv[3],

@@ -1,10 +1,10 @@
-"""What makes `--watch` run a component's checks every time (grader.reuse): code that can import or
+"""What makes `--watch` run a component's checks every time (grader.grading.reuse): code that can import or
 read beyond its import statements. Words in docstrings and comments, and methods that share a
 builtin's name (`model.eval()`, `re.compile`), do not: the solutions' docstrings say "eval() mode"."""
 
 import pytest
 
-from grader.reuse import _dynamic
+from grader.grading.reuse import _dynamic
 from tests.kit.conftest import SOLUTIONS
 
 DYNAMIC = ['eval("1 + 1")', 'exec("x = 1")', 'open("secret")', "__import__('os')", "import importlib",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from grader import course as config
-from grader import forbidden
+from grader.judging import forbidden
 from tests.kit import mutants, test_torch_backed
 from tests.kit.conftest import ROOT, SOLUTIONS, full_marks, grade_json, mutant, scores
 

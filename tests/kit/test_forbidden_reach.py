@@ -3,7 +3,7 @@ package's `__init__.py` or in a sibling component's file is the submission's cod
 the component that runs it; the recorder patched through sys.modules and the API taken as
 `vars(F)["layer_norm"]` is found in the source, and the introspection is flagged with its line.
 
-Each attack was seen to get full marks, nothing flagged, before grader.forbidden read every staged
+Each attack was seen to get full marks, nothing flagged, before grader.judging.forbidden read every staged
 file; the judge-only cases need no grading run.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from grader import course as config
-from grader import forbidden
 from grader.batch import summary
+from grader.judging import forbidden
 from tests.kit.conftest import ROOT, full_marks, grade_json, mutant, scores
 
 COURSE = config.load(ROOT / "course.toml")

@@ -184,7 +184,7 @@ def test_a_different_factor_in_each_row_is_named(shape, seed):
     assert looks_like(e * factor, e).startswith("the expected values times a different factor in each row")
 
 
-# --- placement (grader.diagnosis.placement): a CPU tensor made where the input's device was expected
+# --- placement (grader.judging.diagnosis.placement): a CPU tensor made where the input's device was expected
 _COURSE = None
 
 
@@ -211,7 +211,7 @@ def _frames(spec, comp):
 @settings(max_examples=60)
 @given(name=st.sampled_from(["make_tgt_mask", "Transformer", "greedy_decode", "LabelSmoothingLoss"]), data=st.data())
 def test_a_placement_failure_is_diagnosed_on_the_components_own_line(name, data):
-    from grader.diagnosis import placement
+    from grader.judging.diagnosis import placement
     from grader.results import Outcome
 
     spec, comp = _component(name)
@@ -235,7 +235,7 @@ def test_a_placement_failure_is_diagnosed_on_the_components_own_line(name, data)
        where=st.sampled_from(["largest error at index [0, 1]", "", "assignment3/transformer.py:89 in forward: x",
                               "made at somewhere without a frame"]))
 def test_a_failure_that_is_not_a_placement_failure_gets_no_placement_diagnosis(name, where):
-    from grader.diagnosis import placement
+    from grader.judging.diagnosis import placement
     from grader.results import Outcome
 
     spec, comp = _component(name)

@@ -2,7 +2,7 @@
 the held-out classic bugs on their own component, and never names a bug on another component.
 
 Grading the 134 trees takes minutes, so the diagnosis (the course's table and the numerical forensics'
-"looks like", grader.diagnosis) is run here on what their failing public checks said when graded
+"looks like", grader.judging.diagnosis) is run here on what their failing public checks said when graded
 (heldout_record.json, written by `python -m tests.kit.heldout`); a few cheap trees are graded afresh
 to hold the record to what grading says now."""
 
@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from grader import diagnosis, load_course
+from grader import load_course
+from grader.judging import diagnosis
 from grader.results import Outcome
 from tests.kit.conftest import ROOT, grade_report, mutant
 from tests.kit.heldout import HELDOUT, RECORD

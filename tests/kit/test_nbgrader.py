@@ -362,7 +362,8 @@ def test_feedback_carries_the_public_detail_of_the_terminal_report(pipeline):
             if diagnosis:
                 assert _said(diagnosis["message"]) in text, (student, comp["name"])
                 shown["diagnosis"] += 1
-            # a "looks like" (numerical forensics, grader/diagnosis.py) names no bug of the table: the hint stays
+            # a "looks like" (numerical forensics, grader/judging/diagnosis.py) names no bug of the table:
+            # the hint stays
             forensic = bool(diagnosis) and diagnosis["bug"].startswith("looks_like:")
             keys = ("expected", "got", "where", "example", *(("hint",) if not diagnosis or forensic else ()))
 

@@ -60,7 +60,7 @@ def test_a_notebook_holds_the_report_and_check_returns_it(tmp_path):
 def test_progress_shows_on_a_terminal_only(tmp_path):
     import os
 
-    from grader.notebook import real_terminal
+    from grader.interactive.notebook import real_terminal
 
     leader, follower = os.openpty()
     read, write = os.pipe()

@@ -8,8 +8,8 @@ import re
 import torch
 import torch.nn.functional as F
 
+from grader.judging.telling import most_telling
 from grader.results import CheckResult, ComponentResult, Outcome
-from grader.telling import most_telling
 from tests.grading.bugs import BUGS
 from tests.kit.conftest import grade_report, mutant, report_lines
 

@@ -6,8 +6,8 @@ from pathlib import Path
 from rich.console import Console
 
 from grader import course as config
-from grader import scoring
-from grader.attribution import Blame
+from grader.judging import scoring
+from grader.judging.attribution import Blame
 from grader.render import report
 from grader.results import Outcome
 from tests.kit.conftest import ROOT

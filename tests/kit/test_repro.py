@@ -54,7 +54,7 @@ def test_a_check_that_cannot_be_run_is_one_line(option, value, words):
 
 def test_narrowing_keeps_the_courses_order_and_drops_empty_components():
     from grader import load_course
-    from grader.only import narrow
+    from grader.grading.only import narrow
 
     spec = load_course(ROOT / "course.toml").assignment("assignment2")
     narrowed = narrow(spec, frozenset({"mha_matches_torch", "sdpa_weights_rows_sum_to_one", "sdpa_matches_torch"}))
@@ -67,7 +67,7 @@ def test_narrowing_keeps_the_courses_order_and_drops_empty_components():
 def test_the_reports_example_reads_back_exactly():
     import torch
 
-    from grader.repro import parse_example
+    from grader.interactive.repro import parse_example
     from grader.suite.checks import describe
 
     g = torch.Generator().manual_seed(0)
@@ -141,8 +141,9 @@ def test_repro_scripts_fail_on_every_bug_of_the_table_and_pass_on_the_fix(tmp_pa
     import json
     import os
 
-    from grader import load_course, repro
-    from grader.diagnosis import load
+    from grader import load_course
+    from grader.interactive import repro
+    from grader.judging.diagnosis import load
     from tests.grading.bugs import BUGS
 
     course = load_course(ROOT / "course.toml")

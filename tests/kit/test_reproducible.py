@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from grader import load_course
-from grader.split import split as split_at
-from grader.warm import Grader
+from grader.grading.split import split as split_at
+from grader.grading.warm import Grader
 from tests.kit.conftest import ROOT, SOLUTIONS, as_json, grade_json, mutant
 from tests.kit.mutants import patches
 
@@ -23,8 +23,8 @@ TWO_IN_ONE_PROCESS = """
 import json, sys
 from grader import load_course
 from grader.results import to_json
-from grader.split import split as split_at
-from grader.warm import Grader
+from grader.grading.split import split as split_at
+from grader.grading.warm import Grader
 with Grader(load_course(sys.argv[1])) as grader:
     grader.grade(assignment="assignment1", submission=sys.argv[2])  # another one first
     print(json.dumps(to_json(grader.grade(assignment="assignment1", submission=sys.argv[3]))))
@@ -87,8 +87,8 @@ CRASHES = {"assignment1/layer_norm.py": [("        mean = x.mean(dim=-1, keepdim
 
 @pytest.fixture(scope="module")
 def watching(quick_course):
-    """A grader as `grade --watch` starts it: a helper grader on a second core (grader.split), and
-    the results of components whose files did not change kept (grader.reuse); warmed up."""
+    """A grader as `grade --watch` starts it: a helper grader on a second core (grader.grading.split), and
+    the results of components whose files did not change kept (grader.grading.reuse); warmed up."""
     with Grader(load_course(quick_course), helper=True, reuse=True) as grader:
         grader.grade(assignment="assignment1", submission=SOLUTIONS)
         assert grader.await_helper(300), "the helper did not warm up"
@@ -97,7 +97,7 @@ def watching(quick_course):
 
 @pytest.mark.xdist_group("watching")
 def test_a_grade_split_across_two_grader_processes_is_the_grade_of_one(tmp_path, watching, quick_course):
-    """`grade --watch`'s helper (grader.split) grades the later checks in a process of its own:
+    """`grade --watch`'s helper (grader.grading.split) grades the later checks in a process of its own:
     the JSON is one grader's, failures, attribution on the reference's parts, shrinking and the
     restarts of the submission's process included."""
     trees = [mutant(tmp_path / "bugs", patches(*SPLIT_BUGS)), mutant(tmp_path / "crashes", CRASHES)]
@@ -149,7 +149,7 @@ def _edit(tree: Path, edits: dict[str, list[tuple[str, str]]]) -> None:
 
 @pytest.mark.xdist_group("watching")
 def test_a_re_grade_that_keeps_the_unchanged_components_is_a_whole_grade(tmp_path, watching, quick_course):
-    """`grade --watch` runs again only the components whose files changed (grader.reuse), on two cores:
+    """`grade --watch` runs again only the components whose files changed (grader.grading.reuse), on two cores:
     after each edit the JSON is that of a grade that ran every check, failures, attribution, shrinking
     and restarts included, and the untouched components' checks were not run again."""
     tree = mutant(tmp_path, {})

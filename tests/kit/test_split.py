@@ -1,9 +1,9 @@
-"""The helper grader of `grade --watch` (grader.split): where a grading is cut, and a reply that
+"""The helper grader of `grade --watch` (grader.grading.split): where a grading is cut, and a reply that
 nobody collected never answers the next job. That a split grading's JSON is one process's, a cut
 inside a component that hangs included, is tests/kit/test_reproducible.py's."""
 
 from grader import load_course
-from grader.split import Helper, split
+from grader.grading.split import Helper, split
 from tests.kit.conftest import ROOT, SOLUTIONS
 
 

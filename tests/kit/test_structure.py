@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from grader import load_course
-from grader.grading import start_sandbox
+from grader.grading.pipeline import start_sandbox
 from grader.suite.parts import ReferenceParts
 from grader.suite.remote import Submission
 from tests.grading.helpers.names import random_state, transformer_shapes

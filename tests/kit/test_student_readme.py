@@ -4,10 +4,11 @@ becomes of the performance feedback (pure functions of the course: no release is
 import re
 import tomllib
 
-from grader import load_course, repro
+from grader import load_course
 from grader.authoring.readme import readme_text
 from grader.authoring.release import course_text
 from grader.authoring.torch_pin import TORCH
+from grader.interactive import repro
 from tests.kit.conftest import ROOT
 
 COURSE = load_course(ROOT / "course.toml")

@@ -1,10 +1,11 @@
 """The most telling check: the failure a report shows in full is the one that says most about the bug
-(grader.telling), chosen with the bug table that grade expected stores (bugs.json)."""
+(grader.judging.telling), chosen with the bug table that grade expected stores (bugs.json)."""
 
-from grader import diagnosis, load_course
+from grader import load_course
 from grader.gradebook import cells
+from grader.judging import diagnosis
+from grader.judging.telling import most_telling, pairs
 from grader.results import CheckResult, ComponentResult, Outcome
-from grader.telling import most_telling, pairs
 from tests.grading.bugs import BUGS
 from tests.kit.conftest import ROOT, as_json, grade_report, mutant, report_lines
 

@@ -304,7 +304,7 @@ def test_a_template_killed_by_a_process_worker_is_started_again(tmp_path, monkey
 GRADE = """
 import hashlib, json, sys
 from grader import load_course
-from grader.grading import grade_submission
+from grader.grading.pipeline import grade_submission
 from grader.results import to_json
 from grader.sandbox.template import Template
 

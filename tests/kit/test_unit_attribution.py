@@ -1,11 +1,11 @@
-"""Attribution (grader.attribution) on hand-made outcomes: which composite checks are blamed on which
+"""Attribution (grader.judging.attribution) on hand-made outcomes: which composite checks are blamed on which
 failing parts, and what is run again with the reference's parts. `run` stands for the sandbox's runs:
 it answers from a table and records what it was asked."""
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.attribution import MISSING, attribute, target
+from grader.judging.attribution import MISSING, attribute, target
 from grader.results import Outcome
 from tests.kit import strategies as s
 

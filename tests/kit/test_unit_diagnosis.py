@@ -1,11 +1,11 @@
-"""Diagnosis (grader.diagnosis) and telling (grader.telling) on hand-made outcomes: a component is
+"""Diagnosis (grader.judging.diagnosis) and telling (grader.judging.telling) on hand-made outcomes: a component is
 named a bug of the table only where exactly that one bug explains all its failing public checks, and
 its most telling failure is chosen from what the report charges."""
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from grader import diagnosis, telling
+from grader.judging import diagnosis, telling
 from grader.results import CheckResult, ComponentResult, Outcome
 from tests.kit import strategies as s
 

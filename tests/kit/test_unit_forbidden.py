@@ -1,4 +1,4 @@
-"""Forbidden-API judging (grader.forbidden) in the grader's own process: the worker's record read as
+"""Forbidden-API judging (grader.judging.forbidden) in the grader's own process: the worker's record read as
 untrusted data, and who pays for a finding, on staged trees made by hand."""
 
 import shutil
@@ -6,7 +6,7 @@ import shutil
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader import forbidden
+from grader.judging import forbidden
 from tests.kit import strategies as s
 from tests.kit.conftest import SOLUTIONS
 

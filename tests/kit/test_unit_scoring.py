@@ -1,4 +1,4 @@
-"""Scoring (grader.scoring, grader.results) on hand-made outcomes: points in proportion to the weight
+"""Scoring (grader.judging.scoring, grader.results) on hand-made outcomes: points in proportion to the weight
 earned, what is left out, what a forbidden API costs, and that a fix never lowers a grade."""
 
 from dataclasses import replace
@@ -6,7 +6,7 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.attribution import Blame
+from grader.judging.attribution import Blame
 from grader.results import NOT_COUNTED, Outcome
 from tests.kit import strategies as s
 

@@ -27,7 +27,7 @@ def _browses(page):
 
 
 def _imports_the_warm_grader():
-    from grader.warm import Grader
+    from grader.grading.warm import Grader
 
     return Grader
 

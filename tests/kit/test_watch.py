@@ -112,7 +112,7 @@ def test_each_save_is_graded_once_and_ctrl_c_ends_the_watch(tmp_path):
     assert printed.rstrip().endswith("Stopped watching after 4 grades.")
     words = " ".join(printed.split())  # the console wraps at its width
     second = words[words.index("grade 2 at"):words.index("Watching", words.index("grade 2 at"))]
-    assert "were not run again" in second  # the components that do not import layer_norm.py (grader.reuse)
+    assert "were not run again" in second  # the components that do not import layer_norm.py (grader.grading.reuse)
 
 
 def test_watch_refuses_json_on_stdout(tmp_path):

@@ -7,7 +7,7 @@ process, is measured with this same code in the grader's. One thread in both.
 
 Whatever the submission's process reports can be forged by the submission (its code runs
 there and can replace the clock), so these numbers are feedback: they decide no points unless
-course.toml's [performance] section gives them some (grader.performance).
+course.toml's [performance] section gives them some (grader.grading.performance).
 
 Memory: on a GPU, the peak of torch.cuda.max_memory_allocated during one step, above what was
 allocated before it. On the CPU torch keeps no such count (and tracemalloc does not see tensor

@@ -6,7 +6,7 @@ TorchFunctionMode sees every torch function by the object called, however the co
 (`F.layer_norm`, `getattr(F, "layer" + "_norm")`, `torch.layer_norm`, nn.LayerNorm's forward),
 and a global forward pre-hook sees forbidden nn.Module classes run (nn.TransformerEncoderLayer's
 fast path calls no forbidden function). A hit is kept with the line of the submission's file
-that made the call; the grader (grader.forbidden) decides what it costs. Nothing here is
+that made the call; the grader (grader.judging.forbidden) decides what it costs. Nothing here is
 believed: it is right for code that leaves it alone, and the grader's source scan flags the
 tools that would not.
 

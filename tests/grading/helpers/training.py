@@ -163,7 +163,7 @@ SMALL = dict(batch_size=32, d_model=32, n_heads=4, n_layers=1, d_ff=64, dropout=
 def train_date_task(student, steps: int, n_train: int, n_test: int, target: float | None = None,
                     every: int = 100, timeout: float = 120.0) -> dict:
     """Train the submission's own stack in its process (grader.worker's train_date_task). With the
-    reference's parts swapped in (grader.attribution), each of their calls is a round trip to the grader:
+    reference's parts swapped in (grader.judging.attribution), each of their calls is a round trip to the grader:
     twice the time is allowed. `target`: stop at the first step, of every `every`th, whose exact match reaches it."""
     kwargs = dict(seed=0, steps=steps, n_train=n_train, n_test=n_test, **SMALL)
     if target is not None:

@@ -1,5 +1,5 @@
-"""The source half of grader.forbidden: one staged file parsed (ast), its forbidden APIs and the
-tools that could hide one found by line (see grader.forbidden for what each costs)."""
+"""The source half of grader.judging.forbidden: one staged file parsed (ast), its forbidden APIs and the
+tools that could hide one found by line (see grader.judging.forbidden for what each costs)."""
 
 import ast
 from dataclasses import dataclass

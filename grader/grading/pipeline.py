@@ -15,8 +15,8 @@ from grader.sandbox.host import Sandbox
 from grader.sandbox.template import Template
 
 if TYPE_CHECKING:
-    from grader.reuse import Reuse
-    from grader.split import Helper
+    from grader.grading.reuse import Reuse
+    from grader.grading.split import Helper
 
 # plugins a grading run has no use for; unraisableexception alone costs ~0.6 s of gc at exit
 _NO_PLUGINS = ("cacheprovider", "randomly", "unraisableexception", "threadexception", "faulthandler", "doctest",
@@ -56,14 +56,14 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, devic
     """Run the suites of `assignment` on `submission` and score them.
 
     The checks of a composite whose parts fail are re-run with the reference's versions of
-    those parts swapped in, and that run decides (grader.attribution). Every check runs on the
+    those parts swapped in, and that run decides (grader.judging.attribution). Every check runs on the
     CPU; with `device` "cuda" the GPU tier runs too, where this process sees a CUDA device (the
     submission's process is not asked), and is reported skipped elsewhere. `sandbox`: one
     started by start_sandbox for the same submission (closed here); `template`: as for start_sandbox;
-    `helper`: a grader.split.Helper, which runs the checks of the later components meanwhile once it
-    is ready, chosen by `cost` (seconds by check, from earlier gradings); `reuse`: a grader.reuse.Reuse
+    `helper`: a grader.grading.split.Helper, which runs the checks of the later components meanwhile once it
+    is ready, chosen by `cost` (seconds by check, from earlier gradings); `reuse`: a grader.grading.reuse.Reuse
     that keeps what each component's checks gave, and runs them again only when their files change;
-    `only`: check ids of the assignment to run alone, the report listing only them (grader.only)."""
+    `only`: check ids of the assignment to run alone, the report listing only them (grader.grading.only)."""
     sandbox = sandbox or start_sandbox(course=course, assignment=assignment, submission=submission, device=device,
                                        template=template)
     with one_intra_op_thread(), frozen_heap():
@@ -107,12 +107,13 @@ def one_intra_op_thread():
 def _grade(course: Course, assignment: str, submission: Path, device: str, sandbox: Sandbox,
            helper: "Helper | None", cost: dict[str, float], reuse: "Reuse | None",
            only: frozenset[str] | None = None) -> Report:
-    from grader import attribution, diagnosis, forbidden, performance, scoring, split, telling
+    from grader.grading import performance, split
+    from grader.judging import attribution, diagnosis, forbidden, scoring, telling
     from grader.suite.remote import Submission
 
     spec = course.assignment(assignment)
-    if only:  # the components of those checks, with only those checks (grader.only)
-        from grader.only import narrow, note
+    if only:  # the components of those checks, with only those checks (grader.grading.only)
+        from grader.grading.only import narrow, note
 
         spec = narrow(spec, only)
     submission = Path(submission).resolve()

@@ -62,7 +62,7 @@ def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
     that does not pass dropout on fail TransformerEmbedding's checks alike): the part is named, in
     its own component, and the composite is not. `table`: the bug table to match (default: the
     course's bugs.json; {} leaves the forensics alone, as for a bug outside the table). `upstream`: the
-    parts of earlier assignments found failing their own checks (grader.attribution); None: not known,
+    parts of earlier assignments found failing their own checks (grader.judging.attribution); None: not known,
     and a component built on any part of another assignment gets no forensics."""
     table = load(course) if table is None else table
     found = {}

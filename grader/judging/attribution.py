@@ -19,7 +19,7 @@ from grader.results import NOT_COUNTED, Outcome
 
 MISSING = Outcome("error", "missing", "this check did not run again on the reference's parts")
 
-# (check id -> parts to swap in, quick=, one_failure=) -> outcomes (grader.grading.run_checks)
+# (check id -> parts to swap in, quick=, one_failure=) -> outcomes (grader.grading.pipeline.run_checks)
 Run = Callable[..., dict[str, Outcome]]
 
 
@@ -43,7 +43,7 @@ def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome
     """check id -> Blame, for the checks of every composite whose parts fail.
 
     With `swap` false (no reference tree: the students' public tier) nothing is re-run, and
-    only the failing checks are blamed: they wait for the parts (grader.scoring). `upstream`, a
+    only the failing checks are blamed: they wait for the parts (grader.judging.scoring). `upstream`, a
     list: filled with the parts of other assignments found failing their own checks, in course
     order; without `swap` the parts of a failing one are run too, so that the earliest is found."""
     components = {c.name: c for a in course.assignments.values() for c in a.components}

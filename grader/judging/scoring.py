@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from grader.attribution import Blame
 from grader.course import Assignment, Course
+from grader.judging.attribution import Blame
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Outcome, Report, Reveal
 
 MISSING = Outcome("error", "missing", "this check did not run (not found in the grading suite)")
@@ -16,12 +16,12 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
     """Credit within a component is in proportion to the weight of the checks earned.
 
     A check of a composite whose parts fail is decided by its run on the reference's versions
-    of those parts (`blame`, grader.attribution): a failure there is the composite's own, a
+    of those parts (`blame`, grader.judging.attribution): a failure there is the composite's own, a
     pass excuses a failure on the student's parts (charged in the parts' components). A check
     that is missing, skipped or errored earns nothing. Checks that could not run here for
     reasons outside the submission (the hidden tier, no GPU) are left out of the proportion
     rather than counted as failed. A component found using an API that course.toml forbids it
-    (`forbidden`: name -> (hits, flags), grader.forbidden) scores 0; its checks keep their outcomes.
+    (`forbidden`: name -> (hits, flags), grader.judging.forbidden) scores 0; its checks keep their outcomes.
     """
     components = []
     waiting: dict[str, tuple[str, ...]] = {}  # a component here that waits -> the parts it waits on

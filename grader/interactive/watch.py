@@ -1,6 +1,6 @@
 """`grade assignmentN --watch`: grade, then grade again whenever a graded file changes.
 
-Each re-grade is a whole grade on a warm grader (grader.warm): a fresh worker forked from the
+Each re-grade is a whole grade on a warm grader (grader.grading.warm): a fresh worker forked from the
 template, every check run, the same report a cold `grade` gives. Changes are seen by watchfiles
 (inotify where there is one), debounced: the writes of one save, an editor's rename dance or a
 `git checkout` of several files make one re-grade. An edit made while a grade runs cancels that
@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from grader.course import Course
+from grader.grading.warm import Grader
 from grader.results import Report
-from grader.warm import Grader
 
 CANCEL = signal.SIGUSR2  # to the main thread: a save came while it grades
 

@@ -495,7 +495,7 @@ def main(*, course: Course, assignment: str, check: str, submission: Path, folde
     """`grade ASSIGNMENT --repro CHECK`: write the script and print its path. Exit status 0 when it is
     written (or the check passes: nothing to reproduce), 1 when the failure has no example to rebuild
     exactly (a stub, or an exception's rounded example), 2 for a check it cannot reproduce."""
-    from grader.only import check_ids, unknown
+    from grader.grading.only import check_ids, unknown
 
     spec = course.assignment(assignment)
     known = reproducible(course, spec)
@@ -534,7 +534,7 @@ def main(*, course: Course, assignment: str, check: str, submission: Path, folde
 
 def _grade_alone(course: Course, assignment: str, check: str, submission: Path):
     """The check's outcome on `submission`, graded alone (its failing example shrunk, as in the report)."""
-    from grader.warm import Grader
+    from grader.grading.warm import Grader
 
     report = Grader(course, template=False).grade(assignment=assignment, submission=submission,
                                                   only=frozenset([check]))

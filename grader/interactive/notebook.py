@@ -55,10 +55,10 @@ def check(assignment: str, submission: str | Path | None = None, *, only: str | 
     from grader.commands import find_course, keep_hypothesis_out_of_cwd
     from grader.course import ConfigError
     from grader.course import load as load_course
-    from grader.only import parse
+    from grader.grading.only import parse
+    from grader.grading.warm import Grader
     from grader.render import report
     from grader.results import to_json
-    from grader.warm import Grader
 
     keep_hypothesis_out_of_cwd()
     config = load_course(find_course(str(course) if course is not None else None))

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from grader.results import Outcome
 
 BOOT = "import pickle, sys; init = pickle.load(sys.stdin.buffer); sys.path[:] = init['path']; " \
-       "from grader.warm import serve; serve(init)"
+       "from grader.grading.warm import serve; serve(init)"
 
 
 def spare_core() -> bool:
@@ -160,7 +160,7 @@ class Helper:
         self.pending += 1
 
     def submit(self, **job: Any) -> None:
-        """Start grading `job` (grader.grading._grade's far half) there; it must be `ready`."""
+        """Start grading `job` (grader.grading.pipeline._grade's far half) there; it must be `ready`."""
         self._send(job)
 
     def collect(self) -> dict | None:

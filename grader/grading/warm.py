@@ -12,10 +12,10 @@ the same isolation, and the same JSON as a cold run (tests/kit/test_reproducible
 --watch`, `grade batch` (each pool or Dask worker) and the kit's own tests all grade through
 this class; `template=False` starts each worker as a fresh Python instead, which a single cold
 run prefers (its worker imports torch while this process imports the rest). `helper=True` also
-starts a second grader process (grader.split; `grade --watch` asks for one where a second core is
+starts a second grader process (grader.grading.split; `grade --watch` asks for one where a second core is
 free): once it has warmed up, it grades the later components of each grading while this process
 grades the others, with the same JSON. `reuse=True` (`grade --watch` again) runs again only the
-checks of components whose files changed since the last grading (grader.reuse), with the same JSON.
+checks of components whose files changed since the last grading (grader.grading.reuse), with the same JSON.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 from grader.course import Course, load
 
 if TYPE_CHECKING:
+    from grader.grading.reuse import Reuse
+    from grader.grading.split import Helper
     from grader.results import Outcome, Report
-    from grader.reuse import Reuse
     from grader.sandbox.host import Sandbox
     from grader.sandbox.template import Template
-    from grader.split import Helper
 
 
 class Grader:
@@ -48,9 +48,9 @@ class Grader:
         self._helper: Helper | None = None
         self._cost: dict[str, float] = {}  # seconds by check, from the last grading that ran it
         self._reuse: Reuse | None = None
-        self.only: frozenset[str] | None = None  # check ids every grading runs alone (grader.only)
+        self.only: frozenset[str] | None = None  # check ids every grading runs alone (grader.grading.only)
         if reuse:
-            from grader.reuse import Reuse
+            from grader.grading.reuse import Reuse
 
             self._reuse = Reuse()
 
@@ -66,8 +66,8 @@ class Grader:
         import pytest  # noqa: F401
 
         import grader.suite.plugin  # noqa: F401
+        from grader.grading.split import Helper
         from grader.sandbox.template import Template, TemplateError, unavailable
-        from grader.split import Helper
 
         if self._use_helper and self._helper is None:
             self._helper = Helper(self.course)  # it warms up while this process grades
@@ -79,17 +79,17 @@ class Grader:
         return self
 
     def sandbox(self, *, assignment: str, submission: Path, device: str = "cpu") -> Sandbox:
-        """Stage `submission` and start its worker now (see grader.grading.start_sandbox)."""
-        from grader.grading import start_sandbox
+        """Stage `submission` and start its worker now (see grader.grading.pipeline.start_sandbox)."""
+        from grader.grading.pipeline import start_sandbox
 
         return start_sandbox(course=self.course, assignment=assignment, submission=submission, device=device,
                              template=self._template)
 
     def grade(self, *, assignment: str, submission: Path, device: str = "cpu",
               sandbox: Sandbox | None = None, only: frozenset[str] | None = None) -> Report:
-        """Grade `submission` (see grader.grading.grade_submission); `sandbox`: one from self.sandbox;
+        """Grade `submission` (see grader.grading.pipeline.grade_submission); `sandbox`: one from self.sandbox;
         `only`: these checks alone (default: self.only, which `grade --watch --only` sets)."""
-        from grader.grading import grade_submission
+        from grader.grading.pipeline import grade_submission
 
         report = grade_submission(course=self.course, assignment=assignment, submission=submission, device=device,
                                   sandbox=sandbox, template=self._template, helper=self._helper, cost=self._cost,
@@ -104,7 +104,7 @@ class Grader:
 
     @property
     def reused_checks(self) -> int:
-        """How many checks gradings took from an earlier grading, their files unchanged (grader.reuse)."""
+        """How many checks gradings took from an earlier grading, their files unchanged (grader.grading.reuse)."""
         return self._reuse.reused if self._reuse is not None else 0
 
     @property
@@ -122,7 +122,7 @@ class Grader:
 
 
 def serve(init: dict) -> None:
-    """The helper's side (grader.split.Helper starts it): a warm grader of its own that grades the
+    """The helper's side (grader.grading.split.Helper starts it): a warm grader of its own that grades the
     jobs read from stdin until it closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     replies = os.fdopen(os.dup(1), "wb")
@@ -148,7 +148,7 @@ def serve(init: dict) -> None:
 
 
 def _grade_far(grader: Any, course: Course, job: dict) -> dict:
-    from grader.grading import frozen_heap, one_intra_op_thread, run_checks
+    from grader.grading.pipeline import frozen_heap, one_intra_op_thread, run_checks
     from grader.suite.remote import Submission
 
     sandbox = grader.sandbox(assignment=job["assignment"], submission=job["submission"], device=job["device"])

@@ -3,11 +3,11 @@
 `grade --watch` grades the same submission after each save, and a save touches one file. The
 checks of a component give the same outcomes on the same files: examples are derandomized, and
 each component's checks already run apart from the others' (a split grading runs them in two
-processes, grader.split, with the same JSON). So a warm grader asked to (`Grader(reuse=True)`)
+processes, grader.grading.split, with the same JSON). So a warm grader asked to (`Grader(reuse=True)`)
 keeps, per component, the outcomes of its checks' first run, with the worker faults and the
 forbidden calls they recorded, under a digest of the files that run could execute: the staged
 files of the component, of those it depends on and of the modules its checks asked for, with
-everything they import (grader.imports). The next grading runs only the components whose digest
+everything they import (grader.authoring.imports). The next grading runs only the components whose digest
 changed, and the kept ones take their places in a single run's order; attribution, shrinking,
 performance, the forbidden scan and scoring run as before, on the whole.
 
@@ -27,10 +27,10 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.authoring.imports import imported
 from grader.course import Assignment, Course
-from grader.imports import imported
+from grader.grading.split import merge
 from grader.results import Outcome
-from grader.split import merge
 
 # names in code (not in strings or comments) that can run or read files the import graph does not show:
 # anywhere, and as builtins only where not an attribute (`model.eval()`, `re.compile` are not)
@@ -42,7 +42,7 @@ BUILTINS = frozenset({"exec", "eval", "compile", "open"})
 class Kept:
     digest: bytes
     results: dict[str, Outcome]
-    faults: list[tuple[str, str, str]]  # (kind, detail, check), as grader.split hands them over
+    faults: list[tuple[str, str, str]]  # (kind, detail, check), as grader.grading.split hands them over
     executed: list[tuple[object, str]]  # (forbidden call, check)
     modules: set[str]  # the submission's modules its checks asked for
 
@@ -66,7 +66,7 @@ class Reuse:
 
     def restore(self, student, results: dict[str, Outcome], kept: dict[str, Kept]) -> None:
         """The kept components' outcomes, faults and forbidden calls among this grading's, in the places
-        of their checks in a single run (grader.split.merge)."""
+        of their checks in a single run (grader.grading.split.merge)."""
         if not kept:
             return
         student.order = student.order or self.order  # nothing ran: the last run's order

@@ -15,8 +15,8 @@ student's code reports.
 
 import time
 
-from grader import attribution
 from grader.course import PERFORMANCE_KINDS, Assignment, Course
+from grader.judging import attribution
 from grader.results import Outcome
 from grader.sandbox.child import profile
 from grader.sandbox.host import StudentError, WorkerFault

@@ -1,6 +1,6 @@
 """The most telling check: of a component's failing checks, the one whose failure says most about the bug.
 
-The course's table of classic bugs (grader.diagnosis: `bugs.json`, what each bug makes its
+The course's table of classic bugs (grader.judging.diagnosis: `bugs.json`, what each bug makes its
 component's public checks say) tells which checks each bug fails. A failing check is ranked by
 
 1. how much its hint names the bugs that fail it (a diagnosed component: its bug alone): the word
@@ -79,7 +79,7 @@ def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | 
 
 
 def completed(diagnosis: dict | None, table: dict[str, dict]) -> dict | None:
-    """`diagnosis` ({"bug", "message"}, grader.diagnosis) with the data a report words it from (the
+    """`diagnosis` ({"bug", "message"}, grader.judging.diagnosis) with the data a report words it from (the
     level of course.toml [feedback] picks what it says): "what" (the bug, without the code to write)
     and "fix" (the code it should be) for a bug of the table, "explains" (the public checks the
     diagnosis accounts for: all of a table bug's, the one check of a "looks like")."""
@@ -98,7 +98,7 @@ def completed(diagnosis: dict | None, table: dict[str, dict]) -> dict | None:
 
 
 def most_telling(component: ComponentResult, table: dict[str, dict]) -> CheckResult | None:
-    """The failure to show in full for `component`; `table`: grader.diagnosis.load's bug table. Its
+    """The failure to show in full for `component`; `table`: grader.judging.diagnosis.load's bug table. Its
     diagnosis is completed first (`completed`): grading asks this once per component, after diagnosing."""
     component.diagnosis = completed(component.diagnosis, table)
     failed = shown(component)
