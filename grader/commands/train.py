@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from grader.commands import UsageParser, find_course, positive_int
 from grader.course import ConfigError
@@ -49,7 +50,44 @@ def train_tree(*, submission: Path, out: Path, config: TrainConfig, seed: int = 
     The tree's code runs in this process, not in the grader's sandbox: run it on code you trust.
     """
     from rich.console import Console
+
+    from grader.training.toytask import make_task
+
+    console = console or Console()
+    submission, out = Path(submission), Path(out)
+    pkg = "_grade_train_" + hashlib.sha1(str(submission.resolve()).encode()).hexdigest()[:12]
+    task = make_task(seed=seed)
+    _introduce(console, task, submission, config, seed)
+    trained = _train(console, submission, pkg, task, config, seed)
+    if trained is None:
+        return 1
+    _show_results(console, task, trained)
+    return _draw_pictures(console, pkg, task, trained, out)
+
+
+@dataclass(frozen=True)
+class _Trained:
+    """What a finished training run hands on to the tables and the pictures."""
+
+    model: Any
+    history: Any
+    metrics: dict
+    eval_s: float
+
+
+def _introduce(console, task, submission: Path, config: TrainConfig, seed: int) -> None:
     from rich.panel import Panel
+
+    console.print(Panel.fit(
+        f"[bold]Dates -> ISO[/bold]   train {len(task.train)}  valid {len(task.valid)}  test {len(task.test)}\n"
+        f"e.g. [cyan]{' '.join(task.train[0][0])}[/cyan] -> [green]{' '.join(task.train[0][1])}[/green]\n"
+        f"tree [bold]{submission}[/bold]   steps {config.steps}   seed {seed}   "
+        f"d_model {config.d_model}  heads {config.n_heads}  layers {config.n_layers}\n"
+        f"[dim]runs this tree's code in this process (no sandbox): for your own code[/dim]",
+        title="grade train assignment4"))
+
+
+def _progress(console):
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -58,39 +96,30 @@ def train_tree(*, submission: Path, out: Path, config: TrainConfig, seed: int = 
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
-    from rich.table import Table
 
-    from grader.render.plots import save_training_plots
+    return Progress(
+        TextColumn("[bold blue]training"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("loss [bold]{task.fields[loss]:.3f}"),
+        TextColumn("lr {task.fields[lr]:.2e}"),
+        TextColumn("{task.fields[tps]:,.0f} tok/s"),
+        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+        console=console)
+
+
+def _train(console, submission: Path, pkg: str, task, config: TrainConfig, seed: int) -> _Trained | None:
+    """Import the tree, train it under a live bar, decode the test split; None (said why) if the tree fails."""
+    from rich.panel import Panel
+
     from grader.sandbox.child.tree import import_tree
-    from grader.training.library import cross_attention, evaluate, fit
-    from grader.training.toytask import make_task
-
-    console = console or Console()
-    submission, out = Path(submission), Path(out)
-    steps = config.steps
-    pkg = "_grade_train_" + hashlib.sha1(str(submission.resolve()).encode()).hexdigest()[:12]
-    task = make_task(seed=seed)
-    console.print(Panel.fit(
-        f"[bold]Dates -> ISO[/bold]   train {len(task.train)}  valid {len(task.valid)}  test {len(task.test)}\n"
-        f"e.g. [cyan]{' '.join(task.train[0][0])}[/cyan] -> [green]{' '.join(task.train[0][1])}[/green]\n"
-        f"tree [bold]{submission}[/bold]   steps {steps}   seed {seed}   "
-        f"d_model {config.d_model}  heads {config.n_heads}  layers {config.n_layers}\n"
-        f"[dim]runs this tree's code in this process (no sandbox): for your own code[/dim]",
-        title="grade train assignment4"))
+    from grader.training.library import evaluate, fit
 
     try:
         import_tree(submission, pkg)
-        progress = Progress(
-            TextColumn("[bold blue]training"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("loss [bold]{task.fields[loss]:.3f}"),
-            TextColumn("lr {task.fields[lr]:.2e}"),
-            TextColumn("{task.fields[tps]:,.0f} tok/s"),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-            console=console)
+        progress = _progress(console)
         t0 = time.perf_counter()
         seen = [0]
         with progress:
-            bar = progress.add_task("train", total=steps, loss=float("nan"), lr=0.0, tps=0.0)
+            bar = progress.add_task("train", total=config.steps, loss=float("nan"), lr=0.0, tps=0.0)
 
             def on_step(step, loss, lr, tokens):
                 seen[0] += tokens
@@ -98,19 +127,23 @@ def train_tree(*, submission: Path, out: Path, config: TrainConfig, seed: int = 
                                 tps=seen[0] / max(time.perf_counter() - t0, 1e-9))
 
             model, history = fit(pkg, task, config, seed=seed, on_step=on_step)
-        src_vocab, tgt_vocab = history.src_vocab, history.tgt_vocab
         t1 = time.perf_counter()
-        metrics = evaluate(pkg, model, task.test, src_vocab, tgt_vocab)
-        eval_s = time.perf_counter() - t1
+        metrics = evaluate(pkg, model, task.test, history.src_vocab, history.tgt_vocab)
+        return _Trained(model, history, metrics, time.perf_counter() - t1)
     except NotImplementedError as exc:
         console.print(Panel(f"[red]Not implemented yet:[/red] {exc}\nFinish it and run this again.",
                             title="cannot train", border_style="red"))
-        return 1
+        return None
     except Exception as exc:  # a student's tree can fail anywhere: report it, do not crash
         console.print_exception(max_frames=8)
         console.print(Panel(f"[red]{type(exc).__name__}: {exc}", title="training failed", border_style="red"))
-        return 1
+        return None
 
+
+def _show_results(console, task, trained: _Trained) -> None:
+    from rich.table import Table
+
+    metrics, history = trained.metrics, trained.history
     table = Table(title="Test split (greedy decoding)")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -120,7 +153,7 @@ def train_tree(*, submission: Path, out: Path, config: TrainConfig, seed: int = 
     table.add_row("final loss (mean of last 50 steps)", f"{sum(history.losses[-50:]) / len(history.losses[-50:]):.3f}")
     table.add_row("training time", f"{history.wall_s:.1f} s")
     table.add_row("tokens / s", f"{history.tokens_per_s:,.0f}")
-    table.add_row("decoding time (test)", f"{eval_s:.1f} s")
+    table.add_row("decoding time (test)", f"{trained.eval_s:.1f} s")
     console.print(table)
 
     samples = Table(title="Sample translations (test split)", show_lines=False)
@@ -134,15 +167,24 @@ def train_tree(*, submission: Path, out: Path, config: TrainConfig, seed: int = 
                         "[green]✓[/green]" if ok else "[red]✗[/red]")
     console.print(samples)
 
+
+def _draw_pictures(console, pkg: str, task, trained: _Trained, out: Path) -> int:
+    """The training curve, an attention map and the positional encoding as PNGs (when matplotlib is there)."""
+    from rich.panel import Panel
+
+    from grader.render.plots import save_training_plots
+    from grader.training.library import cross_attention
+
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         console.print("[yellow]No pictures: pip install matplotlib (or the kit's \\[plots] extra) "
                       "to get the training curve, attention map and positional encoding as PNGs.[/yellow]")
         return 0
+    model, history = trained.model, trained.history
     try:
         sample_src = task.test[0][0]
-        attn, out_tokens = cross_attention(pkg, model, sample_src, src_vocab, tgt_vocab)
+        attn, out_tokens = cross_attention(pkg, model, sample_src, history.src_vocab, history.tgt_vocab)
         pe = model.src_embed.position.pe[:48].detach().cpu()
         paths = save_training_plots(out, history, attn.detach().cpu(), sample_src, out_tokens, pe)
     except Exception as exc:
