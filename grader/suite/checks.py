@@ -3,6 +3,7 @@
 import torch
 
 from grader.sandbox.child.protocol import Handle
+from grader.suite.pattern import found
 
 
 class Mismatch(AssertionError):
@@ -135,18 +136,8 @@ def assert_close(got, expected: torch.Tensor, *, name: str, example: str = "", h
             where=f"largest error at index {list(worst)}: expected {shown[worst].item():.6g}, "
                   f"got {got[worst].item():.6g}",
             example=example, hint=hint, looks_like=_looks_like(got, expected, mask), basis=basis,
-            pattern=_batch_pattern(bad, alike))
+            pattern=found(bad, got, expected, hint, alike, mask))
     return got
-
-
-def _batch_pattern(bad: torch.Tensor, alike: bool) -> dict | None:
-    """Which batch elements (axis 0 of a tensor of 2 axes or more) hold a wrong value, where some do not."""
-    if bad.dim() < 2 or bad.shape[0] < 2:
-        return None
-    wrong = [int(i) for i in torch.nonzero(bad.reshape(bad.shape[0], -1).any(dim=1)).flatten()]
-    if len(wrong) == bad.shape[0]:
-        return None
-    return {"wrong": wrong, "batch": int(bad.shape[0]), **({"alike": True} if alike else {})}
 
 
 def _looks_like(got: torch.Tensor, expected: torch.Tensor, mask: torch.Tensor | None) -> str:

@@ -1,0 +1,233 @@
+"""The pattern of a failed comparison, as data: which batch elements, sequence positions, feature
+columns or entries of a square map are wrong, and whether the error has a simple form (every value off
+by one amount, each feature column by its own). A check's hint may declare which of these its likely
+causes explain (`Hint`); the report shows those causes only where they fit (`fits`), else the pattern
+in words (grader.render.words.pattern).
+
+The kinds and `fits` are pure Python (grader.render.words and grader.judging.telling use them without
+torch); `found` reads the tensors (torch is imported there)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    """What is wrong where. Location kinds first, then the forms of the error (`FORMS`)."""
+
+    SOME_BATCH = "some_batch"            # only some batch elements (axis B)
+    FIRST_POSITION = "first_position"    # only position 0 (axis T)
+    LAST_POSITION = "last_position"      # only the last position
+    FROM_POSITION = "from_position"      # every position from some t > 0 on, the same t in each batch element
+    PADDED_TAIL = "padded_tail"          # in each batch element the positions from its own t on (padding's start)
+    SOME_POSITIONS = "some_positions"    # another subset of positions
+    ODD_FEATURES = "odd_features"        # only odd feature columns (axis C)
+    EVEN_FEATURES = "even_features"      # only even ones
+    SOME_FEATURES = "some_features"      # another subset of feature columns
+    DIAGONAL = "diagonal"                # only [.., i, i] of a square map (axes T, K)
+    ABOVE_DIAGONAL = "above_diagonal"    # only [.., i, j] with j > i: a later key than the query
+    BELOW_DIAGONAL = "below_diagonal"    # only j < i
+    EVERYWHERE = "everywhere"            # every element compared is wrong
+    SCATTERED = "scattered"              # some elements, in none of the forms above
+    OFFSET = "offset"                    # got - expected is one amount everywhere
+    FEATURE_OFFSET = "feature_offset"    # got - expected is constant down each feature column (a bias, beta)
+    SCALE = "scale"                      # got / expected is one factor everywhere
+    FEATURE_SCALE = "feature_scale"      # got / expected is constant down each feature column (a gain, gamma)
+
+
+FORMS = frozenset({Kind.OFFSET, Kind.FEATURE_OFFSET, Kind.SCALE, Kind.FEATURE_SCALE})
+# a hint that explains a kind explains the kinds under it: "some positions" covers "only the last one"
+_PARENT = {Kind.FIRST_POSITION: Kind.SOME_POSITIONS, Kind.LAST_POSITION: Kind.SOME_POSITIONS,
+           Kind.FROM_POSITION: Kind.SOME_POSITIONS, Kind.PADDED_TAIL: Kind.SOME_POSITIONS,
+           Kind.SOME_POSITIONS: Kind.SCATTERED, Kind.ODD_FEATURES: Kind.SOME_FEATURES,
+           Kind.EVEN_FEATURES: Kind.SOME_FEATURES, Kind.SOME_FEATURES: Kind.SCATTERED,
+           Kind.DIAGONAL: Kind.SCATTERED, Kind.ABOVE_DIAGONAL: Kind.SCATTERED, Kind.BELOW_DIAGONAL: Kind.SCATTERED,
+           Kind.SOME_BATCH: Kind.SCATTERED, Kind.OFFSET: Kind.FEATURE_OFFSET, Kind.SCALE: Kind.FEATURE_SCALE}
+
+
+class Hint(str):
+    """A check's hint whose likely causes declare the patterns they explain (`fits`, kinds); `axes`
+    names the compared tensor's axes where the default reading would be wrong, one letter each: B batch,
+    T positions, C feature columns, K key positions (the columns of a square map), "." any other. A
+    plain str hint declares nothing and fits every failure."""
+
+    fits: frozenset[Kind]
+    axes: str
+
+    def __new__(cls, text: str, *fits: Kind | str, axes: str = "") -> Hint:
+        hint = super().__new__(cls, text)
+        hint.fits, hint.axes = frozenset(Kind(k) for k in fits), axes
+        return hint
+
+    def __add__(self, other: str) -> Hint:  # a prefix or suffix keeps the declaration
+        return Hint(str(self) + other, *self.fits, axes=self.axes)
+
+    def __radd__(self, other: str) -> Hint:
+        return Hint(other + str(self), *self.fits, axes=self.axes)
+
+
+def _explained(kind: Kind, declared: frozenset[Kind]) -> bool:
+    k: Kind | None = kind
+    while k is not None:
+        if k in declared:
+            return True
+        k = _PARENT.get(k)
+    return False
+
+
+def fits(observed: list[str] | tuple[str, ...], declared: list[str] | tuple[str, ...] | frozenset) -> bool:
+    """Whether causes that explain `declared` kinds explain a failure of the `observed` kinds: every
+    observed location is one of them (or under one), and so is every observed form where the causes
+    name forms. Causes that declare nothing fit everything; so does a failure with no pattern found."""
+    said = frozenset(Kind(k) for k in declared if k in Kind._value2member_map_)
+    seen = [Kind(k) for k in observed if k in Kind._value2member_map_]
+    for group in (lambda k: k not in FORMS, lambda k: k in FORMS):
+        wanted = frozenset(k for k in said if group(k))
+        if wanted and not all(_explained(k, wanted) for k in seen if group(k)):
+            return False
+    return True
+
+
+def default_axes(shape: tuple[int, ...]) -> str:
+    """(B, C); (B, T, C); (B, h, T, T_k) attention maps and masks; more: the last two read as (T, C)."""
+    if len(shape) < 2:
+        return ""
+    if len(shape) == 2:
+        return "BC"
+    if len(shape) == 4:
+        return "B.TK"
+    return "B" + "." * (len(shape) - 3) + "TC"
+
+
+def _along(bad, axis: int) -> list[int]:
+    """The indices along `axis` that hold a wrong element."""
+    other = tuple(a for a in range(bad.dim()) if a != axis)
+    hit = bad.any(dim=other) if other else bad
+    return [int(i) for i in hit.nonzero().flatten()]
+
+
+def _suffix(rows: list[int], n: int) -> int | None:
+    """t where `rows` is t..n-1, else None."""
+    return rows[0] if rows and rows == list(range(rows[0], n)) else None
+
+
+def _positions(bad, t: int, b: int | None) -> tuple[list[Kind], dict]:
+    n = bad.shape[t]
+    rows = _along(bad, t)
+    if b is not None and b != t:  # each batch element wrong from its own position on: where its padding starts
+        starts = {}
+        for i in _along(bad, b):
+            starts[i] = _suffix(_along(bad.select(b, i), t - (t > b)), n)
+        if None not in starts.values() and len(set(starts.values())) > 1 and max(starts.values()) > 0:
+            return [Kind.PADDED_TAIL], {"starts": {str(i): s for i, s in starts.items()}, "positions": n}
+    if len(rows) == n:
+        return [], {}
+    if rows == [0]:
+        return [Kind.FIRST_POSITION], {"positions": n}
+    if rows == [n - 1]:
+        return [Kind.LAST_POSITION], {"positions": n}
+    start = _suffix(rows, n)
+    if start is not None:
+        return [Kind.FROM_POSITION], {"from": start, "positions": n}
+    return [Kind.SOME_POSITIONS], {"rows": rows[:12], "positions": n}
+
+
+def _features(bad, c: int) -> tuple[list[Kind], dict]:
+    n = bad.shape[c]
+    cols = _along(bad, c)
+    if len(cols) == n:
+        return [], {}
+    data = {"columns": cols[:12], "features": n}
+    if all(i % 2 for i in cols):
+        return [Kind.ODD_FEATURES], data
+    if not any(i % 2 for i in cols):
+        return [Kind.EVEN_FEATURES], data
+    return [Kind.SOME_FEATURES], data
+
+
+def _square(bad) -> list[Kind]:
+    n = bad.shape[-1]
+    where = bad.reshape(-1, n, n).any(dim=0).nonzero()
+    i, j = where[:, 0], where[:, 1]
+    for kind, rule in ((Kind.DIAGONAL, i == j), (Kind.ABOVE_DIAGONAL, j > i), (Kind.BELOW_DIAGONAL, j < i)):
+        if bool(rule.all()):
+            return [kind]
+    return []
+
+
+def _constant(values, tol: float) -> bool:
+    return bool(((values - values.mean(dim=0)).abs() <= tol).all())
+
+
+def _forms(diff, ratio) -> tuple[list[Kind], dict]:
+    """The error's form over (rows, columns): one amount or factor, or one per feature column."""
+    tol = 1e-3 * float(diff.abs().max()) + 1e-7
+    if _constant(diff, tol):
+        if _constant(diff.reshape(-1), tol):
+            return [Kind.OFFSET], {"offset": round(float(diff.mean()), 6)}
+        return [Kind.FEATURE_OFFSET], {"offsets": [round(float(v), 4) for v in diff.mean(dim=0)[:8]]}
+    if ratio is not None and _constant(ratio, 1e-3 * float(ratio.abs().max()) + 1e-7):
+        if _constant(ratio.reshape(-1), 1e-3 * float(ratio.abs().max()) + 1e-7):
+            return [Kind.SCALE], {"scale": round(float(ratio.mean()), 6)}
+        return [Kind.FEATURE_SCALE], {"scales": [round(float(v), 4) for v in ratio.mean(dim=0)[:8]]}
+    return [], {}
+
+
+def _values(bad, got, expected, mask) -> tuple[list[Kind], dict]:
+    import torch
+
+    if mask is not None and not bool(mask.all()) or not expected.dtype.is_floating_point or bad.dim() == 0:
+        return [], {}
+    g, e = got.detach().double().cpu(), expected.detach().double().cpu()
+    if not bool(torch.isfinite(g).all() and torch.isfinite(e).all()):
+        return [], {}
+    cols = e.shape[-1] if e.dim() >= 2 else 1
+    g, e = g.reshape(-1, cols), e.reshape(-1, cols)
+    if g.shape[0] < 2 and cols < 2:
+        return [], {}
+    ratio = g / e if bool((e.abs() > 1e-6).all()) else None
+    if g.shape[0] < 2:  # one row: only one amount or factor for all of it says something
+        found, data = _forms(g - e, ratio)
+        return ([k for k in found if k in (Kind.OFFSET, Kind.SCALE)], data)
+    return _forms(g - e, ratio)
+
+
+def found(bad, got, expected, hint: str = "", alike: bool = False, mask=None) -> dict | None:
+    """The pattern of `bad` (the elements that failed the comparison of `got` with `expected`, both of
+    its shape; `mask`: those compared), or None where there is none to tell (a scalar, nothing
+    wrong). "kinds": what was found (Kind values); "fits": what the hint's causes explain (its
+    declaration, or every batch element alike where the check says so: `alike`); the rest is what the
+    words need (grader.render.words.pattern)."""
+    if bad.dim() == 0 or not bool(bad.any()):
+        return None
+    axes = getattr(hint, "axes", "") or default_axes(tuple(bad.shape))
+    if len(axes) != bad.dim():
+        return None
+    kinds: list[Kind] = []
+    data: dict = {}
+    b = axes.find("B") if "B" in axes and bad.shape[axes.find("B")] > 1 else None
+    if b is not None:
+        wrong = _along(bad, b)
+        if len(wrong) < bad.shape[b]:
+            kinds.append(Kind.SOME_BATCH)
+            data.update(wrong=wrong, batch=int(bad.shape[b]))
+    square = axes.endswith("TK") and bad.shape[-1] == bad.shape[-2] > 1
+    located = _square(bad) if square else []
+    kinds += located
+    if not located and "T" in axes and bad.shape[axes.find("T")] > 1:
+        more, said = _positions(bad, axes.find("T"), b)
+        kinds, data = kinds + more, {**data, **said}
+    if not located and "C" in axes and bad.shape[axes.find("C")] > 1:
+        more, said = _features(bad, axes.find("C"))
+        kinds, data = kinds + more, {**data, **said}
+    checked = bad if mask is None else bad | ~mask
+    if bool(checked.all()):
+        kinds.append(Kind.EVERYWHERE)
+    elif not kinds:
+        kinds.append(Kind.SCATTERED)
+    if "C" in axes[-1:]:
+        more, said = _values(bad, got, expected, mask)
+        kinds, data = kinds + more, {**data, **said}
+    declared = sorted(getattr(hint, "fits", frozenset())) or ([Kind.EVERYWHERE] if alike else [])
+    return {"kinds": [str(k) for k in kinds], **data, **({"fits": [str(k) for k in declared]} if declared else {}),
+            **({"alike": True} if alike else {})}
