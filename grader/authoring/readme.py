@@ -214,9 +214,9 @@ def readme_text(course: Course) -> str:
 
     rows = "\n".join(f"| {a.name} | {a.title} | {', '.join(f'`{c.name}`' for c in a.components)} |"
                      for a in course.assignments.values())
-    stored = [check for a in course.assignments for check in repro.stored_cases(course, a)]
-    ids = {chk.id for a in course.assignments.values() for comp in a.components for chk in comp.checks}
-    examples = [f"`{check}`" for check in repro.EXAMPLES if check in ids]
+    stored = [check for a in course.assignments for check in repro.known(course, a).stored]
+    examples = [f"`{check}`" for a in course.assignments.values() for check in repro.reproducible(course, a)
+                if check in repro.known(course, a.name).examples]
     timings, performance = _performance_text(course)
     return README.format(diagnosis=_DIAGNOSIS[str(getattr(course, "reveal", "fix"))],
                          waiting_tail="and it is graded again once that part passes |", name=course.name,

@@ -3,6 +3,7 @@
 import torch
 
 from grader.sandbox.child.protocol import Handle
+from grader.suite.example import Example, encode
 from grader.suite.pattern import found
 
 
@@ -26,7 +27,8 @@ class Mismatch(AssertionError):
     def details(self) -> dict:
         return {k: v for k, v in {"expected": self.expected, "got": self.got, "max_abs_error": self.max_abs_error,
                                   "where": self.where, "example": self.example, "hint": self.hint,
-                                  "looks_like": self.looks_like, "basis": self.basis, "pattern": self.pattern}.items()
+                                  "looks_like": self.looks_like, "basis": self.basis, "pattern": self.pattern,
+                                  "inputs": getattr(self.example, "values", None)}.items()
                 if v not in ("", None, {})}
 
 
@@ -65,16 +67,17 @@ def _values(t: torch.Tensor, n: int = 8) -> str:
     return f"[{first}, ...] (first {n} of {t.numel()} values, in row-major order)"
 
 
-def describe(**inputs) -> str:
+def describe(**inputs) -> Example:
     """One entry per input: tensors by dtype and shape, in full when small (9 significant digits, enough
-    to rebuild a float32 exactly), else their first values; the rest by repr."""
+    to rebuild a float32 exactly), else their first values; the rest by repr. The same values as data
+    too (the report's "inputs", from which `grade --repro` rebuilds the example)."""
     lines = []
     for name, v in inputs.items():
         if isinstance(v, torch.Tensor):
             lines.append(f"{name}: {str(v.dtype).removeprefix('torch.')} {tuple(v.shape)} = {_values(v)}")
         else:
             lines.append(f"{name} = {v!r}"[:300])
-    return "\n".join(lines)
+    return Example("\n".join(lines), {name: encode(v) for name, v in inputs.items()})
 
 
 def expect_tensor(value, *, name: str, shape=None, dtype=None, example: str = "", hint: str = "") -> torch.Tensor:

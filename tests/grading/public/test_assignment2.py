@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from grader.sandbox.host import StudentError
 from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor
+from grader.suite.example import carrying
 from tests import strategies as s
 from tests.grading.helpers.attention import SDPA_HINT, call_sdpa
 from tests.grading.helpers.checks import (
@@ -330,7 +331,7 @@ def test_mha_matches_torch(student, dh, keys, t_q, seed):
     w = mha_weights(d, seed)
     expected, exp_weights = torch_mha(w, d, h, q, k, v, key_padding=~keys.real)
     m = new_mha(student, d, h, w)
-    example = describe(q=q, k=k, v=v, mask=mask, n_heads=h)
+    example = carrying(describe(q=q, k=k, v=v, mask=mask, n_heads=h), seed=seed)  # the weights' seed, for --repro
     hint = ("Project with w_q, w_k, w_v, split into heads (view(B, T, h, d_k).transpose(1, 2)), attend, "
             "merge the heads back (transpose(1, 2).reshape(B, T_q, d_model)), then w_o.")
     assert_close(m(q, k, v, mask), expected, name="MultiHeadAttention output", example=example, atol=1e-4, hint=hint)
@@ -347,7 +348,8 @@ def test_mha_matches_torch_with_a_causal_mask(student, dh, B, T, seed):
     w = mha_weights(d, seed)
     expected, _ = torch_mha(w, d, h, x, x, x, attn_mask=~lower)
     out = new_mha(student, d, h, w)(x, x, x, lower[None, None])
-    assert_close(out, expected, name="MultiHeadAttention output", example=describe(x=x, mask=lower[None, None]),
+    assert_close(out, expected, name="MultiHeadAttention output",
+                 example=carrying(describe(x=x, mask=lower[None, None]), n_heads=h, seed=seed),
                  atol=1e-4,
                  hint="With a causal mask the output differs from nn.MultiheadAttention's. Likely causes: the mask "
                       "not passed on to the attention, or reshaped so that it does not broadcast over the heads.")
@@ -401,7 +403,7 @@ def test_mha_keeps_attention_weights(student, dh, keys, t_q, seed):
     mask = keys.real[:, None, None, :]
     m = new_mha(student, d, h, mha_weights(d, seed))
     m(q, kv, kv, mask)
-    example = describe(q=q, kv=kv, mask=mask, n_heads=h)
+    example = carrying(describe(q=q, kv=kv, mask=mask, n_heads=h), seed=seed)
     w = expect_tensor(m.attr("attention_weights"), name="attention_weights", shape=(B, h, t_q, T_k),
                       dtype=torch.float32, example=example,
                       hint="After each forward keep self.attention_weights, shape (B, n_heads, T_q, T_k).")

@@ -1,0 +1,64 @@
+"""`grade ASSIGNMENT --repro CHECK`: grade the check alone, write its script, print where."""
+
+from pathlib import Path
+
+from grader.course import ConfigError, Course
+from grader.interactive.repro.discover import known, reproducible
+from grader.interactive.repro.literal import decode
+from grader.interactive.repro.script import write
+from grader.results import Outcome
+
+
+def main(*, course: Course, assignment: str, check: str, submission: Path, folder: Path | None = None) -> int:
+    """Write the script and print its path. Exit status 0 when it is written (or the check passes:
+    nothing to reproduce), 1 when the failure has no example to rebuild exactly (a stub, a failure
+    by an exception, an example too large to record), 2 for a check it cannot reproduce."""
+    from grader.grading.only import check_ids, unknown
+
+    spec = course.assignment(assignment)
+    if check not in check_ids(spec):
+        raise unknown(check, spec, option="--repro")
+    found, can = known(course, assignment), reproducible(course, spec)
+    if check not in can:
+        raise ConfigError(f"--repro: {check} cannot be reproduced as a script: {found.reason(check)}; "
+                          f"{assignment}'s checks that can: {', '.join(can) or 'none'}")
+    submission = Path(submission).resolve()
+    example = None
+    if check in found.examples:
+        outcome = _grade_alone(course, assignment, check, submission)
+        if outcome.status == "passed":
+            print(f"{check} passes on {submission}: nothing to reproduce.")
+            return 0
+        try:
+            example = failing_example(outcome, found.examples[check].inputs)
+        except ValueError as e:
+            print(f"{check} {outcome.status} ({outcome.message}), but {e}: `grade {assignment} --only {check}` "
+                  "shows it.")
+            return 1
+    path = write(course=course, assignment=assignment, check=check, submission=submission, example=example,
+                 folder=Path.cwd() if folder is None else folder)
+    print(path)
+    return 0
+
+
+def failing_example(outcome: Outcome, names: tuple[str, ...]) -> dict:
+    """The values `names` of a failed check's example, from the data it carries ("inputs");
+    ValueError saying why they cannot be rebuilt exactly."""
+    if outcome.reason == "not_attempted":  # a stub: its NotImplementedError is all there is to see
+        raise ValueError("it is not attempted yet: there is nothing to rebuild")
+    inputs = outcome.details.get("inputs")
+    if not inputs:  # an exception's example is Hypothesis's own repr of its draw, rounded
+        raise ValueError("its example cannot be rebuilt exactly (the report shows it only as text)")
+    try:
+        return decode(inputs, names)
+    except ValueError as e:
+        raise ValueError(f"its example cannot be rebuilt exactly ({e})") from None
+
+
+def _grade_alone(course: Course, assignment: str, check: str, submission: Path) -> Outcome:
+    """The check's outcome on `submission`, graded alone (its failing example shrunk, as in the report)."""
+    from grader.grading.warm import Grader
+
+    report = Grader(course, template=False).grade(assignment=assignment, submission=submission,
+                                                  only=frozenset([check]))
+    return next(t.outcome for c in report.components for t in c.checks if t.id == check)

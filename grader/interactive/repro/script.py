@@ -1,0 +1,56 @@
+"""The repro script's source: the template (templates/script.py.tmpl: loading the student's tree,
+printing, comparing as the grader compares) around a body, the stored cases' or a course recipe's."""
+
+from pathlib import Path
+from string import Template
+
+import torch
+
+from grader.course import Course
+from grader.interactive.repro.discover import known
+from grader.interactive.repro.literal import literal
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+ABOUT_STORED = ("The cases are the check's stored cases: the inputs, the weights and the reference's outputs, "
+                "as numbers.")
+ABOUT_EXAMPLE = "The example is the smallest failing one that the grader found (the report's example), exactly."
+
+
+def _template(name: str) -> Template:
+    return Template((TEMPLATES / name).read_text())
+
+
+def stored_body(course: Course, assignment: str, cases: list[tuple[str, float]]) -> str:
+    """The body that runs the stored cases `cases` ([(case, atol)]) of `assignment`."""
+    data = torch.load(course.suites / "public" / "expected" / f"{assignment}.pt", weights_only=True)
+    written = []
+    for name, atol in cases:
+        c = data[name]
+        written.append(f'''
+    # stored case {name!r}: the reference's output, computed by your instructors and stored as numbers
+    {name!r}: {{
+        "target": {c["target"]!r}, "args": {literal(tuple(c["args"]))}, "kwargs": {literal(dict(c["kwargs"]))},
+        "atol": {atol!r},
+        "state": {literal(dict(c["state"] or {}))},
+        "inputs": {literal(tuple(c["inputs"]))},
+        "output": {literal(c["output"])},
+    }},''')
+    return _template("stored.py.tmpl").substitute(cases="".join(written))
+
+
+def write(*, course: Course, assignment: str, check: str, submission: Path, example: dict | None,
+          folder: Path) -> Path:
+    """Write folder/repro_CHECK.py and return its path. `example`: the failing example's values (a
+    check with a course recipe), None for a stored check."""
+    found = known(course, assignment)
+    if check in found.stored:
+        body, about = stored_body(course, assignment, found.stored[check]), ABOUT_STORED
+    else:
+        assert example is not None, f"{check}: a recipe's script needs the failing example"
+        body, about = found.examples[check].body(example), ABOUT_EXAMPLE
+    path = folder / f"repro_{check}.py"
+    path.write_text(_template("script.py.tmpl").substitute(
+        check=check, assignment=assignment, filename=path.name, about=about, submission=submission,
+        submission_literal=repr(str(submission)), body=body))
+    return path
