@@ -7,19 +7,68 @@ a report without importing pytest, Hypothesis or torch.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from grader.judging.reveal import Reveal
 
+
+class Status(StrEnum):
+    """A check's outcome. A member equals its string: the JSON and older comparisons read the same."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    SKIPPED = "skipped"
+
+
+class Reason(StrEnum):
+    """Why a check did not pass (a passed one has NONE); a worker fault's reason is its kind."""
+
+    NONE = ""
+    NOT_ATTEMPTED = "not_attempted"  # the stub's NotImplementedError
+    MISMATCH = "mismatch"
+    EXCEPTION = "exception"
+    MISSING_FILE = "missing_file"
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+    TAMPER = "tamper"
+    GRADER = "grader"  # the check could not use what the code returned
+    MISSING = "missing"  # the check did not run (not in the suite)
+    SKIPPED = "skipped"
+    UNAVAILABLE = "unavailable"  # the hidden tier, without the reference
+    NO_CUDA = "no_cuda"
+
+
+class ComponentStatus(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    PARTIAL = "partial"
+    NOT_ATTEMPTED = "not attempted"
+    EXCUSED = "excused"
+    WAITING = "waiting"
+
+
 # Outcome reasons that leave a check out of its component's proportion: it could not run
 # here for reasons outside the submission.
-NOT_COUNTED = ("unavailable", "no_cuda")
+NOT_COUNTED = (Reason.UNAVAILABLE, Reason.NO_CUDA)
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A restart of the submission's process, as the grading keeps it: its kind (crash, timeout,
+    tamper), what was said of it, and the check it happened in ("" where none was running)."""
+
+    kind: str
+    detail: str
+    check: str = ""
 
 
 @dataclass
 class Outcome:
-    status: str  # passed, failed, error, timeout, skipped
-    reason: str = ""  # not_attempted, mismatch, exception, crash, timeout, tamper, grader, ...
+    status: str  # a Status
+    reason: str = ""  # a Reason
     message: str = ""
     details: dict = field(default_factory=dict)
     output: str = ""
@@ -41,7 +90,7 @@ class CheckResult:
 
     @property
     def earned(self) -> bool:
-        return self.outcome.status == "passed" or bool(self.excused_by) or bool(self.waiting_on)
+        return self.outcome.status == Status.PASSED or bool(self.excused_by) or bool(self.waiting_on)
 
 
 @dataclass
@@ -66,17 +115,17 @@ class ComponentResult:
         return [c for c in self.checks if c.outcome.reason not in NOT_COUNTED]
 
     @property
-    def status(self) -> str:
+    def status(self) -> ComponentStatus:
         counted = self.counted
         if self.forbidden:
-            return "failed"
-        if counted and all(c.outcome.reason == "not_attempted" and not c.excused_by for c in counted):
-            return "not attempted"
-        if all(c.outcome.status == "passed" for c in counted):
-            return "passed"
+            return ComponentStatus.FAILED
+        if counted and all(c.outcome.reason == Reason.NOT_ATTEMPTED and not c.excused_by for c in counted):
+            return ComponentStatus.NOT_ATTEMPTED
+        if all(c.outcome.status == Status.PASSED for c in counted):
+            return ComponentStatus.PASSED
         if all(c.earned for c in counted):
-            return "waiting" if self.waiting_on else "excused"
-        return "failed" if self.score == 0 else "partial"
+            return ComponentStatus.WAITING if self.waiting_on else ComponentStatus.EXCUSED
+        return ComponentStatus.FAILED if self.score == 0 else ComponentStatus.PARTIAL
 
     @property
     def provisional(self) -> float:
@@ -85,19 +134,22 @@ class ComponentResult:
         failing lose them)."""
         counted = self.counted
         total = sum(c.weight for c in counted)
-        waits = sum(c.weight for c in counted if c.outcome.status != "passed" and c.waiting_on and not c.excused_by)
+        waits = sum(c.weight for c in counted
+                    if c.outcome.status != Status.PASSED and c.waiting_on and not c.excused_by)
         return round(self.max_score * waits / total, 2) if total and waits and not self.forbidden else 0.0
 
     @property
     def waiting_on(self) -> tuple[str, ...]:
         """The failing parts whose fix this component's uncharged failures wait for, in `depends` order."""
-        parts = {p for c in self.counted if c.outcome.status != "passed" for p in c.waiting_on}
+        parts = {p for c in self.counted if c.outcome.status != Status.PASSED for p in c.waiting_on}
         return tuple(sorted(parts, key=lambda p: (p not in self.depends, self.depends.index(p)
                                                   if p in self.depends else 0, p)))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Report:
+    """Built once, at the end of a grading (grader.grading.stages.report): nothing changes it after."""
+
     assignment: str
     title: str
     submission: Path
@@ -130,7 +182,8 @@ class Report:
 
     def start_here(self) -> ComponentResult | None:
         """The first component in dependency order (the order of course.toml) that is not passed."""
-        return next((c for c in self.components if c.status not in ("passed", "excused", "waiting")), None)
+        done = (ComponentStatus.PASSED, ComponentStatus.EXCUSED, ComponentStatus.WAITING)
+        return next((c for c in self.components if c.status not in done), None)
 
     def start_at(self) -> dict | None:
         """Where to start ({"name", "file"}): the earliest failing part in dependency order, across

@@ -14,14 +14,25 @@ student's code reports.
 """
 
 import time
+from dataclasses import dataclass
 
 from grader.course import PERFORMANCE_KINDS, Assignment, Course
 from grader.judging import attribution
-from grader.results import Outcome
+from grader.results import Outcome, Reason
 from grader.sandbox.child import profile
 from grader.sandbox.host import StudentError, WorkerFault
 
 assert PERFORMANCE_KINDS == profile.KINDS, "course.toml's kinds are the ones the worker can time"
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One timing: the `kind` of profile (grader.sandbox.child.profile) of `target`, on `device`, `repeat` steps."""
+
+    kind: str
+    target: str
+    device: str
+    repeat: int
 
 
 def measure(course: Course, assignment: Assignment, student, results: dict[str, Outcome], gpu: str | None,
@@ -35,12 +46,12 @@ def measure(course: Course, assignment: Assignment, student, results: dict[str, 
     entries, start = [], time.monotonic()
     for comp in timed:
         kind = config.components[comp.name]
-        attempted = any(o.reason != "not_attempted" for chk in comp.checks if (o := results.get(chk.id)))
+        attempted = any(o.reason != Reason.NOT_ATTEMPTED for chk in comp.checks if (o := results.get(chk.id)))
         for device in ("cpu", *([gpu] if gpu else [])):
             entry: dict = {"component": comp.name, "device": device}
             if attempted:
-                entry.update(_entry(course, student, kind, attribution.target(comp), device, config.repeat,
-                                    has_reference))
+                timed_here = Timed(kind, attribution.target(comp), device, config.repeat)
+                entry.update(_entry(course, student, timed_here, has_reference))
             else:
                 entry["status"] = "not attempted"
             entries.append(entry)
@@ -53,10 +64,10 @@ def measure(course: Course, assignment: Assignment, student, results: dict[str, 
             "overhead_seconds": round(time.monotonic() - start, 3)}
 
 
-def _entry(course: Course, student, kind: str, target: str, device: str, repeat: int, reference: bool) -> dict:
+def _entry(course: Course, student, timed: Timed, reference: bool) -> dict:
     student.begin_check()
     try:
-        got = student.profile(kind, target, device, repeat, dict(profile.SHAPE))
+        got = student.profile(timed.kind, timed.target, timed.device, timed.repeat, dict(profile.SHAPE))
     except StudentError as e:
         return {"status": "error", "message": f"your code raised {e.type}: {e.message}"[:300]}
     except WorkerFault as e:  # a malformed frame included (the worker was killed): the submission's fault
@@ -71,13 +82,13 @@ def _entry(course: Course, student, kind: str, target: str, device: str, repeat:
              "torch_memory_bytes": torch_[1], "time_vs_torch": _ratio(own[0], torch_[0]),
              "memory_vs_torch": _ratio(own[1], torch_[1])}
     if reference:
-        ref = _reference(course, kind, target, device, repeat)
+        ref = _reference(course, timed)
         entry.update(reference_seconds=ref[0], reference_memory_bytes=ref[1], time_vs_reference=_ratio(own[0], ref[0]),
                      memory_vs_reference=_ratio(own[1], ref[1]))
     return entry
 
 
-def _reference(course: Course, kind: str, target: str, device: str, repeat: int) -> tuple[float, int]:
+def _reference(course: Course, timed: Timed) -> tuple[float, int]:
     """The reference, timed here in the grader's process (its code never enters the submission's),
     on one thread as the submission's process runs."""
     import torch
@@ -87,7 +98,8 @@ def _reference(course: Course, kind: str, target: str, device: str, repeat: int)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        got = profile.measure(kind, reference.resolve(reference.load(course.reference), target), device, repeat)
+        target = reference.resolve(reference.load(course.reference), timed.target)
+        got = profile.measure(timed.kind, target, timed.device, timed.repeat)
     finally:
         torch.set_num_threads(threads)
     return _timing(got)

@@ -26,11 +26,14 @@ import io
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.authoring.imports import imported
-from grader.course import Assignment, Course
-from grader.grading.split import merge
-from grader.results import Outcome
+from grader.grading.split import calls, merge
+from grader.results import Fault, Outcome
+
+if TYPE_CHECKING:
+    from grader.grading.run import GradingRun
 
 # names in code (not in strings or comments) that can run or read files the import graph does not show:
 # anywhere, and as builtins only where not an attribute (`model.eval()`, `re.compile` are not)
@@ -42,7 +45,7 @@ BUILTINS = frozenset({"exec", "eval", "compile", "open"})
 class Kept:
     digest: bytes
     results: dict[str, Outcome]
-    faults: list[tuple[str, str, str]]  # (kind, detail, check), as grader.grading.split hands them over
+    faults: list[Fault]
     executed: list[tuple[object, str]]  # (forbidden call, check)
     modules: set[str]  # the submission's modules its checks asked for
 
@@ -53,22 +56,22 @@ class Reuse:
     order: list[str] = field(default_factory=list)  # the checks, in the order of the last single run
     reused: int = 0  # checks not run again, over all gradings
 
-    def recall(self, course: Course, spec: Assignment, staged: Path, context: tuple) -> dict[str, Kept]:
-        """The kept results of the components of `spec` whose files in `staged` are unchanged."""
-        files, found = _Staged(staged), {}
-        for comp in spec.components:
-            kept = self.kept.get((context, comp.name))
-            if kept is not None and kept.digest == files.digest(_starts(course, spec, comp.name, files.root,
-                                                                        kept.modules)):
+    def recall(self, grading: GradingRun) -> dict[str, Kept]:
+        """The kept results of the grading's components whose staged files are unchanged."""
+        files, found = _Staged(grading.staged), {}
+        for comp in grading.assignment.components:
+            kept = self.kept.get((grading.context, comp.name))
+            if kept is not None and kept.digest == files.digest(_starts(grading, comp.name, files.root, kept.modules)):
                 found[comp.name] = kept
         self.reused += sum(len(k.results) for k in found.values())
         return found
 
-    def restore(self, student, results: dict[str, Outcome], kept: dict[str, Kept]) -> None:
+    def restore(self, grading: GradingRun, results: dict[str, Outcome], kept: dict[str, Kept]) -> None:
         """The kept components' outcomes, faults and forbidden calls among this grading's, in the places
         of their checks in a single run (grader.grading.split.merge)."""
         if not kept:
             return
+        student = grading.student
         student.order = student.order or self.order  # nothing ran: the last run's order
         for k in kept.values():
             results.update(copy.deepcopy(k.results))
@@ -76,33 +79,32 @@ class Reuse:
                         "executed": [e for k in kept.values() for e in k.executed],
                         "modules": {name: k.modules for name, k in kept.items()}})
 
-    def keep(self, course: Course, spec: Assignment, staged: Path, context: tuple, student, ran: set[str],
-             results: dict[str, Outcome]) -> None:
+    def keep(self, grading: GradingRun, ran: set[str], results: dict[str, Outcome]) -> None:
         """Keep what the components among `ran` (by name) gave in this grading's first run of their checks."""
-        faults = [(f.kind, f.detail, f.check) for f in student.sandbox.faults]
-        if any(not check for _kind, _detail, check in faults):
+        student = grading.student
+        faults = [Fault(f.kind, f.detail, f.check) for f in student.sandbox.faults]
+        if any(not f.check for f in faults):
             return  # a fault no check owns: nothing is known to be one component's
         if student.order:
             self.order = list(student.order)
-        files = _Staged(staged)
-        for comp in spec.components:
+        files, executed = _Staged(grading.staged), calls(student)
+        for comp in grading.assignment.components:
             if comp.name not in ran:
                 continue
             ids = {chk.id for chk in comp.checks}
             modules = set(student.modules.get(comp.name, ()))
-            digest = files.digest(_starts(course, spec, comp.name, files.root, modules))
+            digest = files.digest(_starts(grading, comp.name, files.root, modules))
             if digest is None:
-                self.kept.pop((context, comp.name), None)
+                self.kept.pop((grading.context, comp.name), None)
                 continue
-            self.kept[(context, comp.name)] = Kept(
+            self.kept[(grading.context, comp.name)] = Kept(
                 digest, {i: copy.deepcopy(o) for i, o in results.items() if i in ids},
-                [f for f in faults if f[2] in ids],
-                [(e, c) for e, c in zip(student.executed, student.executed_in, strict=True) if c in ids], modules)
+                [f for f in faults if f.check in ids], [(e, c) for e, c in executed if c in ids], modules)
 
 
-def _starts(course: Course, spec: Assignment, name: str, root: Path, modules: set[str]) -> set[Path]:
+def _starts(grading: GradingRun, name: str, root: Path, modules: set[str]) -> set[Path]:
     """The staged files of component `name`, of those it depends on, and of the modules its checks asked for."""
-    components = {c.name: c for a in course.closure(spec.name) for c in a.components}
+    components = {c.name: c for a in grading.course.closure(grading.assignment.name) for c in a.components}
     todo, files = [name], set()
     while todo:
         comp = components.get(todo.pop())

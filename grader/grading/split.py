@@ -24,13 +24,16 @@ import select
 import struct
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from grader.sandbox.reap import KIT
 
 if TYPE_CHECKING:
     from grader.course import Course
-    from grader.results import Outcome
+    from grader.grading.run import GradingRun
+    from grader.results import Fault, Outcome
+    from grader.sandbox.host import WorkerFault
 
 BOOT = "import pickle, sys; init = pickle.load(sys.stdin.buffer); sys.path[:] = init['path']; " \
        "from grader.grading.warm import serve; serve(init)"
@@ -44,7 +47,7 @@ def spare_core() -> bool:
         return (os.cpu_count() or 1) >= 2
 
 
-def split(components: list[tuple[str, list[str]]], cost: dict[str, float]) -> tuple[list[str], list[str]]:
+def split(components: list[tuple[str, list[str]]], cost: Mapping[str, float]) -> tuple[list[str], list[str]]:
     """(near, far): the checks of the first components and those of the rest, cut where the two
     halves' expected times are closest, between two components where that is as close as within
     one; `cost`: seconds by check (1 where unknown)."""
@@ -59,24 +62,24 @@ def split(components: list[tuple[str, list[str]]], cost: dict[str, float]) -> tu
     cut = cut or len(checks)  # a single check: nothing to cut
     return [c for _, c in checks[:cut]], [c for _, c in checks[cut:]]
 
-def run(checks: dict[str, tuple[str, ...]], run_here, spec, student, quick: frozenset[str], helper: Helper | None,
-        cost: dict[str, float], **job) -> dict[str, Outcome]:
-    """run_here(checks, quick=quick), with the later checks run by `helper` meanwhile where it is
-    ready; what they record is merged in the order of a single run."""
+
+def run(grading: GradingRun, checks: dict[str, tuple[str, ...]], quick: frozenset[str]) -> dict[str, Outcome]:
+    """grading.run(checks, quick=quick), with the later checks run by the grading's helper meanwhile
+    where it is ready; what they record is merged in the order of a single run."""
+    helper = grading.options.helper
+
+    def here(ids) -> dict[str, Outcome]:
+        return grading.run({check: checks[check] for check in ids}, quick=quick)
+
     near, far = split([(comp.name, [chk.id for chk in comp.checks if chk.id in checks])
-                       for comp in spec.components], cost) if helper is not None else (list(checks), [])
+                       for comp in grading.assignment.components], grading.options.cost) \
+        if helper is not None else (list(checks), [])
     if far:
         assert helper is not None
-        far_job = {"checks": {check: checks[check] for check in far}, "quick": quick,
-                   "forbidden": student.forbidden, "reference": student.reference, **job}
-        if helper.ready():
-            helper.submit(**far_job)
-        else:
-            if not helper.warmed and not helper.broken:
-                helper.warm(**far_job)
+        if not _hand_over(grading, helper, {check: checks[check] for check in far}, quick):
             near, far = list(checks), []
     try:
-        results = run_here({check: checks[check] for check in near}, quick=quick)
+        results = here(near)
     except BaseException:
         if far:  # Ctrl-C, or suites that did not run: the far half's reply is dropped before the next job
             assert helper is not None
@@ -87,42 +90,71 @@ def run(checks: dict[str, tuple[str, ...]], run_here, spec, student, quick: froz
     assert helper is not None
     done = helper.collect()
     if done is None:  # the helper failed: nothing is lost, those checks run here
-        results.update(run_here({check: checks[check] for check in far}, quick=quick))
+        results.update(here(far))
         return results
-    again: set[str] = set()
-    faulted = {f.check for f in student.sandbox.faults} | {check for _, _, check in done["faults"]}
-    for cut in spec.components:  # the one whose checks lie on both sides, if any
-        ids = {chk.id for chk in cut.checks}
-        if ids & set(near) and ids & set(far) and ids & faulted:
-            again = ids & set(checks)  # a fault on either side: all of its checks, here, from the start
-            student.forget(cut.name, again)
-            done = {"results": {c: o for c, o in done["results"].items() if c not in again},
-                    "faults": [f for f in done["faults"] if f[2] not in again],
-                    "executed": [e for e in done["executed"] if e[1] not in again], "modules": done["modules"]}
+    again = _cut_faulted(grading, done, set(near), set(far), set(checks))
     results.update(done["results"])
-    merge(student, done)
+    merge(grading.student, done)
     if again:
-        results.update(run_here({check: checks[check] for check in checks if check in again}, quick=quick))
-        merge(student, {"faults": [], "executed": []})  # the checks run again, in their places
+        results.update(here([check for check in checks if check in again]))
+        merge(grading.student, {"faults": [], "executed": []})  # the checks run again, in their places
     return results
 
 
-def merge(student, far: dict) -> None:
-    """The far half's faults and forbidden calls among this process's, each in the place of its
-    check in a single run (a check's own in the order they came)."""
-    from grader.sandbox.host import WorkerFault
+def _hand_over(grading: GradingRun, helper: Helper, far: dict[str, tuple[str, ...]], quick: frozenset[str]) -> bool:
+    """Give the far checks to `helper` where it is ready (True); else warm it with them, once, and run them here."""
+    o, student = grading.options, grading.student
+    job = {"checks": far, "quick": quick, "forbidden": student.forbidden, "reference": student.reference,
+           "assignment": grading.assignment.name, "submission": grading.submission, "device": o.device,
+           "gpu": grading.gpu}
+    if helper.ready():
+        helper.submit(**job)
+        return True
+    if not helper.warmed and not helper.broken:
+        helper.warm(**job)
+    return False
 
+
+def _cut_faulted(grading: GradingRun, done: dict, near: set[str], far: set[str], checks: set[str]) -> set[str]:
+    """The checks of the component whose checks lie on both sides, where a fault hit it on either side: all
+    of them run again here, from the start, and what they left is dropped from `done` and from here."""
+    again: set[str] = set()
+    faulted = {f.check for f in grading.student.sandbox.faults} | {f.check for f in done["faults"]}
+    for cut in grading.assignment.components:  # the one whose checks lie on both sides, if any
+        ids = {chk.id for chk in cut.checks}
+        if ids & near and ids & far and ids & faulted:
+            again = ids & checks  # a fault on either side: all of its checks, here, from the start
+            grading.student.forget(cut.name, again)
+            done.update(results={c: o for c, o in done["results"].items() if c not in again},
+                        faults=[f for f in done["faults"] if f.check not in again],
+                        executed=[e for e in done["executed"] if e[1] not in again])
+    return again
+
+
+def calls(student) -> list[tuple[object, str]]:
+    """The forbidden calls the worker saw, each with the check that made it."""
+    return list(zip(student.executed, student.executed_in, strict=True))
+
+
+def merge(student, far: dict) -> None:
+    """The far half's faults (grader.results.Fault) and forbidden calls among this process's, each in the
+    place of its check in a single run (a check's own in the order they came)."""
     place = {check: i for i, check in enumerate(student.order)}
-    faults = []
-    for kind, detail, check in far["faults"]:
-        faults.append(WorkerFault(kind, detail))
-        faults[-1].check = check
+    faults = [worker_fault(f) for f in far["faults"]]
     student.sandbox.faults[:] = sorted(student.sandbox.faults + faults, key=lambda f: place.get(f.check, len(place)))
-    executed = sorted([*zip(student.executed, student.executed_in, strict=True), *far["executed"]],
-                      key=lambda pair: place.get(pair[1], len(place)))
+    executed = sorted([*calls(student), *far["executed"]], key=lambda pair: place.get(pair[1], len(place)))
     student.executed, student.executed_in = [e for e, _ in executed], [c for _, c in executed]
     for component, modules in far.get("modules", {}).items():
         student.modules.setdefault(component, set()).update(modules)
+
+
+def worker_fault(fault: Fault) -> WorkerFault:
+    """A fault kept or handed over, back in the sandbox's list as the sandbox records one."""
+    from grader.sandbox.host import WorkerFault
+
+    raised = WorkerFault(fault.kind, fault.detail)
+    raised.check = fault.check
+    return raised
 
 
 class Helper:
@@ -160,7 +192,7 @@ class Helper:
         self.pending += 1
 
     def submit(self, **job: Any) -> None:
-        """Start grading `job` (grader.grading.pipeline._grade's far half) there; it must be `ready`."""
+        """Start grading `job` (the far half of a grading, grader.grading.split.run) there; it must be `ready`."""
         self._send(job)
 
     def collect(self) -> dict | None:

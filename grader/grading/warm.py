@@ -90,10 +90,12 @@ class Grader:
         """Grade `submission` (see grader.grading.pipeline.grade_submission); `sandbox`: one from self.sandbox;
         `only`: these checks alone (default: self.only, which `grade --watch --only` sets)."""
         from grader.grading.pipeline import grade_submission
+        from grader.grading.run import Options
 
-        report = grade_submission(course=self.course, assignment=assignment, submission=submission, device=device,
-                                  sandbox=sandbox, template=self._template, helper=self._helper, cost=self._cost,
-                                  reuse=self._reuse, only=only or self.only)
+        options = Options(device=device, template=self._template, helper=self._helper, cost=self._cost,
+                          reuse=self._reuse, only=only or self.only)
+        report = grade_submission(course=self.course, assignment=assignment, submission=submission, sandbox=sandbox,
+                                  options=options)
         self._cost.update({check.id: check.outcome.duration for comp in report.components for check in comp.checks})
         return report
 
@@ -148,7 +150,9 @@ def serve(init: dict) -> None:
 
 
 def _grade_far(grader: Any, course: Course, job: dict) -> dict:
-    from grader.grading.pipeline import frozen_heap, one_intra_op_thread, run_checks
+    from grader.grading.split import calls
+    from grader.grading.suites import frozen_heap, one_intra_op_thread, run_checks
+    from grader.results import Fault
     from grader.suite.remote import Submission
 
     sandbox = grader.sandbox(assignment=job["assignment"], submission=job["submission"], device=job["device"])
@@ -157,8 +161,7 @@ def _grade_far(grader: Any, course: Course, job: dict) -> dict:
         student.forbidden = job["forbidden"]
         with one_intra_op_thread(), frozen_heap():
             results: dict[str, Outcome] = run_checks(course, student, job["checks"], quick=job["quick"])
-        faults = [(fault.kind, fault.detail, fault.check) for fault in sandbox.faults]
-        return {"results": results, "executed": list(zip(student.executed, student.executed_in, strict=True)),
-                "faults": faults, "modules": student.modules}
+        faults = [Fault(fault.kind, fault.detail, fault.check) for fault in sandbox.faults]
+        return {"results": results, "executed": calls(student), "faults": faults, "modules": student.modules}
     finally:
         sandbox.close()

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 from grader.course import Assignment, Course
-from grader.results import Outcome
+from grader.results import Outcome, Reason, Status
 
 KEYS = ("status", "reason", "message", "expected", "got", "example")
 _NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
@@ -43,7 +43,7 @@ def failing_public(spec: Assignment, component: str, results: dict[str, Outcome]
     """check id -> signature, for the component's public checks that did not pass."""
     comp = next(c for c in spec.components if c.name == component)
     return {chk.id: signature(results[chk.id]) for chk in comp.checks
-            if chk.tier == "public" and chk.id in results and results[chk.id].status != "passed"}
+            if chk.tier == "public" and chk.id in results and results[chk.id].status != Status.PASSED}
 
 
 def load(course: Course) -> dict[str, dict]:
@@ -68,7 +68,8 @@ def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
     found = {}
     for comp in spec.components:
         failing = failing_public(spec, comp.name, results)
-        if not failing or any(s.get("reason") == "not_attempted" for s in failing.values()) or excused & set(failing):
+        attempted = all(s.get("reason") != Reason.NOT_ATTEMPTED for s in failing.values())
+        if not failing or not attempted or excused & set(failing):
             continue
         matches = [name for name, bug in table.items() if bug["component"] == comp.name and bug["failing"] == failing]
         if len(matches) == 1:
@@ -100,7 +101,7 @@ def _own(spec: Assignment, comp, results: dict[str, Outcome], upstream: frozense
             continue
         if not _own(spec, part, results, upstream):
             return False
-        if any(chk.id not in results or results[chk.id].status != "passed" for chk in part.checks
+        if any(chk.id not in results or results[chk.id].status != Status.PASSED for chk in part.checks
                if chk.tier == "public"):
             return False
     return True
@@ -113,7 +114,7 @@ def forensic(spec: Assignment, component: str, results: dict[str, Outcome]) -> d
     comp = next(c for c in spec.components if c.name == component)
     for chk in comp.checks:
         o = results.get(chk.id)
-        if chk.tier != "public" or o is None or o.status == "passed" or not o.details.get("looks_like"):
+        if chk.tier != "public" or o is None or o.status == Status.PASSED or not o.details.get("looks_like"):
             continue
         what = o.message.partition(" differs from the expected values")[0].partition(" has the wrong shape")[0]
         what = what.partition(" has the wrong dtype")[0]
@@ -121,7 +122,7 @@ def forensic(spec: Assignment, component: str, results: dict[str, Outcome]) -> d
         return {"bug": f"looks_like:{chk.id}", "message": f"{said} (in {chk.id}).", "what": said, "fix": ""}
     for chk in comp.checks:
         o = results.get(chk.id)
-        said = _names(component, o) if chk.tier == "public" and o is not None and o.status != "passed" else ""
+        said = _names(component, o) if chk.tier == "public" and o is not None and o.status != Status.PASSED else ""
         if said:
             return {"bug": f"looks_like:{chk.id}", "message": f"{said} (in {chk.id}).", "what": said, "fix": ""}
     return placement(spec, comp, results)
@@ -134,7 +135,7 @@ def placement(spec: Assignment, comp, results: dict[str, Outcome]) -> dict | Non
     (the line that made it, then its callers) in the component's file, its own function or method first
     (make_causal_mask(T) called without a device is make_tgt_mask's line, not make_causal_mask's)."""
     failing = [results[c.id] for c in comp.checks
-               if c.tier == "public" and c.id in results and results[c.id].status != "passed"]
+               if c.tier == "public" and c.id in results and results[c.id].status != Status.PASSED]
     chains = [_chain(o) for o in failing]
     if not failing or not all(chains):
         return None
@@ -144,7 +145,7 @@ def placement(spec: Assignment, comp, results: dict[str, Outcome]) -> dict | Non
         return None  # made in another file: a part's line, said there
     at, function, code = next((f for f in mine if f[1] == comp.name or f[1].startswith(f"{comp.name}.")), mine[0])
     check = next(c.id for c in comp.checks if c.tier == "public" and c.id in results
-                 and results[c.id].status != "passed")
+                 and results[c.id].status != Status.PASSED)
     what = f"{comp.name} makes a tensor on the CPU at {at} ({function}: {code}) where its inputs' device is expected"
     return {"bug": f"placement:{check}", "message": f"{what}: make it on the input's device (in {check}).",
             "what": what, "fix": "make it on the input's device", "where": at, "line": code}

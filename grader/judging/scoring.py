@@ -1,18 +1,53 @@
 """From check outcomes to points: trusted arithmetic over the fixed list of checks in course.toml."""
 
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.course import Assignment, Course
 from grader.judging.attribution import Blame
-from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Outcome, Report, Reveal
+from grader.results import (
+    NOT_COUNTED,
+    CheckResult,
+    ComponentResult,
+    ComponentStatus,
+    Fault,
+    Outcome,
+    Reason,
+    Report,
+    Reveal,
+    Status,
+)
 
-MISSING = Outcome("error", "missing", "this check did not run (not found in the grading suite)")
+MISSING = Outcome(Status.ERROR, Reason.MISSING, "this check did not run (not found in the grading suite)")
 
 
-def score(course: Course, assignment: Assignment, submission: Path, results: dict[str, Outcome],
-          unavailable: dict[str, Outcome | None], blame: dict[str, Blame],
-          duration: float, faults=(), refused=(),
-          forbidden: dict[str, tuple[list[dict], list[dict]]] | None = None) -> Report:
+@dataclass(frozen=True)
+class Judged:
+    """What scoring is given. `results`: check id -> outcome; `unavailable`: checks that could not run
+    here for reasons outside the submission (an Outcome to show, or None to leave the check out);
+    `blame`: the attribution of composites' checks (grader.judging.attribution); `forbidden`: component
+    -> (hits, flags) (grader.judging.forbidden)."""
+
+    results: Mapping[str, Outcome]
+    unavailable: Mapping[str, Outcome | None] = field(default_factory=dict)
+    blame: Mapping[str, Blame] = field(default_factory=dict)
+    forbidden: Mapping[str, tuple[list[dict], list[dict]]] = field(default_factory=dict)
+
+
+def score(course: Course, assignment: Assignment, submission: Path, judged: Judged, duration: float = 0.0) -> Report:
+    """The Report of scoring alone (no sandbox: no isolation, timings, faults or diagnosis); a grading
+    builds its own from `components` and `notes` (grader.grading.stages)."""
+    return Report(assignment.name, assignment.title, submission, components(assignment, judged), duration,
+                  notes(course, judged), reveal=getattr(course, "reveal", Reveal.FIX), student=student(course))
+
+
+def student(course: Course) -> bool:
+    """Whether this is a student's copy: graded without the reference."""
+    return not course.reference.exists()
+
+
+def components(assignment: Assignment, judged: Judged) -> list[ComponentResult]:
     """Credit within a component is in proportion to the weight of the checks earned.
 
     A check of a composite whose parts fail is decided by its run on the reference's versions
@@ -23,37 +58,41 @@ def score(course: Course, assignment: Assignment, submission: Path, results: dic
     rather than counted as failed. A component found using an API that course.toml forbids it
     (`forbidden`: name -> (hits, flags), grader.judging.forbidden) scores 0; its checks keep their outcomes.
     """
-    components = []
+    found: list[ComponentResult] = []
     waiting: dict[str, tuple[str, ...]] = {}  # a component here that waits -> the parts it waits on
     for comp in assignment.components:
         checks = []
         for check in comp.checks:
-            if check.id in unavailable:
-                if (skipped := unavailable[check.id]) is not None:
+            if check.id in judged.unavailable:
+                if (skipped := judged.unavailable[check.id]) is not None:
                     checks.append(CheckResult(check.id, check.tier, check.weight, skipped))
                 continue
-            result = CheckResult(check.id, check.tier, check.weight, results.get(check.id, MISSING))
-            if check.id in blame:
-                _attribute(result, blame[check.id], waiting)
+            result = CheckResult(check.id, check.tier, check.weight, judged.results.get(check.id, MISSING))
+            if check.id in judged.blame:
+                _attribute(result, judged.blame[check.id], waiting)
             checks.append(result)
         counted = [c for c in checks if c.outcome.reason not in NOT_COUNTED]
         total = sum(c.weight for c in counted)
         earned = sum(c.weight for c in counted if c.earned)
         points = round(comp.points * earned / total, 2) if total else 0.0
-        hits, flags = (forbidden or {}).get(comp.name, ([], []))
-        components.append(ComponentResult(comp.name, f"{assignment.name}/{comp.file}", 0.0 if hits else points,
-                                          comp.points, checks, comp.depends, hits, flags))
-        if components[-1].status == "waiting":
-            waiting[comp.name] = components[-1].waiting_on
-    notes = []
+        hits, flags = judged.forbidden.get(comp.name, ([], []))
+        found.append(ComponentResult(comp.name, f"{assignment.name}/{comp.file}", 0.0 if hits else points,
+                                     comp.points, checks, comp.depends, hits, flags))
+        if found[-1].status == ComponentStatus.WAITING:
+            waiting[comp.name] = found[-1].waiting_on
+    return found
+
+
+def notes(course: Course, judged: Judged, faults: Iterable[Fault] = (), refused: Iterable[str] = ()) -> list[str]:
+    """The report's notes on what was graded: the hidden tier left out, restarts of the submission's
+    process (`faults`), files not staged (`refused`)."""
+    said = []
     # a student's copy: hidden checks listed but not here, or (a release) not even listed
-    student = not course.reference.exists()
-    if any(o is not None and o.reason == "unavailable" for o in unavailable.values()) or student:
-        notes.append("Public checks only: the hidden checks are run by your instructor.")
-    notes += [f"The submission's process was restarted: {f}" for f in list(faults)[:5]]
-    notes += [f"Not graded, not a regular file under 1 MiB: {r}" for r in refused]
-    return Report(assignment.name, assignment.title, submission, components, duration, notes,
-                  reveal=getattr(course, "reveal", Reveal.FIX), student=student)
+    if any(o is not None and o.reason == Reason.UNAVAILABLE for o in judged.unavailable.values()) or student(course):
+        said.append("Public checks only: the hidden checks are run by your instructor.")
+    said += [f"The submission's process was restarted: {f.detail}" for f in list(faults)[:5]]
+    said += [f"Not graded, not a regular file under 1 MiB: {r}" for r in refused]
+    return said
 
 
 def _attribute(result: CheckResult, blame: Blame, waiting: dict[str, tuple[str, ...]]) -> None:
@@ -63,7 +102,7 @@ def _attribute(result: CheckResult, blame: Blame, waiting: dict[str, tuple[str, 
         # no reference to swap in (a student's copy): a failure that may come from the failing parts is
         # not charged, so that the report charges what the instructor's does, where the bug is; it is
         # judged once they pass. A part that itself only waits passes the wait on to its own parts.
-        if own.status != "passed" and own.reason != "not_attempted":
+        if own.status != Status.PASSED and own.reason != Reason.NOT_ATTEMPTED:
             result.waiting_on = tuple(dict.fromkeys(q for p in blame.parts for q in waiting.get(p, (p,))))
             roots = " and ".join(result.waiting_on)
             result.note = (f"waiting: your {roots} fail{'s' * (len(result.waiting_on) == 1)} "
@@ -74,12 +113,12 @@ def _attribute(result: CheckResult, blame: Blame, waiting: dict[str, tuple[str, 
         else:
             result.note = (f"your {names} also fail{'s' * (len(blame.parts) == 1)} their own checks: fix {names} "
                            "first, then look here")
-    elif on_reference.status == "passed":
-        if own.status != "passed":
+    elif on_reference.status == Status.PASSED:
+        if own.status != Status.PASSED:
             result.excused_by = blame.parts
             result.note = (f"not counted here: with the reference's {names} in place of yours this check passes, "
                            f"so the difference comes from your {names} (charged there)")
-    elif own.status == "passed":
+    elif own.status == Status.PASSED:
         result.outcome = on_reference
         result.note = (f"passes with your {names} only because their bug hides one of this component's own: with "
                        f"the reference's {names} it fails as shown")

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from grader import load_course
 from grader.course import Assignment, Component
 from grader.judging.attribution import Blame
-from grader.judging.scoring import score
+from grader.judging.scoring import Judged, score
 from grader.results import Outcome
 from tests.kit.conftest import ROOT
 
@@ -70,5 +70,5 @@ def scored(assignment: Assignment, outcomes: dict[str, Outcome], *, blame: dict[
            unavailable: dict[str, Outcome | None] | None = None,
            forbidden: dict[str, tuple[list[dict], list[dict]]] | None = None):
     """grader.judging.scoring's Report of hand-made outcomes, as a grading of the reference tree scores them."""
-    return score(COURSE, assignment, Path("submission"), outcomes, unavailable or {}, blame or {}, 1.0,
-                 forbidden=forbidden)
+    return score(COURSE, assignment, Path("submission"),
+                 Judged(outcomes, unavailable or {}, blame or {}, forbidden or {}), 1.0)

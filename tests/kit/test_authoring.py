@@ -26,19 +26,19 @@ def course_with(tmp_path: Path, weights: str) -> Path:
 
 @pytest.mark.parametrize("failing", ["layer_norm_rows_are_normalised", "layer_norm_has_gamma_and_beta"])
 def test_a_check_of_weight_0_is_reported_and_never_counted(tmp_path, failing):
-    from grader.judging.scoring import score
+    from grader.judging.scoring import Judged, score
 
     course = load(course_with(tmp_path, LN_WEIGHTS.replace(" }", f", {failing} = 0 }}")))
     spec = course.assignment("assignment1")
     results = {c.id: Outcome("passed") for comp in spec.components for c in comp.checks}
     results[failing] = Outcome("failed", "mismatch", "differs")
-    report = score(course, spec, tmp_path, results, {}, {}, 0.0)
+    report = score(course, spec, tmp_path, Judged(results))
     norm = report.components[0]
     assert norm.name == "LayerNorm" and norm.score == norm.max_score
     assert [c.id for c in norm.checks if not c.earned] == [failing]  # still in the report
     results[failing] = Outcome("passed")
     results["layer_norm_matches_torch"] = Outcome("failed", "mismatch", "differs")
-    assert score(course, spec, tmp_path, results, {}, {}, 0.0).components[0].score < norm.max_score
+    assert score(course, spec, tmp_path, Judged(results)).components[0].score < norm.max_score
 
 
 def test_a_component_whose_checks_all_weigh_0_is_refused(tmp_path):

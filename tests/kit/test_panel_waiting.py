@@ -25,7 +25,7 @@ def _graded(verbose: bool = False):
     results["token_embedding_matches_torch"] = Outcome("failed", "mismatch", "TokenEmbedding output differs")
     results["transformer_embedding_matches_its_parts"] = Outcome("failed", "mismatch", "output differs")
     blame = {"transformer_embedding_matches_its_parts": Blame(("TokenEmbedding",), None)}
-    graded = scoring.score(COURSE, A1, Path("/sub"), results, {}, blame, duration=1.0)
+    graded = scoring.score(COURSE, A1, Path("/sub"), scoring.Judged(results, blame=blame), 1.0)
     out = io.StringIO()
     report.render(graded, Console(file=out, width=100, no_color=True, force_terminal=False), verbose=verbose)
     return graded, out.getvalue()

@@ -18,7 +18,7 @@ HOSTILE = "[bold red]markup[/] \x1b[31mred\x1b[0m [link=http://x]link[/link]"
 def render(results: dict[str, Outcome], blame=None, width: int = 100, verbose: bool = False) -> str:
     course = config.load(ROOT / "course.toml")
     assignment = course.assignment("assignment1")
-    result = scoring.score(course, assignment, Path("/sub"), results, {}, blame or {}, duration=1.25)
+    result = scoring.score(course, assignment, Path("/sub"), scoring.Judged(results, blame=blame or {}), 1.25)
     out = io.StringIO()
     report.render(result, Console(file=out, width=width, no_color=True, force_terminal=False), verbose=verbose)
     return out.getvalue()

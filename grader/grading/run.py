@@ -1,0 +1,87 @@
+"""One grading as one object: what it grades and with what (GradingRun), how it was asked for
+(Options), and a typed record of what happened (Record), which the stages of grader.grading.stages
+fill in, in order, and from which the Report is built once, at the end."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from grader.course import Assignment, Course
+from grader.grading.suites import run_checks
+from grader.results import ComponentResult, Fault, Outcome
+
+if TYPE_CHECKING:
+    from grader.grading.reuse import Reuse
+    from grader.grading.split import Helper
+    from grader.judging.attribution import Blame
+    from grader.sandbox.host import Sandbox
+    from grader.sandbox.template import Template
+    from grader.suite.remote import Submission
+
+
+@dataclass(frozen=True)
+class Options:
+    """How a grading is asked for (grader.grading.pipeline.grade_submission's keyword options).
+
+    `device`: "cuda" runs the GPU tier too, where this process sees a CUDA device; `template`: a started
+    grader.sandbox.template.Template to fork the worker from; `helper`: a grader.grading.split.Helper that
+    runs the later components' checks meanwhile, chosen by `cost` (seconds by check, from earlier
+    gradings); `reuse`: a grader.grading.reuse.Reuse that runs again only the components whose files
+    changed; `only`: check ids to run alone, the report listing only them (grader.grading.only)."""
+
+    device: str = "cpu"
+    template: Template | None = None
+    helper: Helper | None = None
+    cost: Mapping[str, float] = field(default_factory=dict)
+    reuse: Reuse | None = None
+    only: frozenset[str] | None = None
+
+
+@dataclass
+class Record:
+    """What happened in a grading, each field written by one stage (grader.grading.stages)."""
+
+    results: dict[str, Outcome] = field(default_factory=dict)  # check id -> outcome (run, attribute, shrink)
+    blame: dict[str, Blame] = field(default_factory=dict)  # composites' checks (attribute)
+    upstream: list[str] = field(default_factory=list)  # failing parts of earlier assignments (attribute)
+    performance: dict | None = None  # the JSON's `performance` (measure)
+    forbidden: dict[str, tuple[list[dict], list[dict]]] = field(default_factory=dict)  # (judge_forbidden)
+    faults: list[Fault] = field(default_factory=list)  # restarts of the submission's process (collect)
+    refused: list[str] = field(default_factory=list)  # files not staged (collect)
+    unavailable: dict[str, Outcome | None] = field(default_factory=dict)  # checks not run here (score)
+    components: list[ComponentResult] = field(default_factory=list)  # scored, then diagnosed
+
+
+@dataclass
+class GradingRun:
+    """One grading of `submission` for `assignment` (resolved once from course.toml, and narrowed to
+    `options.only`'s checks where given), in `sandbox`, through `student` (its worker, as the suites
+    see it)."""
+
+    course: Course
+    assignment: Assignment
+    submission: Path
+    options: Options
+    sandbox: Sandbox
+    student: Submission
+    gpu: str | None  # the device the GPU tier runs on, decided here (grader.grading.pipeline._gpu)
+    has_reference: bool  # the instructors' tier: the hidden suites are there, and the reference tree
+    record: Record = field(default_factory=Record)
+
+    @property
+    def staged(self) -> Path:
+        """The staged copy of the submission: what ran, and what is scanned."""
+        return self.sandbox.dir / "submission"
+
+    @property
+    def context(self) -> tuple:
+        """What a kept component's results depend on besides its files (grader.grading.reuse)."""
+        o = self.options
+        return self.assignment.name, o.device, self.has_reference, str(self.submission), o.only
+
+    def run(self, checks: dict[str, tuple[str, ...]], **how) -> dict[str, Outcome]:
+        """One pytest run of `checks` on this submission (grader.grading.suites.run_checks)."""
+        return run_checks(self.course, self.student, checks, **how)

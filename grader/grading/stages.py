@@ -1,0 +1,152 @@
+"""The stages of a grading, in order, each a function over the GradingRun (grader.grading.run) that
+fills in its part of the run's record; `report` builds the Report from the record, once, at the end.
+
+While the submission's worker runs (grader.grading.pipeline closes the sandbox after them):
+run_checks, attribute, shrink, measure, judge_forbidden, collect. After it: score, diagnose.
+"""
+
+import time
+
+from grader.grading.run import GradingRun
+from grader.judging import attribution, diagnosis, forbidden, scoring, telling
+from grader.results import Fault, Outcome, Reason, Report, Reveal, Status
+from grader.sandbox import isolation
+
+
+def run_checks(run: GradingRun) -> None:
+    """Every check of the assignment that runs here, a component's kept results where its files did
+    not change (grader.grading.reuse), the later components' in the helper meanwhile (grader.grading.split)."""
+    from grader.grading import split
+
+    spec, reuse = run.assignment, run.options.reuse
+    # a composite's failure that its parts' reference versions excuse is not shown: with those at
+    # hand (the instructors' tier) its example is shrunk only where it is shown, once blame is known
+    later = frozenset(chk.id for comp in spec.components if comp.depends for chk in comp.checks
+                      if chk.id not in comp.isolated) if run.has_reference else frozenset()
+    checks = {chk.id: () for comp in spec.components for chk in comp.checks if chk.tier != "cuda" or run.gpu}
+    kept = reuse.recall(run) if reuse is not None else {}
+    reused = {chk.id for comp in spec.components if comp.name in kept for chk in comp.checks}
+    results = split.run(run, {c: p for c, p in checks.items() if c not in reused}, later)
+    if reuse is not None:
+        reuse.keep(run, {c.name for c in spec.components} - set(kept), results)
+        reuse.restore(run, results, kept)
+    run.record.results = results
+
+
+def attribute(run: GradingRun) -> None:
+    """Blame for the composites' failing checks (grader.judging.attribution), and the failing parts of
+    earlier assignments."""
+    rec = run.record
+    rec.blame = attribution.attribute(run.course, run.assignment, rec.results, run.run, swap=run.has_reference,
+                                      upstream=rec.upstream)
+
+
+def shrink(run: GradingRun) -> None:
+    """The unshrunk failures that the report shows (not excused), run again with shrinking: the
+    same draws fail the same way (derandomized), and the example becomes the minimal one. The
+    first run's status stands: a run that disagrees changes nothing."""
+    results, blame = run.record.results, run.record.blame
+    excused = {check for check, b in blame.items()
+               if b.on_reference is not None and b.on_reference.status == Status.PASSED}
+    shown = [check for check, outcome in results.items() if outcome.unshrunk and check not in excused]
+    again = run.run(dict.fromkeys(shown, ())) if shown else {}
+    results.update({check: outcome for check, outcome in again.items()
+                    if (outcome.status, outcome.reason) == (results[check].status, results[check].reason)})
+
+
+def measure(run: GradingRun) -> None:
+    """Timings against torch's built-ins and the reference (grader.grading.performance); with --only,
+    none (they are not what was asked for, and cost a second or more)."""
+    from grader.grading import performance
+
+    if not run.options.only:
+        run.record.performance = performance.measure(run.course, run.assignment, run.student, run.record.results,
+                                                     run.gpu, run.has_reference)
+
+
+def judge_forbidden(run: GradingRun) -> None:
+    """The forbidden APIs in the staged copy, which is what ran: scanned before the sandbox and its folder
+    go (grader.judging.forbidden)."""
+    student = run.student
+    run.record.forbidden = forbidden.judge(run.assignment, run.staged, student.executed, student.executed_in)
+
+
+def collect(run: GradingRun) -> None:
+    """What the sandbox saw: the restarts of the submission's process, the files it did not stage."""
+    run.record.faults = [Fault(f.kind, f.detail, f.check) for f in run.sandbox.faults]
+    run.record.refused = list(run.sandbox.staged.refused)
+
+
+def score(run: GradingRun) -> None:
+    """Points by component (grader.judging.scoring), the checks that could not run here left out."""
+    rec, device = run.record, run.options.device
+    for component in run.assignment.components:
+        for check in component.checks:
+            if check.tier == "hidden" and not run.has_reference:
+                rec.unavailable[check.id] = Outcome(Status.SKIPPED, Reason.UNAVAILABLE,
+                                                    "hidden tier: graded by your instructor")
+            elif check.tier == "cuda" and device != "cuda":
+                rec.unavailable[check.id] = None
+            elif check.tier == "cuda" and run.gpu is None:
+                rec.unavailable[check.id] = Outcome(Status.SKIPPED, Reason.NO_CUDA,
+                                                    "no CUDA device here: GPU check not run")
+    rec.components = scoring.components(run.assignment, _judged(run))
+
+
+def diagnose(run: GradingRun) -> None:
+    """The classic bug each component's failures match (grader.judging.diagnosis), with bugs.json read
+    once, and the failure to show in full (grader.judging.telling)."""
+    rec = run.record
+    # a check that waits on a failing part (no reference here) says nothing of its own component either
+    excused = frozenset(t.id for c in rec.components for t in c.checks if t.excused_by or t.waiting_on)
+    table = diagnosis.load(run.course)
+    # a bug is named from all of a component's public checks: with --only some did not run
+    named = {} if run.options.only else diagnosis.diagnose(run.course, run.assignment, rec.results, excused,
+                                                           table=table, upstream=frozenset(rec.upstream))
+    for comp in rec.components:
+        comp.diagnosis = named.get(comp.name)
+        comp.telling = getattr(telling.most_telling(comp, table), "id", None)
+
+
+def report(run: GradingRun) -> Report:
+    """The Report, from the run's record: built here, once."""
+    from grader.grading import only as narrowed
+
+    rec, course, spec = run.record, run.course, run.assignment
+    notes = scoring.notes(course, _judged(run), rec.faults, rec.refused)
+    if run.options.only:
+        notes.append(narrowed.note(run.options.only, spec))
+    gpu = gpu_summary(spec.components, rec.results, run.gpu) if run.options.device == "cuda" else None
+    if gpu is not None:
+        notes.append(gpu["note"])
+    return Report(spec.name, spec.title, run.submission, rec.components, time.monotonic() - run.sandbox.created,
+                  notes, isolation=run.sandbox.isolation, isolation_detail=isolation.describe(run.sandbox.isolation),
+                  performance=rec.performance, gpu=gpu, upstream=[] if run.has_reference else _upstream(run),
+                  reveal=getattr(course, "reveal", Reveal.FIX), student=scoring.student(course))
+
+
+def _judged(run: GradingRun) -> scoring.Judged:
+    rec = run.record
+    return scoring.Judged(rec.results, rec.unavailable, rec.blame, rec.forbidden)
+
+
+def _upstream(run: GradingRun) -> list[dict]:
+    """The student's copy starts at the earliest failing part, whatever its assignment."""
+    components = {c.name: c for a in run.course.assignments.values() for c in a.components}
+    return [{"name": n, "file": f"{components[n].assignment}/{components[n].file}"} for n in run.record.upstream]
+
+
+def gpu_summary(components, results: dict[str, Outcome], gpu: str | None) -> dict:
+    """What the JSON's `gpu` says of the GPU tier, with the report's note."""
+    ids = [chk.id for comp in components for chk in comp.checks if chk.tier == "cuda"]
+    if gpu is None:
+        return {"available": False, "device": "", "checks": len(ids), "seconds": 0.0,
+                "note": f"GPU checks skipped ({len(ids)}): no CUDA device here; not run and not counted."}
+    import torch
+
+    name = torch.cuda.get_device_name(torch.device(gpu)) if gpu.startswith("cuda") else gpu
+    seconds = round(sum(results[i].duration for i in ids if i in results), 2)
+    passed = sum(results[i].status == Status.PASSED for i in ids if i in results)
+    return {"available": True, "device": name, "checks": len(ids), "seconds": seconds,
+            "note": f"GPU checks on {name}: {passed} of {len(ids)} passed, in {seconds:g} s."}
+
