@@ -169,14 +169,7 @@ class _Table:
 
 def load(path: Path) -> Course:
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read: {e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    data = _read(path)
     top = _Table(path.name, "", data)
     course = top.table("course")
     root = path.resolve().parent
@@ -185,78 +178,18 @@ def load(path: Path) -> Course:
     assignments_dir = root / course.get("assignments", "str", "assignments")
     suites = root / course.get("suites", "str", "tests/grading")
     course.done()
-
-    lim = top.table("limits")
-    defaults = Limits()
-    kinds = {float: "number", int: "int", str: "str"}
-    limits = Limits(source=path.name, **{
-        f.name: lim.get(f.name, kinds[type(getattr(defaults, f.name))], getattr(defaults, f.name))
-        for f in fields(Limits) if f.name != "source"})
-    if limits.isolation not in ("auto", "namespaces", "seccomp", "process"):
-        raise lim.bad("isolation", limits.isolation, '"auto", "namespaces", "seccomp" or "process"')
-    lim.done()
-
+    limits = _limits(top.table("limits"), path.name)
     hyp = top.table("hypothesis")
-    max_examples = hyp.get("max_examples", "int", 10)
-    hidden_seed = hyp.get("hidden_seed", "int", 1)
+    max_examples, hidden_seed = hyp.get("max_examples", "int", 10), hyp.get("hidden_seed", "int", 1)
     hyp.done()
-
     assignments: dict[str, Assignment] = {}
-    seen_components: set[str] = set()
+    seen_components: set[str] = set()  # in the file's order: a component depends only on earlier ones
     for a_name in data:
         if a_name in RESERVED:
             continue
         if not a_name.isidentifier():
             raise ConfigError(f"{path.name}: {a_name}: an assignment name must be a Python identifier")
-        a = top.table(a_name)
-        files = a.get("files", "names", required=True)
-        requires = a.get("requires", "names", [])
-        for r in requires:
-            if r not in assignments:
-                raise ConfigError(f"{path.name}: {a_name}.requires: unknown or later assignment {r!r}")
-        components = []
-        for c_name, c_data in a.data.items():
-            if not isinstance(c_data, dict):
-                continue
-            c = a.table(c_name)
-            if c_name in seen_components:
-                raise ConfigError(f"{path.name}: {c.key}: component named twice")
-            seen_components.add(c_name)
-            file = c.get("file", "str", required=True)
-            if file not in files:
-                raise ConfigError(f"{path.name}: {c.key}.file: {file!r} is not in {a_name}.files")
-            weights = c.table("weights")
-            checks: list[Check] = []
-            for tier in ("public", "hidden", "cuda"):
-                for check_id in c.get(tier, "ids", []):
-                    if any(x.id == check_id for x in checks):
-                        raise ConfigError(f"{path.name}: {c.key}.{tier}: check {check_id!r} listed twice")
-                    # weight 0: informational, reported and never counted (grader.judging.scoring)
-                    checks.append(Check(check_id, tier, weights.get(check_id, "points", 1.0)))
-            weights.done()
-            if not any(x.weight > 0 for x in checks):
-                raise ConfigError(f"{path.name}: {c.key}.weights: every check has weight 0 (at least one must count)")
-            if not checks:
-                raise ConfigError(f"{path.name}: {c.key}: lists no checks")
-            depends = tuple(c.get("depends", "names", []))
-            for d in depends:
-                if d not in seen_components:
-                    raise ConfigError(f"{path.name}: {c.key}.depends: unknown or later component {d!r}")
-            isolated = tuple(c.get("isolated", "ids", []))
-            for check_id in isolated:
-                if not any(x.id == check_id for x in checks):
-                    raise ConfigError(f"{path.name}: {c.key}.isolated: {check_id!r} is not one of its checks")
-            forbidden = tuple(c.get("forbidden", "names", []))
-            for api in forbidden:
-                if not _API.fullmatch(api):
-                    raise c.bad("forbidden", api, 'a torch API: "torch.nn.LayerNorm", "torch.x.f(keyword)"')
-            components.append(Component(c_name, a_name, c.get("points", "points", required=True), file,
-                                        tuple(checks), depends, isolated, forbidden))
-            c.done()
-        title = a.get("title", "str", a_name)
-        a.done(extra=[k for k, v in a.data.items() if isinstance(v, dict)])
-        assignments[a_name] = Assignment(a_name, title, tuple(files),
-                                         tuple(requires), tuple(components))
+        assignments[a_name] = _assignment(top.table(a_name), a_name, assignments, seen_components)
     performance = _performance(top.table("performance"), seen_components) if "performance" in data else None
     feedback = top.table("feedback")
     reveal = feedback.get("reveal", "str", Reveal.FIX.value)
@@ -268,6 +201,90 @@ def load(path: Path) -> Course:
         raise ConfigError(f"{path.name}: defines no assignments")
     return Course(path.resolve(), name, reference, assignments_dir, suites, limits, max_examples,
                   hidden_seed, assignments, performance, Reveal(reveal))
+
+
+def _read(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+
+
+def _limits(lim: _Table, source: str) -> Limits:
+    defaults = Limits()
+    kinds = {float: "number", int: "int", str: "str"}
+    limits = Limits(source=source, **{
+        f.name: lim.get(f.name, kinds[type(getattr(defaults, f.name))], getattr(defaults, f.name))
+        for f in fields(Limits) if f.name != "source"})
+    if limits.isolation not in ("auto", "namespaces", "seccomp", "process"):
+        raise lim.bad("isolation", limits.isolation, '"auto", "namespaces", "seccomp" or "process"')
+    lim.done()
+    return limits
+
+
+def _assignment(a: _Table, a_name: str, earlier: dict[str, Assignment], seen_components: set[str]) -> Assignment:
+    """[a_name]; adds its components' names to `seen_components`."""
+    files = a.get("files", "names", required=True)
+    requires = a.get("requires", "names", [])
+    for r in requires:
+        if r not in earlier:
+            raise ConfigError(f"{a.file}: {a_name}.requires: unknown or later assignment {r!r}")
+    components = []
+    for c_name, c_data in a.data.items():
+        if not isinstance(c_data, dict):
+            continue
+        c = a.table(c_name)
+        if c_name in seen_components:
+            raise ConfigError(f"{a.file}: {c.key}: component named twice")
+        seen_components.add(c_name)
+        components.append(_component(c, c_name, a_name, files, seen_components))
+    title = a.get("title", "str", a_name)
+    a.done(extra=[k for k, v in a.data.items() if isinstance(v, dict)])
+    return Assignment(a_name, title, tuple(files), tuple(requires), tuple(components))
+
+
+def _component(c: _Table, c_name: str, a_name: str, files: list[str], seen_components: set[str]) -> Component:
+    file = c.get("file", "str", required=True)
+    if file not in files:
+        raise ConfigError(f"{c.file}: {c.key}.file: {file!r} is not in {a_name}.files")
+    checks = _checks(c)
+    depends = tuple(c.get("depends", "names", []))
+    for d in depends:
+        if d not in seen_components:
+            raise ConfigError(f"{c.file}: {c.key}.depends: unknown or later component {d!r}")
+    isolated = tuple(c.get("isolated", "ids", []))
+    for check_id in isolated:
+        if not any(x.id == check_id for x in checks):
+            raise ConfigError(f"{c.file}: {c.key}.isolated: {check_id!r} is not one of its checks")
+    forbidden = tuple(c.get("forbidden", "names", []))
+    for api in forbidden:
+        if not _API.fullmatch(api):
+            raise c.bad("forbidden", api, 'a torch API: "torch.nn.LayerNorm", "torch.x.f(keyword)"')
+    component = Component(c_name, a_name, c.get("points", "points", required=True), file,
+                          tuple(checks), depends, isolated, forbidden)
+    c.done()
+    return component
+
+
+def _checks(c: _Table) -> list[Check]:
+    weights = c.table("weights")
+    checks: list[Check] = []
+    for tier in ("public", "hidden", "cuda"):
+        for check_id in c.get(tier, "ids", []):
+            if any(x.id == check_id for x in checks):
+                raise ConfigError(f"{c.file}: {c.key}.{tier}: check {check_id!r} listed twice")
+            # weight 0: informational, reported and never counted (grader.judging.scoring)
+            checks.append(Check(check_id, tier, weights.get(check_id, "points", 1.0)))
+    weights.done()
+    if not any(x.weight > 0 for x in checks):
+        raise ConfigError(f"{c.file}: {c.key}.weights: every check has weight 0 (at least one must count)")
+    if not checks:
+        raise ConfigError(f"{c.file}: {c.key}: lists no checks")
+    return checks
 
 
 def _performance(perf: _Table, known: set[str]) -> Performance:
