@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from grader.render.words import hint_fits, judged
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult
 
 _WORD = re.compile(r"[a-z0-9_]+")
@@ -67,9 +68,10 @@ def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | 
     # a check whose comparison is built from the student's own output ("basis") tells less than one with a
     # correct implementation's values: never the panel while such a one failed
     # a wrong value says more than an exception (in a check about something else: a device, dropout); a
-    # hint whose causes do not fit the pattern of what failed (grader.render.words.hint_fits) tells less
+    # hint whose causes do not fit the pattern of what failed (grader.render.words.hint_fits) tells less, and
+    # one whose fit a single wrong element cannot judge (words.judged) less than one that fits
     return (check.tier == "hidden", bool(o.details.get("basis")), o.reason != "mismatch",
-            bool((o.details.get("pattern") or {}).get("alike")), o.message in context[2], -named,
+            2 * (not hint_fits(o.details)) or int(not judged(o.details)), o.message in context[2], -named,
             -topical(check, context[0], context[1]),
             # undiagnosed: the check fewest bugs fail locates best; diagnosed, the bug is named, and a check
             # that many bugs fail (matches_torch) does not suggest another one by its name (dropout, .to())

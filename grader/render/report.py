@@ -69,7 +69,7 @@ def _details(t: CheckResult, verbose: bool = True, hint: bool = True, tight: boo
         rows.add_row("parts", plain(t.note))
     hint = hint and words.hint_fits(o.details)  # else the pattern says what failed, and the causes go
     for key in ("expected", "got", "basis", "looks_like", "max_abs_error", "where", "pattern", "example", "hint"):
-        if key in o.details and (hint or key != "hint"):
+        if key in o.details and (hint or key != "hint") and (key != "pattern" or words.pattern_shown(o.details, tight)):
             value = words.pattern(o.details[key]) if key == "pattern" else o.details[key]
             text = f"{value:.3g}" if isinstance(value, float) else str(value)
             if tight and (key == "max_abs_error" or key == "where" and text.startswith("largest error at")):

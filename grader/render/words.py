@@ -5,6 +5,7 @@ only: the batch's outputs import it without rich."""
 from __future__ import annotations
 
 from grader.judging.reveal import Reveal
+from grader.suite.pattern import fits
 
 
 def failing_checks(n: int) -> str:
@@ -54,24 +55,100 @@ def for_now(parts: str, one: bool, checks: int = 2) -> str:
                "if it still fails, it then loses its points."))
 
 
-def pattern(found: dict) -> str:
-    """Which batch elements a check found wrong ({"wrong", "batch", "alike"}, grader.suite.checks), and
-    what that rules out where the check's likely causes would change every batch element alike."""
+def _listed(items: list, limit: int = 6) -> str:
+    shown = [str(i) for i in items[:limit]] + (["..."] if len(items) > limit else [])
+    return ", ".join(shown[:-1]) + f" and {shown[-1]}" if len(shown) > 1 else "".join(shown)
+
+
+def _batch(found: dict) -> str:
     wrong = [int(i) for i in found.get("wrong", [])]
     n = int(found.get("batch", 0))
-    which = f"batch element {wrong[0]}" if len(wrong) == 1 else \
-        "batch elements " + ", ".join(map(str, wrong[:-1])) + f" and {wrong[-1]}"
-    said = f"only {which} of {n} {'is' if len(wrong) == 1 else 'are'} wrong; the others match."
-    if found.get("alike"):
-        said += (" So the cause is not one that changes every batch element alike, as this check's usual causes "
+    which = f"batch element {wrong[0]}" if len(wrong) == 1 else f"batch elements {_listed(wrong)}"
+    return f"only {which} of {n} {'is' if len(wrong) == 1 else 'are'} wrong; the others match."
+
+
+def _where(kind: str, found: dict) -> str:
+    """One location kind (grader.suite.pattern.Kind) in words."""
+    n = found.get("positions", 0)
+    said = {
+        "first_position": "only position 0 (the first) is wrong; the later positions match.",
+        "last_position": f"only the last position ({n - 1}) is wrong; the earlier ones match.",
+        "from_position": f"every position from {found.get('from')} on is wrong; the ones before it match.",
+        "padded_tail": "in each batch element the positions from its own point on are wrong ("
+                       + ", ".join(f"from {s} in element {i}" for i, s in list(found.get("starts", {}).items())[:4])
+                       + "), the ones before match: the point differs between elements, as padding does.",
+        "some_positions": f"only positions {_listed(found.get('rows', []))} of {n} are wrong.",
+        "odd_features": f"only odd feature columns ({_listed(found.get('columns', []))}) are wrong; "
+                        "the even ones match.",
+        "even_features": f"only even feature columns ({_listed(found.get('columns', []))}) are wrong; "
+                         "the odd ones match.",
+        "some_features": f"only feature columns {_listed(found.get('columns', []))} of "
+                         f"{found.get('features')} are wrong.",
+        "diagonal": "only the diagonal is wrong (row i, column i: a position and itself); the rest matches.",
+        "above_diagonal": "only entries above the diagonal are wrong (column j after row i: a later key); "
+                          "the diagonal and below match.",
+        "below_diagonal": "only entries below the diagonal are wrong (column j before row i: an earlier key); "
+                          "the diagonal and above match.",
+    }
+    return said.get(kind, "")
+
+
+def _form(kind: str, found: dict) -> str:
+    """The error's form (grader.suite.pattern.FORMS) in words."""
+    return {
+        "offset": f"every value is off by the same amount ({found.get('offset', 0):.4g}).",
+        "feature_offset": "each feature column is off by its own constant amount (got - expected: "
+                          f"{_listed(found.get('offsets', []), 4)}).",
+        "scale": f"every value is the expected times the same factor ({found.get('scale', 0):.4g}).",
+        "feature_scale": "each feature column is the expected times its own factor ("
+                         f"{_listed(found.get('scales', []), 4)}).",
+    }.get(kind, "")
+
+
+def pattern(found: dict) -> str:
+    """What a check found wrong (grader.suite.pattern's data: "kinds" and what they need), and where
+    the check's likely causes do not fit it, that it rules them out."""
+    kinds = [str(k) for k in found.get("kinds", ["some_batch"] if "wrong" in found else [])]
+    said = [_batch(found)] if "some_batch" in kinds else []
+    said += [s for s in (_where(k, found) for k in kinds) if s][:1]
+    said += [s for s in (_form(k, found) for k in kinds) if s][:1]
+    if not said:
+        said = ["every element is wrong." if "everywhere" in kinds else "some elements are wrong, in no "
+                "pattern of batch elements, positions or feature columns."]
+    text = " ".join(s[0].upper() + s[1:] if i else s for i, s in enumerate(said))
+    if found.get("alike") and "some_batch" in kinds:
+        text += (" So the cause is not one that changes every batch element alike, as this check's usual causes "
                  "would: look at what differs between them (their padding, their mask).")
-    return said
+    elif not fits(kinds, found.get("fits", [])):
+        text += " This check's usual causes would not give this pattern: look at what differs where it is wrong."
+    return text
 
 
 def hint_fits(details: dict) -> bool:
-    """Whether a check's hint (its likely causes) fits what failed: not where only some batch elements
-    are wrong and its causes would make them all wrong alike."""
-    return not (details.get("pattern") or {}).get("alike")
+    """Whether a check's hint (its likely causes) fits what failed: the kinds its causes declare
+    explain the pattern found (grader.suite.pattern.fits); a hint that declares none fits everything."""
+    found = details.get("pattern") or {}
+    if "kinds" not in found:  # a pattern of before the kinds: only some batch elements, causes alike or not
+        return not found.get("alike")
+    return fits(found["kinds"], found.get("fits", []))
+
+
+def judged(details: dict) -> bool:
+    """False where a check's hint declares the patterns its causes explain but what failed shows none
+    to judge them by (a single element): grader.judging.telling prefers a check that can tell."""
+    found = details.get("pattern") or {}
+    return not (found.get("fits") and "kinds" in found and not found["kinds"])
+
+
+def pattern_shown(details: dict, tight: bool = False) -> bool:
+    """Whether a panel words the pattern: where the hint's causes do not fit it (it stands in for
+    them), where only some batch elements are wrong, and (but where several panels share one
+    screen: `tight`) where it found more than "everywhere" or "in no form"."""
+    found = details.get("pattern") or {}
+    kinds = set(found.get("kinds", ["some_batch"])) if found else set()
+    if not found or not hint_fits(details) or "some_batch" in kinds:
+        return bool(found)
+    return not tight and bool(kinds - {"everywhere", "scattered"})
 
 
 def elided(text: str, lines: int = 6) -> str:

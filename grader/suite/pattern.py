@@ -36,13 +36,12 @@ class Kind(StrEnum):
 
 
 FORMS = frozenset({Kind.OFFSET, Kind.FEATURE_OFFSET, Kind.SCALE, Kind.FEATURE_SCALE})
-# a hint that explains a kind explains the kinds under it: "some positions" covers "only the last one"
+# a hint that explains a kind explains the kinds under it: "some positions" covers "only the last one";
+# "scattered" (in no form found) covers nothing else
 _PARENT = {Kind.FIRST_POSITION: Kind.SOME_POSITIONS, Kind.LAST_POSITION: Kind.SOME_POSITIONS,
            Kind.FROM_POSITION: Kind.SOME_POSITIONS, Kind.PADDED_TAIL: Kind.SOME_POSITIONS,
-           Kind.SOME_POSITIONS: Kind.SCATTERED, Kind.ODD_FEATURES: Kind.SOME_FEATURES,
-           Kind.EVEN_FEATURES: Kind.SOME_FEATURES, Kind.SOME_FEATURES: Kind.SCATTERED,
-           Kind.DIAGONAL: Kind.SCATTERED, Kind.ABOVE_DIAGONAL: Kind.SCATTERED, Kind.BELOW_DIAGONAL: Kind.SCATTERED,
-           Kind.SOME_BATCH: Kind.SCATTERED, Kind.OFFSET: Kind.FEATURE_OFFSET, Kind.SCALE: Kind.FEATURE_SCALE}
+           Kind.ODD_FEATURES: Kind.SOME_FEATURES, Kind.EVEN_FEATURES: Kind.SOME_FEATURES,
+           Kind.OFFSET: Kind.FEATURE_OFFSET, Kind.SCALE: Kind.FEATURE_SCALE}
 
 
 class Hint(str):
@@ -76,16 +75,12 @@ def _explained(kind: Kind, declared: frozenset[Kind]) -> bool:
 
 
 def fits(observed: list[str] | tuple[str, ...], declared: list[str] | tuple[str, ...] | frozenset) -> bool:
-    """Whether causes that explain `declared` kinds explain a failure of the `observed` kinds: every
-    observed location is one of them (or under one), and so is every observed form where the causes
-    name forms. Causes that declare nothing fit everything; so does a failure with no pattern found."""
+    """Whether causes that explain the `declared` kinds explain a failure of the `observed` kinds: each
+    observed kind, where it is wrong and the error's form alike, is declared or under a declared one
+    (causes whose errors have no simple form declare no form: a failure with one is not theirs).
+    Causes that declare nothing fit everything."""
     said = frozenset(Kind(k) for k in declared if k in Kind._value2member_map_)
-    seen = [Kind(k) for k in observed if k in Kind._value2member_map_]
-    for group in (lambda k: k not in FORMS, lambda k: k in FORMS):
-        wanted = frozenset(k for k in said if group(k))
-        if wanted and not all(_explained(k, wanted) for k in seen if group(k)):
-            return False
-    return True
+    return not said or all(_explained(Kind(k), said) for k in observed if k in Kind._value2member_map_)
 
 
 def default_axes(shape: tuple[int, ...]) -> str:
@@ -115,10 +110,9 @@ def _positions(bad, t: int, b: int | None) -> tuple[list[Kind], dict]:
     n = bad.shape[t]
     rows = _along(bad, t)
     if b is not None and b != t:  # each batch element wrong from its own position on: where its padding starts
-        starts = {}
-        for i in _along(bad, b):
-            starts[i] = _suffix(_along(bad.select(b, i), t - (t > b)), n)
-        if None not in starts.values() and len(set(starts.values())) > 1 and max(starts.values()) > 0:
+        starts = {i: _suffix(_along(bad.select(b, i), t - (t > b)), n) for i in _along(bad, b)}
+        known = [s for s in starts.values() if s is not None]
+        if len(known) == len(starts) and len(set(known)) > 1 and max(known) > 0:
             return [Kind.PADDED_TAIL], {"starts": {str(i): s for i, s in starts.items()}, "positions": n}
     if len(rows) == n:
         return [], {}
@@ -188,7 +182,8 @@ def _values(bad, got, expected, mask) -> tuple[list[Kind], dict]:
     ratio = g / e if bool((e.abs() > 1e-6).all()) else None
     if g.shape[0] < 2:  # one row: only one amount or factor for all of it says something
         found, data = _forms(g - e, ratio)
-        return ([k for k in found if k in (Kind.OFFSET, Kind.SCALE)], data)
+        return ([k for k in found if k in (Kind.OFFSET, Kind.SCALE)], data) if found[:1] in ([Kind.OFFSET],
+                                                                                         [Kind.SCALE]) else ([], {})
     return _forms(g - e, ratio)
 
 
@@ -198,8 +193,9 @@ def found(bad, got, expected, hint: str = "", alike: bool = False, mask=None) ->
     wrong). "kinds": what was found (Kind values); "fits": what the hint's causes explain (its
     declaration, or every batch element alike where the check says so: `alike`); the rest is what the
     words need (grader.render.words.pattern)."""
-    if bad.dim() == 0 or not bool(bad.any()):
-        return None
+    declared = sorted(getattr(hint, "fits", frozenset())) or ([Kind.EVERYWHERE] if alike else [])
+    if bad.dim() == 0 or not bool(bad.any()) or bad.numel() == 1:  # one element: no pattern to tell by
+        return {"kinds": [], "fits": [str(k) for k in declared]} if declared and bool(bad.any()) else None
     axes = getattr(hint, "axes", "") or default_axes(tuple(bad.shape))
     if len(axes) != bad.dim():
         return None
@@ -228,6 +224,5 @@ def found(bad, got, expected, hint: str = "", alike: bool = False, mask=None) ->
     if "C" in axes[-1:]:
         more, said = _values(bad, got, expected, mask)
         kinds, data = kinds + more, {**data, **said}
-    declared = sorted(getattr(hint, "fits", frozenset())) or ([Kind.EVERYWHERE] if alike else [])
     return {"kinds": [str(k) for k in kinds], **data, **({"fits": [str(k) for k in declared]} if declared else {}),
             **({"alike": True} if alike else {})}

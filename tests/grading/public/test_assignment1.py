@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor
+from grader.suite.pattern import Hint
 from tests import strategies as s
 from tests.grading.helpers.checks import (
     BEFORE,
@@ -50,9 +51,9 @@ def test_layer_norm_matches_torch(student, a, eps):
     m = student.new(LAYER_NORM, a.d_model, eps=eps).load({"gamma": ref.weight, "beta": ref.bias}, "LayerNorm")
     assert_close(m(a.x), expected, name="LayerNorm output",
                  example=describe(x=a.x, eps=eps, gamma=ref.weight, beta=ref.bias),
-                 hint="The output differs from torch.nn.LayerNorm's. Likely causes: the unbiased variance (divide by "
-                      "d_model - 1), eps outside the square root, normalising over another dimension, gamma and beta "
-                      "swapped.")
+                 hint=Hint("The output differs from torch.nn.LayerNorm's. Likely causes: the unbiased variance "
+                           "(divide by d_model - 1), eps outside the square root, normalising over another dimension, "
+                           "gamma and beta swapped.", "everywhere", "scattered"))
 
 
 def test_layer_norm_matches_stored_reference(student):
@@ -222,7 +223,7 @@ def test_positional_encoding_matches_formula(student, d, max_len):
                   hint="Register a (max_len, d_model) table named pe.")
     assert_close(pe.double(), expected, name="pe", atol=pe_tolerance(max_len, d), rtol=0,
                  example=describe(d_model=d, max_len=max_len),
-                 hint="pe[p, 2i] = sin(p / 10000^(2i/d_model)), pe[p, 2i+1] = cos(same angle).")
+                 hint=Hint("pe[p, 2i] = sin(p / 10000^(2i/d_model)), pe[p, 2i+1] = cos(same angle).", axes="TC"))
 
 
 def test_positional_encoding_pe_is_a_buffer(student):

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from grader.sandbox.host import StudentError
 from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor
 from grader.suite.example import carrying
+from grader.suite.pattern import Hint
 from tests import strategies as s
 from tests.grading.helpers.attention import SDPA_HINT, call_sdpa
 from tests.grading.helpers.checks import (
@@ -288,8 +289,8 @@ def test_causal_mask_is_lower_triangular(student):
                             hint="A (1, 1, T, T) torch.bool tensor.")
         assert_close(got, causal(T)[None, None], name=f"make_causal_mask({T})",
                      example=describe(T=T),
-                     hint="The mask is not lower-triangular with its diagonal. Likely causes: tril(-1) or triu "
-                          "instead of tril(); mask[0, 0, i, j] = j <= i.")
+                     hint=Hint("The mask is not lower-triangular with its diagonal. Likely causes: tril(-1) or triu "
+                               "instead of tril(); mask[0, 0, i, j] = j <= i.", "diagonal", "scattered", "everywhere"))
 
 
 def test_causal_mask_accepts_a_device(student):
@@ -312,8 +313,9 @@ def test_tgt_mask_matches_definition(student, p):
                         hint="pad (B, 1, 1, T) & causal (1, 1, T, T) -> (B, 1, T, T).")
     expected = p.real[:, None, None, :] & causal(T)
     assert_close(got, expected, name="make_tgt_mask's mask", example=example,
-                 hint="The mask differs from causal AND not padding. Likely causes: | instead of &, the "
-                      "padding applied to queries instead of keys, or a part that fails its own checks.")
+                 hint=Hint("The mask differs from causal AND not padding. Likely causes: | instead of &, the "
+                           "padding applied to queries instead of keys, or a part that fails its own checks.",
+                           "above_diagonal", "below_diagonal", "scattered", "everywhere", "some_batch"))
 
 
 def test_tgt_mask_matches_stored_reference(student):

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.suite.checks import Mismatch, assert_close, describe, expect_tensor
+from grader.suite.pattern import Hint
 from tests import strategies as s
 from tests.grading.helpers.checks import (
     BEFORE,
@@ -174,8 +175,9 @@ def _padding_check(m, component: str, d: int, src, extra: int, seed: int):
     example = describe(x=x, src_mask=masks(src.real), padding_appended=extra)
     assert_close(after[:, :S], before,
                  basis=BEFORE, name="outputs at the original positions", example=example, atol=1e-4,
-                 hint="Appending padded (masked) positions changed the outputs at the real ones. Likely causes: "
-                      "src_mask not passed to the self-attention of every layer, or its polarity inverted.")
+                 hint=Hint("Appending padded (masked) positions changed the outputs at the real ones. Likely "
+                           "causes: src_mask not passed to the self-attention of every layer, or its polarity "
+                           "inverted.", "everywhere"))
     changed = perturb(x, (slice(None), 0), seed + 2)  # position 0 is real in every row
     expect_changed(before, m(changed, masks(src.real)), name="the output when a real position changes",
                    example=example, hint="The output ignores its input. Likely causes: forward returns its input "
@@ -346,8 +348,9 @@ def _future_check(module, component, x, memory, src_real, t, seed):
     example = describe(x=x, memory=memory, tgt_mask=tgt_mask, changed_from_position=t + 1)
     assert_close(after[:, :t + 1], before[:, :t + 1],
                  basis=BEFORE, name=f"outputs at positions 0..{t}", example=example,
-                 atol=1e-5, hint="Changing inputs after position t changed outputs up to t. Likely causes: tgt_mask "
-                                 "not passed to the self-attention (of every layer), or src_mask passed there instead.")
+                 atol=1e-5, hint=Hint("Changing inputs after position t changed outputs up to t. Likely causes: "
+                                      "tgt_mask not passed to the self-attention (of every layer), or src_mask "
+                                      "passed there instead.", "everywhere"))
     expect_changed(before[:, t + 1:], after[:, t + 1:], name="the outputs at the changed positions",
                    example=example, hint="The output ignores its input. Likely causes: forward returns its input "
                                          "unchanged or a constant.")
