@@ -50,6 +50,14 @@ class ComponentStatus(StrEnum):
     WAITING = "waiting"
 
 
+class Timing(StrEnum):
+    """A performance entry's status (grader.grading.performance)."""
+
+    MEASURED = "measured"
+    ERROR = "error"
+    NOT_ATTEMPTED = "not attempted"
+
+
 # Outcome reasons that leave a check out of its component's proportion: it could not run
 # here for reasons outside the submission.
 NOT_COUNTED = (Reason.UNAVAILABLE, Reason.NO_CUDA)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from grader.course import PERFORMANCE_KINDS, Assignment, Course
 from grader.judging import attribution
-from grader.results import Outcome, Reason
+from grader.results import Outcome, Reason, Timing
 from grader.sandbox.child import profile
 from grader.sandbox.host import StudentError, WorkerFault
 
@@ -53,7 +53,7 @@ def measure(course: Course, assignment: Assignment, student, results: dict[str, 
                 timed_here = Timed(kind, attribution.target(comp), device, config.repeat)
                 entry.update(_entry(course, student, timed_here, has_reference))
             else:
-                entry["status"] = "not attempted"
+                entry["status"] = Timing.NOT_ATTEMPTED
             entries.append(entry)
     within = [_within(e, config.max_ratio) for e in entries if e["device"] == "cpu"]
     score = round(config.points * sum(within) / len(within), 2) if config.points else 0.0
@@ -69,16 +69,16 @@ def _entry(course: Course, student, timed: Timed, reference: bool) -> dict:
     try:
         got = student.profile(timed.kind, timed.target, timed.device, timed.repeat, dict(profile.SHAPE))
     except StudentError as e:
-        return {"status": "error", "message": f"your code raised {e.type}: {e.message}"[:300]}
+        return {"status": Timing.ERROR, "message": f"your code raised {e.type}: {e.message}"[:300]}
     except WorkerFault as e:  # a malformed frame included (the worker was killed): the submission's fault
-        return {"status": "error", "message": e.detail[:300]}
+        return {"status": Timing.ERROR, "message": e.detail[:300]}
     finally:
         student.reset()
     try:
         own, torch_ = _timing(got["student"]), _timing(got["torch"])
     except Exception:  # whatever it sent (a float too large for one, a list): its own fault, never the grader's
-        return {"status": "error", "message": "the submission's process sent malformed timings"}
-    entry = {"status": "measured", "seconds": own[0], "memory_bytes": own[1], "torch_seconds": torch_[0],
+        return {"status": Timing.ERROR, "message": "the submission's process sent malformed timings"}
+    entry = {"status": Timing.MEASURED, "seconds": own[0], "memory_bytes": own[1], "torch_seconds": torch_[0],
              "torch_memory_bytes": torch_[1], "time_vs_torch": _ratio(own[0], torch_[0]),
              "memory_vs_torch": _ratio(own[1], torch_[1])}
     if reference:
