@@ -15,7 +15,9 @@ import queue
 import signal
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grader.course import Course
 from grader.grading.warm import Grader
@@ -30,68 +32,95 @@ def watched_files(course: Course, assignment: str, submission: Path) -> set[Path
     return {root / spec.name / name for spec in course.closure(assignment) for name in spec.files}
 
 
+@dataclass(frozen=True)
+class WatchOptions:
+    """How `watch` watches: the event that ends it (set from another thread), watchfiles' pacing."""
+
+    stop: threading.Event | None = None
+    debounce_ms: int = 1600
+    step_ms: int = 50
+
+
 def watch(*, grader: Grader, assignment: str, submission: Path, show: Callable[[Report, list[str]], None],
-          announce: Callable[[list[str]], None] = lambda changed: None, stop: threading.Event | None = None,
-          debounce_ms: int = 1600, step_ms: int = 50) -> int:
-    """Grade `submission`, then again after each change to a watched file, until `stop` is set or
-    Ctrl-C; `show(report, changed)` gets every report, with the names of the files whose change
+          announce: Callable[[list[str]], None] = lambda changed: None, options: WatchOptions | None = None) -> int:
+    """Grade `submission`, then again after each change to a watched file, until `options.stop` is set
+    or Ctrl-C; `show(report, changed)` gets every report, with the names of the files whose change
     caused it ([] for the first), and `announce(changed)` is called as each grade starts. Returns the
     number of grades; Ctrl-C raises KeyboardInterrupt."""
-    import watchfiles
-
+    options = options or WatchOptions()
     submission = Path(submission).resolve()
-    files = watched_files(grader.course, assignment, submission)
-    stop = stop or threading.Event()
-    seen: queue.Queue[set] = queue.Queue()
-    grading, cancelled = threading.Event(), threading.Event()
-    # signals reach the main thread only: elsewhere (a caller's thread) a save waits for the grade to end
-    main = threading.current_thread() is threading.main_thread()
-
-    def observe() -> None:
-        # watching from before the first grade, in a thread of its own: a save made while a grade
-        # runs is seen, and cancels it
-        for changes in watchfiles.watch(submission, watch_filter=lambda _change, path: Path(path) in files,
-                                        debounce=debounce_ms, step=step_ms, stop_event=stop, raise_interrupt=False):
-            seen.put(changes)
-            if main and grading.is_set():
-                cancelled.set()
-                signal.pthread_kill(threading.main_thread().ident or 0, CANCEL)
-
-    def cancel(_signum, _frame) -> None:
-        if grading.is_set():
-            raise KeyboardInterrupt
-
-    before = signal.signal(CANCEL, cancel) if main else None
-    observer = threading.Thread(target=observe, name="grade-watch", daemon=True)
-    observer.start()
+    stop = options.stop or threading.Event()
     changed: list[str] = []
     grades = 0
-    try:
+    with _Observer(watched_files(grader.course, assignment, submission), submission, options, stop) as observer:
         while not stop.is_set():
             announce(changed)
-            report = None
-            cancelled.clear()  # set late by a save that came as the last grade ended
-            try:
-                grading.set()
-                report = grader.grade(assignment=assignment, submission=submission)
-            except KeyboardInterrupt:
-                if not cancelled.is_set():  # Ctrl-C
-                    raise
-            finally:
-                grading.clear()
+            report = observer.grade(lambda: grader.grade(assignment=assignment, submission=submission))
             if report is not None:
                 show(report, changed)
                 grades += 1
-            paths = _next_changes(seen, stop)
+            paths = _next_changes(observer.seen, stop)
             # a cancelled grade's changes are the next one's too
             changed = sorted({*([] if report is not None else changed),
                               *(str(Path(path).relative_to(submission)) for _change, path in paths)})
-    finally:
-        stop.set()
-        if main:
-            signal.signal(CANCEL, before)
-        observer.join(timeout=5)
     return grades
+
+
+class _Observer:
+    """The watching thread, and the grade it cancels: entered, it watches; left, it stops."""
+
+    def __init__(self, files: set[Path], submission: Path, options: WatchOptions, stop: threading.Event):
+        import watchfiles  # here, not in the thread: a missing package is the caller's error
+
+        self.watchfiles = watchfiles
+        self.files, self.submission, self.options, self.stop = files, submission, options, stop
+        self.seen: queue.Queue[set] = queue.Queue()
+        self.grading, self.cancelled = threading.Event(), threading.Event()
+        # signals reach the main thread only: elsewhere (a caller's thread) a save waits for the grade to end
+        self.main = threading.current_thread() is threading.main_thread()
+        self.thread = threading.Thread(target=self._observe, name="grade-watch", daemon=True)
+        self.before: Any = None
+
+    def _observe(self) -> None:
+        # watching from before the first grade, in a thread of its own: a save made while a grade
+        # runs is seen, and cancels it
+        for changes in self.watchfiles.watch(self.submission,
+                                             watch_filter=lambda _change, path: Path(path) in self.files,
+                                             debounce=self.options.debounce_ms, step=self.options.step_ms,
+                                             stop_event=self.stop, raise_interrupt=False):
+            self.seen.put(changes)
+            if self.main and self.grading.is_set():
+                self.cancelled.set()
+                signal.pthread_kill(threading.main_thread().ident or 0, CANCEL)
+
+    def _cancel(self, _signum, _frame) -> None:
+        if self.grading.is_set():
+            raise KeyboardInterrupt
+
+    def __enter__(self) -> _Observer:
+        self.before = signal.signal(CANCEL, self._cancel) if self.main else None
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.stop.set()
+        if self.main:
+            signal.signal(CANCEL, self.before)
+        self.thread.join(timeout=5)
+
+    def grade(self, run: Callable[[], Report]) -> Report | None:
+        """run()'s report, or None when a save cancelled it (Ctrl-C raises)."""
+        report = None
+        self.cancelled.clear()  # set late by a save that came as the last grade ended
+        try:
+            self.grading.set()
+            report = run()
+        except KeyboardInterrupt:
+            if not self.cancelled.is_set():  # Ctrl-C
+                raise
+        finally:
+            self.grading.clear()
+        return report
 
 
 def _next_changes(seen: queue.Queue, stop: threading.Event) -> set:
