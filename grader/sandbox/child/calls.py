@@ -2,22 +2,33 @@
 the backward through such a call needs on the worker's side, and how its inputs and outputs travel."""
 
 import weakref
+from dataclasses import dataclass
 
 import torch
 
 from grader.sandbox.child.gradients import Recorder, fill, split
 
 
+@dataclass(frozen=True)
+class Arguments:
+    """A call's arguments as they travel: their structure with the tensors taken out (`split`), its
+    callables made Recorders (`_wrap_callables`), and the tensors."""
+
+    skeleton: object
+    inputs: list[torch.Tensor]
+    recorders: list[Recorder]
+
+
 class Call:
     """One call of a reference part with gradients: what its backward needs on this side."""
 
-    def __init__(self, link, module, message, skeleton, inputs, params, recorders, device):
+    def __init__(self, link, module, message, arguments: Arguments, params, device):
         self.link, self.module, self.message, self.device = link, module, message, device
-        self.skeleton, self.recorders = skeleton, recorders
+        self.skeleton, self.recorders, inputs = arguments.skeleton, arguments.recorders, arguments.inputs
         self.like = [(t.shape, t.dtype, t.device, t.is_floating_point()) for t in [*inputs, *params]]
         self.n_inputs = len(inputs)
-        self.id = None
-        self.out_skeleton = None
+        self.id: int | None = None
+        self.out_skeleton: object = None
 
     def forward(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         message = self.message

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from grader.sandbox.child import record
-from grader.sandbox.child.calls import Call, _output, _portable, _to, _wrap_callables
+from grader.sandbox.child.calls import Arguments, Call, _output, _portable, _to, _wrap_callables
 from grader.sandbox.child.gradients import Recorder, Through, fill, split
 from grader.sandbox.child.values import checked_name as _name
 from grader.sandbox.child.values import plain, plain_class
@@ -245,7 +245,7 @@ class Link:
         params = {k: w for k, w in weights.items() if isinstance(w, nn.Parameter) and w.requires_grad}
         message["params"] = list(params)
         message["callbacks"] = [[r, r.backprop] for r in recorders]
-        call = Call(self, module, message, skeleton, inputs, list(params.values()), recorders, device)
+        call = Call(self, module, message, Arguments(skeleton, inputs, recorders), list(params.values()), device)
         return call.output(Through.apply(call, *inputs, *params.values()))
 
     def set_attrs(self, module: StandIn | None, answer: dict, device):
