@@ -52,6 +52,10 @@ def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome
                        and results[chk.id].reason not in NOT_COUNTED] for c in composites}
     status = dict(results)
     here = {c.name for c in assignment.components}
+
+    def fails(part: str) -> bool:
+        return any(failed(status.get(chk.id)) for chk in components[part].checks)
+
     if any(failed(results[i]) for ids in graded.values() for i in ids):
         # parts graded elsewhere: run their own checks, only to learn whether they fail (not the GPU
         # tier: it says nothing about the part's arithmetic), so a part's first failure decides
@@ -61,9 +65,6 @@ def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome
         if upstream is not None and not swap:
             _deepen(components, here, outside, status, run)
 
-    def fails(part: str) -> bool:
-        return any(failed(status.get(chk.id)) for chk in components[part].checks)
-
     if upstream is not None:
         order = [c.name for a in course.assignments.values() for c in a.components]
         upstream += [name for name in order if name not in here and name in components
@@ -71,7 +72,7 @@ def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome
 
     blamed: dict[str, tuple[str, ...]] = {}
     for comp in composites:
-        parts = tuple(d for d in comp.depends if fails(d))
+        parts = failing_parts(components, comp.name, fails)
         for check in graded[comp.name] if parts else ():
             if swap or failed(results[check]):
                 blamed[check] = parts
@@ -97,3 +98,24 @@ def _deepen(components: dict[str, Component], here: set[str], ran: list[str], st
         done |= set(deeper)
         ids = [chk.id for d in deeper for chk in components[d].checks if chk.tier != "cuda"]
         status.update(run(dict.fromkeys(ids, ()), quick=frozenset(ids), one_failure=True))
+
+
+def failing_parts(components: dict[str, Component], name: str, fails: Callable[[str], bool]) -> tuple[str, ...]:
+    """The parts that `name`'s failures are laid on: its parts that fail their own checks, and below a
+    part that passes them, that part's own parts found failing, all the way down (where their checks
+    have run: the parts of this assignment and their direct parts). Each check draws its own inputs: a
+    LayerNorm whose default eps is wrong passed under ResidualConnection's checks and failed under a
+    DecoderLayer's (the instructor's fresh draws), which the reference's LayerNorm then excuses."""
+    found: list[str] = []
+    seen: set[str] = set()
+    todo = list(components[name].depends)
+    while todo:
+        part = todo.pop(0)
+        if part in seen or part not in components:
+            continue
+        seen.add(part)
+        if fails(part):
+            found.append(part)  # swapped whole: the reference's version brings its own parts
+        else:
+            todo += components[part].depends
+    return tuple(found)

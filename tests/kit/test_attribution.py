@@ -109,3 +109,28 @@ def test_a_composites_own_bug_counts_while_its_parts_are_broken(graded, part_bug
     composite = ALL_BUGS[composite_bug].component
     assert scores(report)[composite] < full_marks(report)[composite], (
         f"{composite_bug} went unpunished next to {part_bug}: {scores(report)}")
+
+
+def test_a_part_two_levels_down_is_swapped_in_where_the_part_between_passes():
+    """DecoderLayer builds on ResidualConnection, which builds on LayerNorm. A LayerNorm whose default eps
+    is wrong failed its own checks, passed under ResidualConnection's and failed a DecoderLayer check (the
+    instructor's fresh draws): DecoderLayer lost 1 of 12 for it, since only its direct parts were looked
+    at. Its failure is now laid on LayerNorm, and run again with the reference's LayerNorm."""
+    from grader.judging.attribution import attribute
+    from grader.results import Outcome
+
+    spec = COURSE.assignment("assignment3")
+    results = {chk.id: Outcome("passed") for comp in spec.components for chk in comp.checks if chk.tier != "cuda"}
+    results["decoder_layer_matches_reference"] = Outcome("failed", "mismatch", "differs")
+    asked: list[dict] = []
+
+    def run(checks, **how):  # LayerNorm fails its own checks; everything passes on the reference's parts
+        asked.append(checks)
+        return {c: Outcome("failed", "mismatch", "differs") if c.startswith("layer_norm") else Outcome("passed")
+                for c in checks}
+
+    blame = attribute(COURSE, spec, results, run, swap=True)
+    assert blame["decoder_layer_matches_reference"].parts == ("LayerNorm",)
+    assert blame["decoder_layer_matches_reference"].on_reference == Outcome("passed")
+    assert asked[-1]["decoder_layer_matches_reference"] == ("assignment1.layer_norm:LayerNorm",)
+    assert "ResidualConnection" not in {p for b in blame.values() for p in b.parts}  # it passes: not swapped
