@@ -72,7 +72,7 @@ class TorchTransformer(nn.Module):
 
 def run(pkg, task, steps, threads, model=None):
     config = library.TrainConfig(steps=steps)
-    model, history = library.fit(pkg, task, config, seed=0, threads=threads, model=model)
+    model, history = library.fit(pkg, task, config, seed=0, options=library.FitOptions(threads=threads, model=model))
     metrics = library.evaluate(pkg, model, task.test, history.src_vocab, history.tgt_vocab)
     return history, metrics
 

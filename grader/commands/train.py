@@ -111,7 +111,7 @@ def _train(console, submission: Path, pkg: str, task, config: TrainConfig, seed:
     from rich.panel import Panel
 
     from grader.sandbox.child.tree import import_tree
-    from grader.training.library import evaluate, fit
+    from grader.training.library import FitOptions, evaluate, fit
 
     try:
         import_tree(submission, pkg)
@@ -126,7 +126,7 @@ def _train(console, submission: Path, pkg: str, task, config: TrainConfig, seed:
                 progress.update(bar, completed=step, loss=loss, lr=lr,
                                 tps=seen[0] / max(time.perf_counter() - t0, 1e-9))
 
-            model, history = fit(pkg, task, config, seed=seed, on_step=on_step)
+            model, history = fit(pkg, task, config, seed=seed, options=FitOptions(on_step=on_step))
         t1 = time.perf_counter()
         metrics = evaluate(pkg, model, task.test, history.src_vocab, history.tgt_vocab)
         return _Trained(model, history, metrics, time.perf_counter() - t1)

@@ -65,7 +65,8 @@ def _judge(got: dict, pkg: str, weights: dict, kwargs: dict) -> dict:
     for k, p in own.items():
         p.copy_(weights[k])
     model.eval()
-    metrics = library.evaluate(pkg, model, task.test, src_vocab, tgt_vocab, decode=library.greedy_by_forward)
+    metrics = library.evaluate(pkg, model, task.test, src_vocab, tgt_vocab,
+                               decoding=library.Decoding(decode=library.greedy_by_forward))
     _check_losses(got, pkg, model, task, (src_vocab, tgt_vocab), config)
     samples = [[" ".join(s), " ".join(t), " ".join(h)]
                for (s, t), h in zip(task.test[:3], metrics["hypotheses"][:3], strict=True)]
@@ -84,7 +85,7 @@ def _check_losses(got: dict, pkg: str, model, task, vocabs, config) -> None:
     pad = model.pad_idx
     loss_fn = resolve(pkg, "assignment4.training:LabelSmoothingLoss")(len(vocabs[1]), pad, smoothing=config.smoothing)
     batches = toytask.iterate_batches(toytask.encode_pairs(task.train, *vocabs), collate, config.batch_size, pad,
-                                      seed=0, repeat=True)
+                                      order=toytask.BatchOrder(seed=0, repeat=True))
     seen = []
     for _ in range(LOSS_BATCHES):
         src, tgt_in, tgt_out = next(batches)

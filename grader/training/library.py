@@ -3,7 +3,7 @@
 Torch and the standard library only: it also runs inside the sandbox, where the hidden
 end-to-end check calls fit() on the submission (grader.sandbox.child.fixtures).
 
-    fit(pkg, task, config, *, seed, ...)                       -> (model, History)
+    fit(pkg, task, config, *, seed, options)                   -> (model, History)
     evaluate(pkg, model, pairs, src_vocab, tgt_vocab)          -> {"exact_match", "bleu", ...}
     corpus_bleu(hypotheses, references)                        -> float in [0, 100]
 
@@ -19,12 +19,13 @@ import math
 import os
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from grader.sandbox.child.tree import resolve
-from grader.training.toytask import Task, build_vocabs, encode_pairs, iterate_batches
+from grader.training.toytask import BatchOrder, Task, build_vocabs, encode_pairs, iterate_batches
 
 
 @dataclass(frozen=True)
@@ -72,39 +73,48 @@ class History:
         return sum(self.tokens) / self.wall_s if self.wall_s > 0 else 0.0
 
 
-def fit(pkg: str, task: Task, config: TrainConfig = TrainConfig(), *, seed: int = 0,
-        threads: int | None = DEFAULT_THREADS, model: torch.nn.Module | None = None, on_step=None, until=None):
-    """Train the tree's Transformer on task.train for `config.steps` batches; return (model, History).
+@dataclass(frozen=True)
+class FitOptions:
+    """fit()'s options beside the settings of the run.
 
-    Adam(betas=(0.9, 0.98), eps=1e-9, lr=config.lr_scale) with LambdaLR(lambda s: noam_lr(s + 1,
-    config.d_model, config.warmup)), the tree's LabelSmoothingLoss, and one call of the tree's
-    train_epoch per batch (so each step's loss is recorded). Batches come from the
-    tree's collate in an order fixed by `seed`; torch.manual_seed(seed) fixes the
-    initial weights and dropout. `threads` sets torch.set_num_threads (None: leave it).
-
+    `threads` sets torch.set_num_threads (None: leave it).
     `model`: train this module instead of building the tree's Transformer (the
     benchmark passes a torch.nn.Transformer of the same size); it must have the
     tree's interface (forward(src, tgt_in) -> logits, pad_idx, ...).
     `on_step(step, loss, lr, tokens)` is called after every step (step counts from 1).
     `until(step, model, history)`: training stops after the first step at which it returns True.
     """
+
+    threads: int | None = DEFAULT_THREADS
+    model: torch.nn.Module | None = None
+    on_step: Callable[[int, float, float, int], object] | None = None
+    until: Callable[[int, torch.nn.Module, History], bool] | None = None
+
+
+def fit(pkg: str, task: Task, config: TrainConfig = TrainConfig(), *, seed: int = 0,
+        options: FitOptions | None = None):
+    """Train the tree's Transformer on task.train for `config.steps` batches; return (model, History).
+
+    Adam(betas=(0.9, 0.98), eps=1e-9, lr=config.lr_scale) with LambdaLR(lambda s: noam_lr(s + 1,
+    config.d_model, config.warmup)), the tree's LabelSmoothingLoss, and one call of the tree's
+    train_epoch per batch (so each step's loss is recorded). Batches come from the
+    tree's collate in an order fixed by `seed`; torch.manual_seed(seed) fixes the
+    initial weights and dropout. `options`: threads, a model of one's own, hooks (FitOptions).
+    """
+    o = options or FitOptions()
     Vocab = resolve(pkg, "assignment4.data:Vocab")
     collate = resolve(pkg, "assignment4.data:collate")
     LabelSmoothingLoss = resolve(pkg, "assignment4.training:LabelSmoothingLoss")
     noam_lr = resolve(pkg, "assignment4.training:noam_lr")
     train_epoch = resolve(pkg, "assignment4.training:train_epoch")
 
-    if threads is not None:
-        torch.set_num_threads(threads)
+    if o.threads is not None:
+        torch.set_num_threads(o.threads)
     torch.manual_seed(seed)
     src_vocab, tgt_vocab = build_vocabs(task, Vocab)
     pad_idx = Vocab.PAD if hasattr(Vocab, "PAD") else 0
     c = config
-    if model is None:
-        Transformer = resolve(pkg, "assignment3.transformer:Transformer")
-        model = Transformer(len(src_vocab), len(tgt_vocab), d_model=c.d_model, n_heads=c.n_heads,
-                            n_layers=c.n_layers, d_ff=c.d_ff, dropout=c.dropout, max_len=c.max_len,
-                            pad_idx=pad_idx, norm_first=c.norm_first)
+    model = o.model if o.model is not None else _transformer(pkg, len(src_vocab), len(tgt_vocab), pad_idx, c)
     loss_fn = LabelSmoothingLoss(len(tgt_vocab), pad_idx, smoothing=c.smoothing)
     # foreach: torch picks the per-tensor loop on the CPU, a Python loop over the parameters at each of
     # a check's (up to) 1000 steps; the same numbers (tests/kit/test_course.py's stored outputs)
@@ -113,7 +123,7 @@ def fit(pkg: str, task: Task, config: TrainConfig = TrainConfig(), *, seed: int 
 
     history = History(src_vocab=src_vocab, tgt_vocab=tgt_vocab)
     encoded = encode_pairs(task.train, src_vocab, tgt_vocab)
-    batches = iterate_batches(encoded, collate, c.batch_size, pad_idx, seed=seed, repeat=True)
+    batches = iterate_batches(encoded, collate, c.batch_size, pad_idx, order=BatchOrder(seed=seed, repeat=True))
 
     start = time.perf_counter()
     for step in range(1, c.steps + 1):
@@ -126,11 +136,18 @@ def fit(pkg: str, task: Task, config: TrainConfig = TrainConfig(), *, seed: int 
         history.lrs.append(lr)
         history.tokens.append(n_tokens)
         history.wall_s = time.perf_counter() - start
-        if on_step is not None:
-            on_step(step, float(loss), lr, n_tokens)
-        if until is not None and until(step, model, history):
+        if o.on_step is not None:
+            o.on_step(step, float(loss), lr, n_tokens)
+        if o.until is not None and o.until(step, model, history):
             break
     return model, history
+
+
+def _transformer(pkg: str, n_src: int, n_tgt: int, pad_idx: int, c: TrainConfig) -> torch.nn.Module:
+    """The tree's own Transformer, of the size `c` sets."""
+    Transformer = resolve(pkg, "assignment3.transformer:Transformer")
+    return Transformer(n_src, n_tgt, d_model=c.d_model, n_heads=c.n_heads, n_layers=c.n_layers, d_ff=c.d_ff,
+                       dropout=c.dropout, max_len=c.max_len, pad_idx=pad_idx, norm_first=c.norm_first)
 
 
 def strip_specials(ids, vocab) -> list[str]:
@@ -158,12 +175,23 @@ def greedy_by_forward(model, src: torch.Tensor, max_len: int, sos_idx: int, eos_
     return ys
 
 
+@dataclass(frozen=True)
+class Decoding:
+    """How translate() and evaluate() decode: at most `max_len` ids a sentence (<sos> and <eos>
+    counted; evaluate() sets it from the references), `batch_size` sentences at a time, with the
+    tree's greedy_decode or `decode`, another function with its signature."""
+
+    max_len: int = 32
+    batch_size: int = 256
+    decode: Callable | None = None
+
+
 def translate(pkg: str, model, sources: list[list[str]], src_vocab, tgt_vocab, *,
-              max_len: int = 32, batch_size: int = 256, decode=None) -> list[list[str]]:
-    """Greedy translations (lists of tokens) of `sources` with the tree's greedy_decode (`decode`:
-    another function with its signature)."""
+              decoding: Decoding = Decoding()) -> list[list[str]]:
+    """Greedy translations (lists of tokens) of `sources` (how: `decoding`)."""
+    max_len, batch_size = decoding.max_len, decoding.batch_size
     collate = resolve(pkg, "assignment4.data:collate")
-    greedy_decode = decode or resolve(pkg, "assignment4.decoding:greedy_decode")
+    greedy_decode = decoding.decode or resolve(pkg, "assignment4.decoding:greedy_decode")
     Vocab = type(src_vocab)
     sos, eos = getattr(Vocab, "SOS", 1), getattr(Vocab, "EOS", 2)
     results: list[list[str]] = []
@@ -205,15 +233,15 @@ def corpus_bleu(hypotheses: list[list[str]], references: list[list[str]], max_n:
     return 100.0 * brevity * math.exp(log_precision)
 
 
-def evaluate(pkg: str, model, pairs, src_vocab, tgt_vocab, *, batch_size: int = 256, decode=None) -> dict:
-    """Greedy-decode every source of `pairs` with the tree's greedy_decode (`decode`: another) and score it.
+def evaluate(pkg: str, model, pairs, src_vocab, tgt_vocab, *, decoding: Decoding = Decoding()) -> dict:
+    """Greedy-decode every source of `pairs` (with `decoding`'s batch size and decode) and score it.
 
     Returns {"exact_match": fraction of outputs equal to the reference, token for token,
     "bleu": corpus BLEU-4 in 0..100, "n": len(pairs), "hypotheses": list of token lists}.
     """
     max_len = max(len(t) for _, t in pairs) + 2  # <sos> + the longest reference + <eos>
     hyps = translate(pkg, model, [s for s, _ in pairs], src_vocab, tgt_vocab,
-                     max_len=max_len, batch_size=batch_size, decode=decode)
+                     decoding=replace(decoding, max_len=max_len))
     refs = [list(t) for _, t in pairs]
     exact = sum(h == r for h, r in zip(hyps, refs, strict=True)) / max(len(pairs), 1)
     return {"exact_match": exact, "bleu": corpus_bleu(hyps, refs), "n": len(pairs), "hypotheses": hyps}

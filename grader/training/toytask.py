@@ -100,22 +100,30 @@ def encode_pairs(pairs: list[Pair], src_vocab, tgt_vocab) -> list[tuple[list[int
     return [(src_vocab.encode(s), tgt_vocab.encode(t)) for s, t in pairs]
 
 
-def iterate_batches(encoded, collate, batch_size: int, pad_idx: int, *, seed: int = 0,
-                    shuffle: bool = True, repeat: bool = False):
-    """Yield (src, tgt_in, tgt_out) from the given collate, batch_size pairs at a time.
+@dataclass(frozen=True)
+class BatchOrder:
+    """The order iterate_batches takes pairs in.
 
     With shuffle, each pass over the data is a fresh permutation drawn from
     random.Random(seed), so the batch sequence is fixed by the seed. With repeat,
     passes follow each other forever (take as many as you need); the last
     incomplete batch of a pass is dropped then, so every batch is full.
     """
-    rng = random.Random(seed)
-    order = list(range(len(encoded)))
+
+    seed: int = 0
+    shuffle: bool = True
+    repeat: bool = False
+
+
+def iterate_batches(encoded, collate, batch_size: int, pad_idx: int, *, order: BatchOrder = BatchOrder()):
+    """Yield (src, tgt_in, tgt_out) from the given collate, batch_size pairs at a time, in `order`."""
+    rng = random.Random(order.seed)
+    indices = list(range(len(encoded)))
     while True:
-        if shuffle:
-            rng.shuffle(order)
-        stop = len(order) - (len(order) % batch_size if repeat else 0)
+        if order.shuffle:
+            rng.shuffle(indices)
+        stop = len(indices) - (len(indices) % batch_size if order.repeat else 0)
         for i in range(0, stop, batch_size):
-            yield collate([encoded[j] for j in order[i:i + batch_size]], pad_idx)
-        if not repeat:
+            yield collate([encoded[j] for j in indices[i:i + batch_size]], pad_idx)
+        if not order.repeat:
             return

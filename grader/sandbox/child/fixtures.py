@@ -48,9 +48,12 @@ class TinyTranslator(torch.nn.Module):
     mode shows.
     """
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, d: int = 8, pad_idx: int = 0, sos_idx: int = 1,
-                 eos_idx: int = 2, init: int = 0):
+    D = 8  # the width of its embeddings: small, and no check needs another
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, pad_idx: int = 0, sos_idx: int = 1, eos_idx: int = 2,
+                 init: int = 0):
         super().__init__()
+        d = self.D
         g = torch.Generator().manual_seed(init)  # the weights' seed
         self.pad_idx, self.eos_idx = pad_idx, eos_idx
         self.src_emb = torch.nn.Embedding(src_vocab, d)
@@ -92,8 +95,8 @@ class TinyTranslator(torch.nn.Module):
         return self.projection(self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask))
 
 
-def train_date_task(seed: int = 0, steps: int = 1000, n_train: int = 4000, n_test: int = 200,
-                    target: float | None = None, every: int = 100, **config):
+def train_date_task(*, seed: int = 0, n_train: int = 4000, n_test: int = 200, target: float | None = None,
+                    every: int = 100, **config):
     """Train a tree's whole assignment4 stack on the bundled date task; return the metrics.
 
     Runs inside the sandbox on the submission (`grader.training.library` uses the tree's own Transformer,
@@ -103,18 +106,19 @@ def train_date_task(seed: int = 0, steps: int = 1000, n_train: int = 4000, n_tes
 
     `target`: evaluate every `every` steps and stop once the exact match reaches it. Decoding leaves the
     weights, the mode and the random stream as they were, so the steps taken are those of a full run.
+    `config`: TrainConfig's settings (`steps` 1000 unless given).
     """
     from grader.training import library, toytask
 
     task = toytask.make_task(seed=seed, n_train=n_train, n_valid=1, n_test=n_test)
-    settings = library.TrainConfig(steps=steps, **config)
+    settings = library.TrainConfig(**{"steps": 1000, **config})
     scored: dict[int, dict] = {}
 
     def score(model, history) -> dict:
         was_training = model.training
         with torch.random.fork_rng(devices=[]):  # a model that draws in eval mode leaves training's draws alone
             metrics = library.evaluate(SUBMISSION, model, task.test, history.src_vocab, history.tgt_vocab,
-                                       decode=library.greedy_by_forward)
+                                       decoding=library.Decoding(decode=library.greedy_by_forward))
         model.train(was_training)
         return metrics
 
@@ -124,7 +128,8 @@ def train_date_task(seed: int = 0, steps: int = 1000, n_train: int = 4000, n_tes
         scored[step] = score(model, history)
         return scored[step]["exact_match"] >= target
 
-    model, history = library.fit(SUBMISSION, task, settings, seed=seed, threads=None, until=reached)
+    model, history = library.fit(SUBMISSION, task, settings, seed=seed,
+                                 options=library.FitOptions(threads=None, until=reached))
     metrics = scored.get(len(history.losses)) or score(model, history)
     samples = [[" ".join(s), " ".join(t), " ".join(h)]
                for (s, t), h in zip(task.test[:3], metrics["hypotheses"][:3], strict=True)]
