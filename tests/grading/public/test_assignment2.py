@@ -94,9 +94,10 @@ def test_sdpa_blocked_keys_get_zero_weight(student, a):
     rows = graded_rows(a.mask, w.shape)[..., None].expand(w.shape)
     assert_close(w, torch.zeros_like(w), name="weights of blocked keys", example=example, atol=0, rtol=0,
                  mask=rows & ~mask,
-                 hint="A blocked key got a weight other than exactly 0. Likely causes: the mask applied after the "
-                      "softmax, a finite fill value that is not very negative (use torch.finfo(scores.dtype).min), "
-                      "or the mask's polarity inverted (True means 'may attend').")
+                 hint=Hint("A blocked key got a weight other than exactly 0. Likely causes: the mask applied after "
+                           "the softmax, a finite fill value that is not very negative (use "
+                           "torch.finfo(scores.dtype).min), or the mask's polarity inverted (True means 'may "
+                           "attend').", "everywhere"))
     if bool((w[rows & mask] <= 0).any()):
         raise Mismatch("visible keys should get a positive weight", expected="weights > 0 where mask is True",
                        got="a zero or negative weight on a visible key", example=example,
@@ -444,9 +445,9 @@ def test_mha_causal_self_attention_does_not_leak(student, dh, B, T, data, seed):
     example = describe(x=x, mask=mask, changed_from_position=t + 1)
     assert_close(after[:, :t + 1], before[:, :t + 1],
                  basis=BEFORE, name=f"outputs at positions 0..{t}", example=example,
-                 hint="Changing inputs after position t changed outputs up to t, which a causal mask forbids. "
-                      "Likely causes: the mask not passed to the attention, not broadcast over the heads, or its "
-                      "polarity inverted (True = may attend).")
+                 hint=Hint("Changing inputs after position t changed outputs up to t, which a causal mask "
+                           "forbids. Likely causes: the mask not passed to the attention, not broadcast over the "
+                           "heads, or its polarity inverted (True = may attend).", "everywhere"))
     expect_changed(before[:, t + 1:], after[:, t + 1:], name="the outputs at the changed positions",
                    example=example, hint="The output ignores its input. Likely causes: forward returns a constant "
                                          "or the bias only.")
