@@ -46,9 +46,14 @@ def failing_example(outcome: Outcome, names: tuple[str, ...]) -> dict:
     ValueError saying why they cannot be rebuilt exactly."""
     if outcome.reason == "not_attempted":  # a stub: its NotImplementedError is all there is to see
         raise ValueError("it is not attempted yet: there is nothing to rebuild")
+    if outcome.status == "passed":
+        raise ValueError("it passes: there is nothing to rebuild")
     inputs = outcome.details.get("inputs")
-    if not inputs:  # an exception's example is Hypothesis's own repr of its draw, rounded
-        raise ValueError("its example cannot be rebuilt exactly (the report shows it only as text)")
+    if not inputs and outcome.details.get("example"):  # Hypothesis's own repr of its draw, rounded
+        raise ValueError("its example cannot be rebuilt exactly (it failed by an exception: the report shows "
+                         "the example only as text)")
+    if not inputs:
+        raise ValueError("it failed before its example was built (the report says where)")
     try:
         return decode(inputs, names)
     except ValueError as e:

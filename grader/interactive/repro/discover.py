@@ -20,7 +20,7 @@ from pathlib import Path
 from grader.authoring.imports import import_root
 from grader.course import Assignment, ConfigError, Course
 
-DEFAULT = "its failure is not one example with the values it should give (run it alone: --only)"
+DEFAULT = "the course has no recipe for it (--only {check} runs it alone)"
 
 
 @dataclass(frozen=True)
@@ -33,13 +33,13 @@ class Recipe:
 class Known:
     """What --repro knows of one assignment."""
     examples: dict[str, Recipe]  # check id -> how its failing example becomes a script
-    stored: dict[str, list[tuple[str, float]]]  # check id -> [(stored case, atol)]
+    stored: dict[str, list[tuple]]  # check id -> [(stored case, atol)] ((case, atol, False): without its weights)
     why_not: dict[str, str]  # check id, or the end of one -> why no script is written for it
 
     def reason(self, check: str) -> str:
         """Why `check` gets no script (one line)."""
         ends = [end for end in self.why_not if check.endswith(end)]
-        return self.why_not[max(ends, key=len)] if ends else DEFAULT
+        return self.why_not[max(ends, key=len)] if ends else DEFAULT.format(check=check)
 
 
 def known(course: Course, assignment: str) -> Known:

@@ -21,12 +21,13 @@ def _template(name: str) -> Template:
     return Template((TEMPLATES / name).read_text())
 
 
-def stored_body(course: Course, assignment: str, cases: list[tuple[str, float]]) -> str:
-    """The body that runs the stored cases `cases` ([(case, atol)]) of `assignment`."""
+def stored_body(course: Course, assignment: str, cases: list[tuple]) -> str:
+    """The body that runs the stored cases `cases` of `assignment`: [(case, atol)], or (case, atol, False)
+    for a module the check runs as the student builds it, without the case's weights."""
     data = torch.load(course.suites / "public" / "expected" / f"{assignment}.pt", weights_only=True)
     written = []
-    for name, atol in cases:
-        c = data[name]
+    for name, atol, *given in cases:
+        c = {**data[name], **({} if not given or given[0] else {"state": None})}
         written.append(f'''
     # stored case {name!r}: the reference's output, computed by your instructors and stored as numbers
     {name!r}: {{

@@ -93,8 +93,51 @@ def main() -> int:
 '''
 
 
+def _self_consistent(name: str, kept: str, moved: str, what: str) -> str:
+    """main() of a check that compares the module's outputs on x and on `changed` with each other:
+    `kept` (an index) must stay as it was, `moved` must change."""
+    return _BUILD + f'''
+
+def main() -> int:
+    module = build()
+    if module is None:
+        return 1
+    show(x=x, changed=changed, mask=mask, n_heads=n_heads)
+    before, after = module(x, x, x, mask), module(changed, changed, changed, mask)
+    if not (isinstance(before, torch.Tensor) and before.shape == x.shape):
+        print(f"the output should be a tensor of shape {{tuple(x.shape)}}, got {{before!r}}")
+        return 1
+    before = before.detach()
+    # {what}
+    ok = compare("{name}", after[{kept}], before[{kept}], atol=1e-5)
+    if isinstance(after, torch.Tensor) and torch.allclose(before[{moved}], after[{moved}].detach(), atol=1e-6):
+        print("--- the output where the input changed did not change")
+        ok = False
+    return verdict(ok)
+'''
+
+
+def _does_not_leak(ex: dict) -> str:
+    x, t = ex["x"], ex["changed_from_position"]
+    return _head(x.shape[-1], ex["n_heads"], ex["seed"], x=x, changed=ex["changed"], mask=ex["mask"]) + (
+        _self_consistent(f"outputs at positions 0..{t - 1} (compared with your own output before the change)",
+                         f":, :{t}", f":, {t}:",
+                         f"changed only from position {t}: a causal mask keeps the outputs before it as they were"))
+
+
+def _batch_independent(ex: dict) -> str:
+    x = ex["x"]
+    return _head(x.shape[-1], ex["n_heads"], ex["seed"], x=x, changed=ex["changed_x"], mask=None) + (
+        _self_consistent("outputs of the batch elements that did not change (compared with your own output "
+                         "before the change)", "1:", "0",
+                         "only batch element 0 changed: the others' outputs must stay as they were"))
+
+
 MHA_RECIPES = {
     "mha_matches_torch": Recipe(("q", "k", "v", "mask", "n_heads", "seed"), _matches_torch),
     "mha_matches_torch_with_a_causal_mask": Recipe(("x", "mask", "n_heads", "seed"), _matches_torch_causal),
     "mha_keeps_attention_weights": Recipe(("q", "kv", "mask", "n_heads", "seed"), _keeps_attention_weights),
+    "mha_causal_self_attention_does_not_leak": Recipe(
+        ("x", "changed", "mask", "changed_from_position", "n_heads", "seed"), _does_not_leak),
+    "mha_batch_elements_are_independent": Recipe(("x", "changed_x", "n_heads", "seed"), _batch_independent),
 }

@@ -12,6 +12,7 @@ from grader.interactive.repro.discover import Recipe
 from grader.interactive.repro.literal import literal
 from tests.grading.helpers.names import LOSS, NOAM, PAD_MASK, SDPA, TGT_MASK, causal
 from tests.grading.helpers.oracles import attention, graded_rows
+from tests.grading.helpers.repro_blocks import BLOCK_RECIPES
 from tests.grading.helpers.repro_mha import MHA_RECIPES
 
 
@@ -161,6 +162,7 @@ def main() -> int:
 
 
 RECIPES: dict[str, Recipe] = {
+    **BLOCK_RECIPES,
     "sdpa_matches_torch": Recipe(("q", "k", "v", "mask"), _sdpa_matches_torch),
     "sdpa_weights_rows_sum_to_one": Recipe(("q", "k", "mask"), _sdpa_rows_sum_to_one),
     "pad_mask_matches_definition": Recipe(("tokens", "pad_idx"), _mask(
@@ -175,16 +177,27 @@ RECIPES: dict[str, Recipe] = {
 
 
 # stored checks that the public suite's source does not show as check_stored(...) calls
-STORED = {"assignment2": {"sdpa_matches_stored_reference": [("sdpa", 1e-5), ("sdpa_masked", 1e-5)]}}
+# (case, atol, False): the module as the student builds it, without the case's weights (its pe table is the
+# very thing the check checks)
+STORED = {"assignment1": {"positional_encoding_matches_stored_reference": [("positional_encoding", 1e-5, False)]},
+          "assignment2": {"sdpa_matches_stored_reference": [("sdpa", 1e-5), ("sdpa_masked", 1e-5)]}}
 
 # why the other public checks get no script (by check id, or the end of one)
 WHY_NOT = {
     "_stays_on_the_inputs_device": "it runs your component on PyTorch's meta device, which has no values to print",
+    "_is_built_on_the_given_device": "it runs your component on PyTorch's meta device, which has no values to print",
     "_has_named_layers": "it checks names and shapes, which the report lists in full",
+    "_has_named_parts": "it checks names and shapes, which the report lists in full",
+    "_has_named_embedding": "it checks names and shapes, which the report lists in full",
     "_has_gamma_and_beta": "it checks names and shapes, which the report lists in full",
+    "_pe_is_a_buffer": "it checks how the table is kept (a buffer, not a parameter), which the report says",
     "_gradients_reach_every_parameter": "it checks which parameters get a gradient, which the report names",
     "_dropout_is_inactive_in_eval": "dropout's random draws happen in the grader's worker, not in a script",
     "_dropout_sits_where_the_docstring_says": "dropout's random draws happen in the grader's worker, not in a script",
     "_applies_dropout_to_the_weights": "dropout's random draws happen in the grader's worker, not in a script",
     "_rejects_d_model_not_divisible_by_n_heads": "it checks the error your code raises, which the report shows",
+    "_rejects_sequences_longer_than_max_len": "it checks the error your code raises, which the report shows",
+    "_rejects_step_0": "it checks the error your code raises, which the report shows",
+    "_init_is_xavier_uniform": "it checks the spread of freshly drawn weights, not one example",
+    "end_to_end_training_lowers_the_loss": "it trains a whole model for many steps (`grade train` shows training)",
 }

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor
+from grader.suite.example import carrying
 from grader.suite.pattern import Hint
 from tests import strategies as s
 from tests.grading.helpers.checks import (
@@ -152,7 +153,7 @@ def test_feed_forward_matches_torch(student, a, d_ff):
     w = ff_weights(a.d_model, d_ff, a.seed)
     m = student.new(FEED_FORWARD, a.d_model, d_ff).load(w, "PositionwiseFeedForward").eval()
     assert_close(m(a.x), feed_forward(a.x, w), name="PositionwiseFeedForward output",
-                 example=describe(x=a.x, d_ff=d_ff),
+                 example=carrying(describe(x=a.x, d_ff=d_ff), seed=a.seed),  # the weights' seed, for --repro
                  hint="The output differs from linear2(relu(linear1(x))). Likely causes: a missing or misplaced ReLU, "
                       "linear1 and linear2 swapped, or dropout active in eval() mode.")
 
@@ -297,7 +298,8 @@ def test_token_embedding_matches_torch(student, batch, d, seed):
     w = s.tensor([vocab, d], seed)
     m = student.new(TOKEN_EMBEDDING, vocab, d).load({"embedding.weight": w}, "TokenEmbedding")
     assert_close(m(x), F.embedding(x, w) * math.sqrt(d), name="TokenEmbedding output",
-                 example=describe(tokens=x, vocab_size=vocab, d_model=d), hint="embedding(x) * sqrt(d_model).")
+                 example=carrying(describe(tokens=x, vocab_size=vocab, d_model=d), seed=seed),
+                 hint="embedding(x) * sqrt(d_model).")
 
 
 @given(d=s.d_model)

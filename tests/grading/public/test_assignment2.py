@@ -442,7 +442,7 @@ def test_mha_causal_self_attention_does_not_leak(student, dh, B, T, data, seed):
     m = new_mha(student, d, h, mha_weights(d, seed))
     before, after = m(x, x, x, mask), m(changed, changed, changed, mask)
     expect_tensor(before, name="MultiHeadAttention output", shape=(B, T, d))
-    example = describe(x=x, mask=mask, changed_from_position=t + 1)
+    example = carrying(describe(x=x, mask=mask, changed_from_position=t + 1), changed=changed, n_heads=h, seed=seed)
     assert_close(after[:, :t + 1], before[:, :t + 1],
                  basis=BEFORE, name=f"outputs at positions 0..{t}", example=example,
                  hint=Hint("Changing inputs after position t changed outputs up to t, which a causal mask "
@@ -461,7 +461,7 @@ def test_mha_batch_elements_are_independent(student, dh, B, T, seed):
     m = new_mha(student, d, h, mha_weights(d, seed))
     before, after = m(x, x, x), m(changed, changed, changed)
     expect_tensor(before, name="MultiHeadAttention output", shape=(B, T, d))
-    example = describe(x=x, changed_x=changed, changed_batch_element=0)
+    example = carrying(describe(x=x, changed_x=changed, changed_batch_element=0), n_heads=h, seed=seed)
     assert_close(after[1:], before[1:],
                  basis=BEFORE, name="outputs of the batch elements that did not change", example=example,
                  hint="Changing batch element 0 changed the others. Likely causes: heads split with "
