@@ -28,11 +28,27 @@ def files(folder: Path) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
+def released(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """`grade release` into a new folder, run once: (the folder, the finished process)."""
     out = tmp_path_factory.mktemp("handout") / "kit"  # missing: grade release creates it
-    proc = run_grade("release", str(out))
+    return out, run_grade("release", str(out))
+
+
+@pytest.fixture(scope="module")
+def release(released) -> Path:
+    out, proc = released
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     return out
+
+
+def test_stored_expected_outputs_are_up_to_date(released):
+    """`grade expected --check` finds nothing stale. `grade release` runs that very check first
+    (grader.authoring.expected.write_all(check=True), with grade stubs' own, which test_course runs)
+    and refuses a stale kit, naming the first stale file: the kit runs it here alone, since it grades
+    every bug of the table (a minute of CI)."""
+    _, proc = released
+    assert "stale" not in proc.stderr, f"run `grade expected` (and `grade stubs`):\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 @pytest.fixture(scope="module")
