@@ -1,0 +1,120 @@
+"""The stages of a grading (grader.grading.stages) on a hand-made run, with no sandbox: the report they
+build is scoring's over the run's record, built once and frozen; a run's faults, the hidden tier left
+out, --only and the course's table of bugs (read once) show in it as a grading shows them."""
+
+import dataclasses
+import types
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.grading import stages
+from grader.grading.only import narrow
+from grader.grading.run import GradingRun, Options
+from grader.judging import diagnosis, scoring
+from grader.results import ComponentStatus, Fault, Outcome, Reason, Status
+from tests.kit import strategies as s
+
+A1 = s.COURSE.assignment("assignment1")
+TABLE = diagnosis.load(s.COURSE)
+
+
+def graded(assignment, outcomes: dict[str, Outcome], *, has_reference: bool = True, options: Options | None = None,
+           faults: tuple[Fault, ...] = ()):
+    """(run, report): `outcomes` taken through the stages after the worker, and the report built."""
+    sandbox = types.SimpleNamespace(created=0.0, isolation="process", faults=[], dir=Path("/nowhere"))
+    run = GradingRun(s.COURSE, assignment, Path("/sub"), options or Options(), sandbox, None, None,  # type: ignore
+                     has_reference)
+    run.record.results, run.record.faults = dict(outcomes), list(faults)
+    for stage in (stages.score, stages.diagnose):
+        stage(run)
+    return run, stages.report(run)
+
+
+def said_by(bug: str) -> dict[str, Outcome]:
+    """The outcomes of `bug`'s failing public checks as the table stores them."""
+    return {check: Outcome(said["status"], said["reason"], said["message"],
+                           {k: said[k] for k in ("expected", "got", "example") if k in said})
+            for check, said in TABLE[bug]["failing"].items()}
+
+
+@s.KIT
+@given(s.graded(st.one_of(s.ran, s.not_counted)))
+def test_a_runs_report_scores_what_scoring_scores_on_its_record(case):
+    assignment, outcomes = case
+    run, report = graded(assignment, outcomes)
+    # on the CPU the GPU tier is left out, not even listed
+    assert set(run.record.unavailable) == {chk.id for c in assignment.components for chk in c.checks
+                                           if chk.tier == "cuda"}
+    alone = s.scored(assignment, outcomes, unavailable=run.record.unavailable)
+    assert [(c.name, c.score, c.status) for c in report.components] == \
+        [(c.name, c.score, c.status) for c in alone.components]
+    assert report.score == alone.score and report.max_score == alone.max_score
+
+
+def test_the_report_is_frozen_once_built():
+    _, report = graded(A1, s.all_passed(A1))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.notes = []  # type: ignore[misc]
+    assert all(c.status == ComponentStatus.PASSED == "passed" for c in report.components)
+
+
+def test_each_restart_of_the_submissions_process_is_a_note_five_at_most():
+    faults = tuple(Fault("crash", f"crash {i}", "layer_norm_matches_torch") for i in range(7))
+    _, report = graded(A1, s.all_passed(A1), faults=faults)
+    restarts = [n for n in report.notes if n.startswith("The submission's process was restarted: ")]
+    assert restarts == [f"The submission's process was restarted: crash {i}" for i in range(5)]
+
+
+def test_without_the_reference_hidden_checks_are_listed_skipped_and_left_out():
+    _, report = graded(A1, s.all_passed(A1), has_reference=False)
+    hidden = [t for c in report.components for t in c.checks if t.tier == "hidden"]
+    assert hidden and all((t.outcome.status, t.outcome.reason) == (Status.SKIPPED, Reason.UNAVAILABLE)
+                          for t in hidden)
+    assert report.score == report.max_score
+    assert "Public checks only: the hidden checks are run by your instructor." in report.notes
+
+
+def test_a_bug_of_the_table_is_named_on_its_component_with_the_table_read_once(monkeypatch):
+    bug = "layer_norm_eps_outside_sqrt"
+    reads = []
+    monkeypatch.setattr(diagnosis, "load", lambda course: reads.append(course) or TABLE)
+    _, report = graded(A1, {**s.all_passed(A1), **said_by(bug)})
+    named = {c.name: c for c in report.components}["LayerNorm"]
+    assert named.diagnosis is not None and named.diagnosis["bug"] == bug
+    assert named.telling in TABLE[bug]["failing"]
+    assert len(reads) == 1
+
+
+def test_only_grades_the_checks_asked_for_says_so_and_names_no_bug():
+    bug = "layer_norm_eps_outside_sqrt"
+    only = frozenset(list(TABLE[bug]["failing"])[:1])
+    _, report = graded(narrow(A1, only), {**s.all_passed(A1), **said_by(bug)}, options=Options(only=only))
+    assert [t.id for c in report.components for t in c.checks] == sorted(only)
+    assert report.notes[-1].startswith("--only: 1 check run")
+    assert all(c.diagnosis is None for c in report.components)
+
+
+def test_shrinking_again_keeps_the_first_runs_status():
+    """A failure shown unshrunk is run again with shrinking; a run that disagrees changes nothing."""
+    first = {"a": Outcome(Status.FAILED, Reason.MISMATCH, "first", unshrunk=True),
+             "b": Outcome(Status.FAILED, Reason.MISMATCH, "first", unshrunk=True)}
+    again = {"a": Outcome(Status.FAILED, Reason.MISMATCH, "shrunk"), "b": Outcome(Status.PASSED)}
+
+    class Replayed(GradingRun):
+        def run(self, checks, **how):
+            assert set(checks) == {"a", "b"}
+            return dict(again)
+
+    run = Replayed(s.COURSE, A1, Path("/sub"), Options(), None, None, None, True)  # type: ignore[arg-type]
+    run.record.results = dict(first)
+    stages.shrink(run)
+    assert run.record.results["a"].message == "shrunk" and run.record.results["b"] is first["b"]
+
+
+def test_scoring_alone_is_the_same_report_as_its_parts():
+    outcomes = {**s.all_passed(A1), **said_by("layer_norm_eps_outside_sqrt")}
+    judged = scoring.Judged(outcomes)
+    assert scoring.score(s.COURSE, A1, Path("/sub"), judged).components == scoring.components(A1, judged)
