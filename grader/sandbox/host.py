@@ -31,6 +31,7 @@ from grader.sandbox.limits import environment, preexec, rlimits
 from grader.sandbox.reap import KIT, adopt_orphans, kill_descendants, kill_orphans, kill_user, start_time
 from grader.sandbox.spare import Spare
 from grader.sandbox.stage import stage
+from grader.sandbox.template import ForkJob
 
 if TYPE_CHECKING:
     from grader.sandbox.template import Forked, Template
@@ -112,10 +113,10 @@ class Sandbox(Answers):
                 jail = isolation.spec(self.dir, self.limits.scratch_mb, [], env, self.user) \
                     if self.isolation == "namespaces" else None
                 with open(self.output, "ab") as out:
-                    self.proc = self.template.spawn(cwd=cwd, here=here, pycache=pycache, become=become,
-                                                    confine=confine, env=env,
-                                                    orig_argv=[sys.executable, "-I", "-B", "-c", BOOT],
-                                                    rlimits=rlimits(self.limits, self.gpu), jail=jail,
+                    self.proc = self.template.spawn(ForkJob(cwd=cwd, here=here, pycache=pycache, become=become,
+                                                            confine=confine, env=env,
+                                                            orig_argv=[sys.executable, "-I", "-B", "-c", BOOT],
+                                                            rlimits=rlimits(self.limits, self.gpu), jail=jail),
                                                     fds=(req_r, resp_w, out.fileno()))
             else:
                 argv = [sys.executable, "-I", "-B", "-c", BOOT, here, str(req_r), str(resp_w), pycache, become, confine]

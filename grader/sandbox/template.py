@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.course import Limits
@@ -160,6 +161,31 @@ class _Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class ForkJob:
+    """The worker a fork is to become (zygote.become_worker): its folder `cwd`, the folder `here` it sees
+    the submission in, its `pycache`, `env` and resource limits; `jail` the launcher's spec
+    (grader.sandbox.isolation.spec) in namespaces, else None; `become`: the uid the worker takes before
+    the submission's code runs, or "" (its argument); `confine`: the seccomp tier's spec the worker
+    applies to itself then, or "" (its argument); `orig_argv` the command line that would have started
+    it, up to its arguments (sys.orig_argv)."""
+
+    cwd: Path
+    here: str
+    pycache: str
+    become: str
+    confine: str
+    env: dict[str, str]
+    orig_argv: list[str]
+    rlimits: list[tuple[int, int, int]]
+    jail: dict | None
+
+    def message(self, id: int) -> dict:
+        return {"op": "spawn", "id": id, "cwd": str(self.cwd), "here": self.here, "pycache": self.pycache,
+                "become": self.become, "confine": self.confine, "env": self.env, "orig_argv": self.orig_argv,
+                "rlimits": self.rlimits, "jail": self.jail}
+
+
 class Forked:
     """A worker forked by the template, as much of a Popen as `Sandbox` uses: pid, returncode, wait."""
 
@@ -228,14 +254,9 @@ class Template:
         self._server = _Server(self.limits.startup_seconds)
         self.launches += 1
 
-    def spawn(self, *, cwd: Path, here: str, pycache: str, become: str, confine: str, env: dict[str, str],
-              orig_argv: list[str],
-              rlimits: list[tuple[int, int, int]], jail: dict | None, fds: tuple[int, int, int]) -> Forked:
-        """Fork a worker: `fds` are the request pipe's read end, the response pipe's write end and the
-        output file; `jail` the launcher's spec (grader.sandbox.isolation.spec) in namespaces, else None;
-        `become`: the uid the worker takes before the submission's code runs, or "" (its argument);
-        `confine`: the seccomp tier's spec the worker applies to itself then, or "" (its argument);
-        `orig_argv` the command line that would have started it, up to its arguments (sys.orig_argv)."""
+    def spawn(self, job: ForkJob, fds: tuple[int, int, int]) -> Forked:
+        """Fork a worker that becomes `job`: `fds` are the request pipe's read end, the response pipe's
+        write end and the output file."""
         with self._lock:
             if os.getpid() != self._owner:
                 raise TemplateError("a worker template serves the process that made it, not a fork of that process")
@@ -246,8 +267,7 @@ class Template:
             server = self._server
             assert server is not None
             id = next(self._ids)
-        server.send({"op": "spawn", "id": id, "cwd": str(cwd), "here": here, "pycache": pycache, "become": become,
-                     "confine": confine, "env": env, "orig_argv": orig_argv, "rlimits": rlimits, "jail": jail}, fds)
+        server.send(job.message(id), fds)
         reply = server.await_event(id, ("pid", "error"), self.limits.startup_seconds)
         if reply is None:
             raise TemplateError(f"the worker template did not fork a worker{server.tail()}")

@@ -67,67 +67,86 @@ jail = _load("_grader_jail", Path(__file__).with_name("jail.py"))
 
 def serve(control: socket.socket) -> tuple[dict, list[int]] | None:
     """The template's loop; returns in a fork only, with its job, or None when the grader has gone."""
-    children: dict[int, tuple[int, int]] = {}  # id -> (pid, pidfd)
+    return _Template(control).serve()
 
-    def send(message: dict):
+
+class _Template:
+    """The template's side of the control socket, and the forks it has not reaped."""
+
+    def __init__(self, control: socket.socket):
+        self.control = control
+        self.children: dict[int, tuple[int, int]] = {}  # id -> (pid, pidfd)
+
+    def send(self, message: dict):
         try:
-            control.send(json.dumps(message).encode())
+            self.control.send(json.dumps(message).encode())
         except OSError:  # the grader has gone: the next receive says so
             pass
 
-    def reap(id: int):
-        pid, pidfd = children.pop(id)
+    def reap(self, id: int):
+        pid, pidfd = self.children.pop(id)
         _killpg(pid)
         status = os.waitpid(pid, 0)[1]
         os.close(pidfd)
-        send({"id": id, "status": os.waitstatus_to_exitcode(status)})
+        self.send({"id": id, "status": os.waitstatus_to_exitcode(status)})
 
-    # one thread, so that each fork is whole; the grader refuses a template with more
-    send({"ready": os.getpid(), "threads": len(os.listdir("/proc/self/task"))})
-    while True:
-        pidfds = {pidfd: id for id, (_, pidfd) in children.items()}
-        readable = select.select([control.fileno(), *pidfds], [], [])[0]
-        for fd in readable:
-            if fd in pidfds:
-                reap(pidfds[fd])
-        if control.fileno() not in readable:
-            continue
-        data, fds, _, _ = socket.recv_fds(control, MAX_MESSAGE, 3)
-        if not data:
-            for id in list(children):
-                reap(id)
-            return None
+    def serve(self) -> tuple[dict, list[int]] | None:
+        # one thread, so that each fork is whole; the grader refuses a template with more
+        self.send({"ready": os.getpid(), "threads": len(os.listdir("/proc/self/task"))})
+        while True:
+            pidfds = {pidfd: id for id, (_, pidfd) in self.children.items()}
+            readable = select.select([self.control.fileno(), *pidfds], [], [])[0]
+            for fd in readable:
+                if fd in pidfds:
+                    self.reap(pidfds[fd])
+            if self.control.fileno() not in readable:
+                continue
+            data, fds, _, _ = socket.recv_fds(self.control, MAX_MESSAGE, 3)
+            if not data:
+                for id in list(self.children):
+                    self.reap(id)
+                return None
+            job = self.answer(data, fds)
+            if job is not None:
+                return job
+
+    def answer(self, data: bytes, fds: list[int]) -> tuple[dict, list[int]] | None:
+        """One request; in a fork it spawned, that fork's job."""
         try:
             message = json.loads(data)
             id = int(message["id"])
         except (ValueError, KeyError, TypeError):
             for fd in fds:
                 os.close(fd)
-            continue
+            return None
         if message.get("op") == "kill":
-            if id in children:
-                _killpg(children[id][0])  # reaped when its pidfd says it has ended
-            continue
-        if message.get("op") != "spawn" or len(fds) != 3 or id in children:
+            if id in self.children:
+                _killpg(self.children[id][0])  # reaped when its pidfd says it has ended
+            return None
+        if message.get("op") != "spawn" or len(fds) != 3 or id in self.children:
             for fd in fds:
                 os.close(fd)
-            send({"id": id, "error": "a malformed spawn request"})
-            continue
+            self.send({"id": id, "error": "a malformed spawn request"})
+            return None
+        return self.spawn(id, message, fds)
+
+    def spawn(self, id: int, message: dict, fds: list[int]) -> tuple[dict, list[int]] | None:
         for stream in (sys.stdout, sys.stderr):  # nothing of the template's for the worker to print
             stream.flush()
         try:
             pid = os.fork()
         except OSError as e:
-            send({"id": id, "error": f"fork: {e}"})
+            self.send({"id": id, "error": f"fork: {e}"})
             pid = -1
         if pid == 0:
-            control.close()
+            self.control.close()
             return message, fds
         for fd in fds:
             os.close(fd)
         if pid > 0:
-            children[id] = (pid, os.pidfd_open(pid))
-            send({"id": id, "pid": pid})
+            self.children[id] = (pid, os.pidfd_open(pid))
+            self.send({"id": id, "pid": pid})
+        return None
 
 
 def _killpg(pid: int):
