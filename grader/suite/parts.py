@@ -19,7 +19,7 @@ from torch import nn
 from grader.sandbox.child import placement, protocol, state
 from grader.sandbox.child.gradients import fill, split
 from grader.sandbox.child.values import data, plain
-from grader.suite.callback import Callback
+from grader.suite.callback import Callback, SublayerCall
 from grader.suite.described import describe, methods
 from grader.suite.layout import Layout, changed, on_weights, tensor_attrs
 from grader.suite.reference import PACKAGE, load, resolve
@@ -237,7 +237,8 @@ class ReferenceParts:
         if isinstance(v, protocol.Handle):
             if v.id in callbacks:
                 calls = itertools.count()
-                return lambda *args: Callback.apply(self.call_back, v, callbacks[v.id], next(calls), anchor, *args)
+                return lambda *args: Callback.apply(SublayerCall(self.call_back, v, callbacks[v.id], next(calls)),
+                                                    anchor, *args)
             return lambda *args: self.call_back(v, *args)
         if type(v) in (list, tuple):
             return type(v)(self._callables(x, callbacks, anchor) for x in v)
