@@ -7,7 +7,7 @@ import torch
 
 from grader.sandbox.child import protocol
 from grader.sandbox.host import Sandbox, WorkerFault
-from grader.suite import trained
+from grader.suite import placing, trained
 from grader.suite.checks import Mismatch, short
 from grader.suite.parts import ReferenceParts
 
@@ -187,10 +187,10 @@ class Submission:
         device `to` ("meta", or the GPU tier's), watching for CPU tensors that meet them
         (grader.sandbox.child.placement). Returns {"stray": what met them} or {"output" (copied to
         the CPU, except on meta), "devices" of the output's tensors, "param_grads" (with grad_output)}.
-        The module stays on `device`."""
-        return self._request({"op": "placed", "target": target, "method": method, "args": list(args),
-                              "kwargs": kwargs, "device": to, "autocast": autocast, "grad_output": grad_output,
-                              "seed": seed})
+        The module stays on `device`. The worker's watch is checked by the grader (grader.suite.placing)."""
+        return placing.confirmed(self, {"op": "placed", "target": target, "method": method, "args": list(args),
+                                        "kwargs": kwargs, "device": to, "autocast": autocast,
+                                        "grad_output": grad_output, "seed": seed})
 
     def profile(self, kind: str, target: str, device: str, repeat: int, shape: dict) -> dict:
         """Time the submission's `target` and torch's built-in of that kind (grader.sandbox.child.profile)."""

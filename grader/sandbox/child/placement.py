@@ -19,6 +19,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils.weak import WeakIdKeyDictionary
 
+from grader.sandbox.child.fixtures import KIT
 from grader.sandbox.child.record import student_frames
 
 ACROSS = {"__getitem__", "__setitem__", "index_put", "index_put_", "to", "copy_", "type_as", "expand_as",
@@ -147,6 +148,15 @@ def on_a_second_device(run, module: torch.nn.Module | None, args: list, kwargs: 
         for table, key, t in reversed(saved):
             table[key] = t
     return placed.found
+
+
+def probe(x: torch.Tensor) -> torch.Tensor:
+    """The grader's test of this watch (grader.suite.placing): a CPU tensor made here meets `x`, on the
+    device, which a watch left as it is reports as a stray."""
+    return x * torch.ones(x.shape[-1])
+
+
+KIT["placement_probe"] = probe
 
 
 def tensors_in(v) -> list[torch.Tensor]:
