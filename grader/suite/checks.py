@@ -1,5 +1,8 @@
 """Assertions for grading tests, whose failures tell a student what was expected and what came back."""
 
+from collections.abc import Mapping
+from typing import TypedDict, Unpack
+
 import torch
 
 from grader.sandbox.child.protocol import Handle
@@ -7,22 +10,39 @@ from grader.suite.example import Example, encode
 from grader.suite.pattern import found
 
 
+class Found(TypedDict, total=False):
+    """What a comparison found beside expected and got: Mismatch's keywords after `hint`. A TypedDict,
+    not a dataclass: the suites (the course's authoring API) keep passing them as keywords."""
+
+    max_abs_error: float | None
+    where: str
+    looks_like: str  # what got is, next to expected (grader.suite.forensics)
+    # what the check compared with, where that is built from the submission's own output (the
+    # expected shown is still a correct implementation's): the report says so, and prefers others
+    basis: str
+    # which batch elements are wrong ({"wrong": [1], "batch": 2}, where some are right), and whether the
+    # hint's causes would make every batch element wrong alike ("alike"): the report words it
+    pattern: dict | None
+
+
+def _known(given: Mapping[str, object], allowed: type, where: str) -> None:
+    """A keyword that is none of the TypedDict's is a TypeError, as an unknown parameter is."""
+    unknown = sorted(set(given) - set(allowed.__annotations__))
+    if unknown:
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+
+
 class Mismatch(AssertionError):
     """A failed check, with the parts the report shows: expected, got, the error and where, the example."""
 
-    def __init__(self, what: str, *, expected: str = "", got: str = "", max_abs_error: float | None = None,
-                 where: str = "", example: str = "", hint: str = "", looks_like: str = "", basis: str = "",
-                 pattern: dict | None = None):
+    def __init__(self, what: str, *, expected: str = "", got: str = "", example: str = "", hint: str = "",
+                 **found: Unpack[Found]):
+        _known(found, Found, "Mismatch")
         super().__init__(what)
-        self.what, self.expected, self.got = what, expected, got
-        self.max_abs_error, self.where, self.example, self.hint = max_abs_error, where, example, hint
-        self.looks_like = looks_like  # what got is, next to expected (grader.suite.forensics)
-        # what the check compared with, where that is built from the submission's own output (the
-        # expected shown is still a correct implementation's): the report says so, and prefers others
-        self.basis = basis
-        # which batch elements are wrong ({"wrong": [1], "batch": 2}, where some are right), and whether the
-        # hint's causes would make every batch element wrong alike ("alike"): the report words it
-        self.pattern = pattern
+        self.what, self.expected, self.got, self.example, self.hint = what, expected, got, example, hint
+        self.max_abs_error, self.where = found.get("max_abs_error"), found.get("where", "")
+        self.looks_like, self.basis = found.get("looks_like", ""), found.get("basis", "")
+        self.pattern = found.get("pattern")
 
     def details(self) -> dict:
         return {k: v for k, v in {"expected": self.expected, "got": self.got, "max_abs_error": self.max_abs_error,
@@ -96,13 +116,27 @@ def expect_tensor(value, *, name: str, shape=None, dtype=None, example: str = ""
     return value
 
 
+class Compare(TypedDict, total=False):
+    """How assert_close compares, its keywords after `hint`: within atol (1e-5) + rtol (1e-4) * |expected|,
+    only where `mask` is True. `truth`, `basis`: where `expected` is built from the submission's own
+    output, what a correct implementation gives (the values shown as expected) and what the comparison
+    was with. `alike`: the hint's likely causes would make every batch element (axis 0) wrong alike.
+    A TypedDict, not a dataclass: the suites (the course's authoring API) keep passing them as keywords."""
+
+    atol: float | torch.Tensor
+    rtol: float
+    mask: torch.Tensor | None
+    truth: torch.Tensor | None
+    basis: str
+    alike: bool
+
+
 def assert_close(got, expected: torch.Tensor, *, name: str, example: str = "", hint: str = "",
-                 atol: float | torch.Tensor = 1e-5, rtol: float = 1e-4, mask: torch.Tensor | None = None,
-                 truth: torch.Tensor | None = None, basis: str = "", alike: bool = False):
-    """`got` must match `expected` elementwise within atol + rtol*|expected|, only where `mask` is True.
-    `truth`, `basis`: where `expected` is built from the submission's own output, what a correct
-    implementation gives (the values shown as expected) and what the comparison was with. `alike`: the
-    hint's likely causes would make every batch element (axis 0) wrong alike."""
+                 **compare: Unpack[Compare]):
+    """`got` must match `expected` elementwise, as `compare` says (Compare)."""
+    _known(compare, Compare, "assert_close")
+    atol, rtol = compare.get("atol", 1e-5), compare.get("rtol", 1e-4)
+    mask, truth, basis = compare.get("mask"), compare.get("truth"), compare.get("basis", "")
     try:
         got = expect_tensor(got, name=name, shape=expected.shape, dtype=expected.dtype, example=example, hint=hint)
     except Mismatch as wrong:
@@ -139,7 +173,7 @@ def assert_close(got, expected: torch.Tensor, *, name: str, example: str = "", h
             where=f"largest error at index {list(worst)}: expected {shown[worst].item():.6g}, "
                   f"got {got[worst].item():.6g}",
             example=example, hint=hint, looks_like=_looks_like(got, expected, mask), basis=basis,
-            pattern=found(bad, got, expected, hint, alike, mask))
+            pattern=found(bad, got, expected, hint, compare.get("alike", False), mask))
     return got
 
 
