@@ -1,0 +1,83 @@
+"""Small parts (issue 46): no module of grader/ over 300 lines, no function over 60 lines or over six
+parameters (self and cls not counted; *args and **kwargs counted; keyword-only options that travel
+together belong in a dataclass).
+
+A function's lines run from its `def` to its last line, decorators not counted; a nested function
+counts on its own and within the function around it. Read with `ast`, nothing imported."""
+
+import ast
+from pathlib import Path
+
+from tests.kit.conftest import ROOT
+
+GRADER = ROOT / "grader"
+MAX_MODULE_LINES, MAX_FUNCTION_LINES, MAX_PARAMETERS = 300, 60, 6
+
+# issue 46: being split. Known violations that other parts of the work are taking apart; the lead
+# empties this at integration. A name here that no longer violates fails too (the list stays true).
+BEING_SPLIT = {
+    "grader/suite/remote.py:Submission.placed",  # issue 46: being split
+}
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    a = node.args
+    names = [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+    names += [p.arg for p in (a.vararg, a.kwarg) if p is not None]
+    return names[1:] if names[:1] in (["self"], ["cls"]) else names
+
+
+def violations(package: Path = GRADER) -> dict[str, str]:
+    """'path:qualified.name' (or 'path' for a module) -> what is over the standard."""
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package.parent).as_posix()
+        text = path.read_text(encoding="utf-8")
+        if (n := len(text.splitlines())) > MAX_MODULE_LINES:
+            found[rel] = f"{n} lines (at most {MAX_MODULE_LINES})"
+        todo: list[tuple[ast.AST, str]] = [(ast.parse(text), "")]
+        while todo:
+            node, prefix = todo.pop()
+            for child in ast.iter_child_nodes(node):
+                name = f"{prefix}{getattr(child, 'name', '')}"
+                if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                    lines = (child.end_lineno or child.lineno) - child.lineno + 1
+                    params = _parameters(child)
+                    over = ([f"{lines} lines (at most {MAX_FUNCTION_LINES})"] * (lines > MAX_FUNCTION_LINES)
+                            + [f"{len(params)} parameters (at most {MAX_PARAMETERS}): {', '.join(params)}"]
+                            * (len(params) > MAX_PARAMETERS))
+                    if over:
+                        found[f"{rel}:{name}"] = "; ".join(over)
+                    todo.append((child, f"{name}."))
+                elif isinstance(child, ast.ClassDef):
+                    todo.append((child, f"{name}."))
+                else:
+                    todo.append((child, prefix))
+    return found
+
+
+def test_no_module_function_or_parameter_list_of_grader_is_over_the_standard():
+    new = {k: v for k, v in violations().items() if k not in BEING_SPLIT}
+    assert not new, "over the standard (DEVGUIDE: modules <= 300 lines, functions <= 60 lines, <= 6 parameters):\n" \
+        + "\n".join(f"  {k}: {v}" for k, v in sorted(new.items()))
+
+
+def test_the_allow_list_names_only_what_is_still_over():
+    done = sorted(BEING_SPLIT - set(violations()))
+    assert not done, f"no longer over the standard, take them out of BEING_SPLIT: {done}"
+
+
+def test_the_reader_counts_as_the_standard_says(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    body = "\n".join(f"    x{i} = {i}" for i in range(59))
+    (package / "m.py").write_text(
+        f"def short(a, b, c, d, e, f):\n{body}\n\n\n"  # 60 lines, 6 parameters: within
+        f"def long(a):\n{body}\n    return x0\n\n\n"  # 61 lines
+        "class C:\n    def wide(self, a, b, c, d, e, *, f, g=0):\n        pass\n\n"
+        "    @classmethod\n    def ok(cls, a, b, c, d, e, f):\n        def inner(*args, **kwargs):\n"
+        "            pass\n")
+    (package / "big.py").write_text("x = 1\n" * 301)
+    found = violations(package)
+    assert set(found) == {"pkg/m.py:long", "pkg/m.py:C.wide", "pkg/big.py"}, found
+    assert found["pkg/m.py:C.wide"].startswith("7 parameters") and found["pkg/m.py:long"].startswith("61 lines")
