@@ -7,8 +7,9 @@ import math
 
 import torch
 
-# past this many elements a tensor is recorded by dtype and shape only (data None): a report stays small
-MAX_NUMEL = 4096
+# past this many elements a tensor is recorded by dtype and shape only (data None): the JSON report stays
+# small (a drawn example is a few hundred elements; checks on larger fixed inputs have no recipe)
+MAX_NUMEL = 1024
 
 
 class Example(str):
@@ -20,6 +21,9 @@ class Example(str):
         made = super().__new__(cls, text)
         made.values = values
         return made
+
+    def __getnewargs__(self):  # copy and pickle rebuild it through __new__, which needs both
+        return str(self), self.values
 
 
 def carrying(example: str, **extra) -> Example:
