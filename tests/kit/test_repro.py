@@ -235,7 +235,11 @@ def test_repro_scripts_fail_on_every_bug_of_the_table_and_pass_on_the_fix(tmp_pa
     # refused, each in words: names the grader could not load weights by (no example was built yet), an
     # exception (its example is text), and one that fails only in the whole suite's run (bugs.json)
     said = ("it failed before its example was built", "it failed by an exception", "it passes")
-    assert len(skipped) <= 8 and all(any(words in why for words in said) for why in skipped), skipped
+    assert all(any(words in why for words in said) for why in skipped), skipped
+    examples = repro.known(course, "assignment2").examples
+    pairs = sum(script.stem.removeprefix("repro_") in examples for script, _ in scripts) // 2  # bug and fix
+    assert 3 * len(skipped) <= pairs, (pairs, skipped)  # a quarter of the recipe checks refused at most
+    print(f"{len(scripts)} scripts ({pairs} bug-check pairs from recipes), refused: {skipped}")
     assert {"mha_matches_torch", "sdpa_matches_torch"} <= recipes, recipes
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     proc = subprocess.run([sys.executable, "-c", RUNNER, *(str(s) for s, _ in scripts)], capture_output=True,

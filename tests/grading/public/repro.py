@@ -13,6 +13,7 @@ from grader.interactive.repro.literal import literal
 from tests.grading.helpers.names import LOSS, NOAM, PAD_MASK, SDPA, TGT_MASK, causal
 from tests.grading.helpers.oracles import attention, graded_rows
 from tests.grading.helpers.repro_blocks import BLOCK_RECIPES
+from tests.grading.helpers.repro_layers import LAYER_RECIPES
 from tests.grading.helpers.repro_mha import MHA_RECIPES
 
 
@@ -172,6 +173,7 @@ RECIPES: dict[str, Recipe] = {
     "label_smoothing_loss_matches_torch": Recipe(("logits", "targets", "pad_idx", "smoothing"), _label_smoothing),
     "noam_lr_matches_formula": Recipe(("step", "d_model", "warmup"), _noam),
     **MHA_RECIPES,
+    **LAYER_RECIPES,
 }
 
 

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.suite.checks import Mismatch, assert_close, describe, expect_tensor
+from grader.suite.example import carrying
 from grader.suite.pattern import Hint
 from tests import strategies as s
 from tests.grading.helpers.checks import (
@@ -146,7 +147,8 @@ def test_encoder_layer_matches_torch(student, cfg, src, nf, seed):
     expected = torch_encoder_layer(w, "", d, h, f, nf)(x, src_key_padding_mask=~src.real).detach()
     m = student.new(ENCODER_LAYER, d, h, f, dropout=0.0, norm_first=nf).load(w, "EncoderLayer").eval()
     assert_close(m(x, masks(src.real)), expected, name=f"EncoderLayer output (norm_first={nf})",
-                 example=describe(x=x, src_mask=masks(src.real), n_heads=h, d_ff=f, norm_first=nf), atol=1e-4,
+                 example=carrying(describe(x=x, src_mask=masks(src.real), n_heads=h, d_ff=f, norm_first=nf), seed=seed),
+                 atol=1e-4,
                  hint="The output differs from nn.TransformerEncoderLayer's with the same weights. Likely causes: "
                       "the residuals swapped (residuals[0] goes around self_attn(x, x, x, src_mask), residuals[1] "
                       "around feed_forward), src_mask not passed on, or the norm order; " + NORM_HINT[nf])
@@ -237,7 +239,8 @@ def test_encoder_matches_torch(student, cfg, n, src, nf, seed):
     expected = torch_encode(w, x, src.real, d, h, f, n, nf)
     m = student.new(ENCODER, n, d, h, f, dropout=0.0, norm_first=nf).load(w, "Encoder").eval()
     assert_close(m(x, masks(src.real)), expected, name=f"Encoder output (norm_first={nf})",
-                 example=describe(x=x, src_mask=masks(src.real), n_layers=n, norm_first=nf), atol=1e-4,
+                 example=carrying(describe(x=x, src_mask=masks(src.real), n_layers=n, norm_first=nf), n_heads=h, d_ff=f,
+                                  seed=seed), atol=1e-4,
                  hint="The output differs from PyTorch's layers run in a stack. Likely causes: a layer run on the "
                       "stack's input instead of the previous layer's output, src_mask not passed to every layer, or "
                       "the final norm applied when norm_first is False (or not applied when it is True).")
@@ -322,7 +325,8 @@ def test_decoder_layer_matches_torch(student, cfg, pair, nf, seed):
     src_mask, tgt_mask = masks(src.real, tgt.real)
     m = student.new(DECODER_LAYER, d, h, f, dropout=0.0, norm_first=nf).load(w, "DecoderLayer").eval()
     assert_close(m(x, memory, src_mask, tgt_mask), expected, name=f"DecoderLayer output (norm_first={nf})",
-                 example=describe(x=x, memory=memory, src_mask=src_mask, tgt_mask=tgt_mask, norm_first=nf),
+                 example=carrying(describe(x=x, memory=memory, src_mask=src_mask, tgt_mask=tgt_mask, norm_first=nf),
+                                  n_heads=h, d_ff=f, seed=seed),
                  atol=1e-4,
                  hint="The output differs from nn.TransformerDecoderLayer's with the same weights. Likely causes: "
                       "the order of the sublayers (self_attn(x, x, x, tgt_mask), then cross_attn(x, memory, memory, "
@@ -444,8 +448,8 @@ def test_decoder_matches_torch(student, cfg, n, pair, nf, seed):
     src_mask, tgt_mask = masks(src.real, tgt.real)
     m = student.new(DECODER, n, d, h, f, dropout=0.0, norm_first=nf).load(w, "Decoder").eval()
     assert_close(m(x, memory, src_mask, tgt_mask), expected, name=f"Decoder output (norm_first={nf})",
-                 example=describe(x=x, memory=memory, src_mask=src_mask, tgt_mask=tgt_mask, n_layers=n,
-                                  norm_first=nf), atol=1e-4,
+                 example=carrying(describe(x=x, memory=memory, src_mask=src_mask, tgt_mask=tgt_mask, n_layers=n,
+                                           norm_first=nf), n_heads=h, d_ff=f, seed=seed), atol=1e-4,
                  hint="The output differs from PyTorch's layers run in a stack. Likely causes: a layer run on the "
                       "stack's input instead of the previous layer's output, other memory or masks given to some "
                       "layer, or the final norm applied when norm_first is False (or not when it is True).")
