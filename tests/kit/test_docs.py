@@ -21,6 +21,7 @@ import pytest
 from grader import load_course
 from grader.authoring.readme import readme_text
 from grader.authoring.torch_pin import TORCH
+from tests.kit.chromium import Browser
 from tests.kit.conftest import ROOT
 
 spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "tools/docs_hooks.py")
@@ -246,11 +247,9 @@ def test_the_site_opens_in_chromium_with_no_broken_link_or_image(site, tmp_path)
     pages = sorted(p for p in site.rglob("index.html") if "search" not in p.parts)
     assert len(pages) >= 20, pages
     broken = []
-    for html_page in pages:
-        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start
-        dom = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path}",
-                              "--dump-dom", html_page.as_uri()], capture_output=True, text=True, timeout=120,
-                             check=True).stdout
+    with Browser(exe, tmp_path) as browser:  # one browser for every page (tests/kit/chromium.py)
+        doms = {html_page: browser.dom(html_page.as_uri()) for html_page in pages}
+    for html_page, dom in doms.items():
         assert "<article" in dom, html_page  # Chromium read and laid out the page
         links = Links()
         links.feed(dom)
