@@ -9,6 +9,7 @@ import signal
 import time
 from typing import Any
 
+from grader.results import Reason
 from grader.sandbox.faults import bounded_str, student_frames
 from grader.sandbox.reap import descendants
 from grader.sandbox.spare import ahead_after
@@ -40,7 +41,7 @@ class Answers:
     asks: int
     asks_now: int
 
-    def _fault(self, kind: str, detail: str, where: list[str] | None = None):
+    def _fault(self, kind: Reason, detail: str, where: list[str] | None = None):
         raise NotImplementedError
 
     def _death(self, when: str) -> str:
@@ -67,7 +68,7 @@ class Answers:
             if not select.select([self.resp], [], [], left)[0]:
                 chain = self._where_hung()
                 at = f"; it was at {chain[-1].partition(': ')[0]}" if chain else ""
-                self._fault("timeout", f"no answer within {seconds:g} s while {doing} ({where}); "
+                self._fault(Reason.TIMEOUT, f"no answer within {seconds:g} s while {doing} ({where}); "
                                        f"the process was killed{at}", chain)
         try:
             while True:
@@ -76,18 +77,18 @@ class Answers:
                     reply = protocol.read_frame(self.resp, wait, protocol.ANSWERS)
                 except EOFError:
                     reply = None
-                    self._fault("crash", self._death(f"while {doing}"))
+                    self._fault(Reason.CRASH, self._death(f"while {doing}"))
                 except protocol.ProtocolError as e:
                     reply, malformed = None, str(e)[:200]
                 if malformed:  # raised out here: the fault keeps nothing of the frame (its traceback held it)
-                    self._fault("tamper", f"the submission's process sent a malformed answer ({malformed}); "
+                    self._fault(Reason.TAMPER, f"the submission's process sent a malformed answer ({malformed}); "
                                           "it was killed")
                 if isinstance(reply, dict) and set(reply) == {"ask"} and self.on_ask is not None:
                     self.asks += 1
                     self.asks_now += 1
                     if self.asks_now > MAX_ASKS_PER_REQUEST or self.asks > MAX_ASKS:
                         reply = None
-                        self._fault("tamper", f"the submission's process asked for reference parts more than "
+                        self._fault(Reason.TAMPER, f"the submission's process asked for reference parts more than "
                                               f"{MAX_ASKS_PER_REQUEST:,} times in one request or {MAX_ASKS:,} "
                                               "in a grading; it was killed")
                     self._serve_ask(reply["ask"])
@@ -95,7 +96,7 @@ class Answers:
                 if not isinstance(reply, dict) or not ({"ok"} == set(reply) or {"error"} == set(reply)
                                                       and isinstance(reply["error"], dict)):
                     reply = None
-                    self._fault("tamper", "the submission's process sent an answer the grader did not ask for; "
+                    self._fault(Reason.TAMPER, "the submission's process sent an answer the grader did not ask for; "
                                           "it was killed")
                 return reply
         finally:
@@ -122,7 +123,7 @@ class Answers:
         try:
             protocol.write_all(self.req, protocol.encode(answer))
         except OSError:
-            self._fault("crash", self._death("while the grader answered it"))
+            self._fault(Reason.CRASH, self._death("while the grader answered it"))
 
     def _where_hung(self) -> list[str]:
         """Where the submission's code was in a request that ran out of time: STACK_SIGNAL makes the

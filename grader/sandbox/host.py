@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader.course import Limits
+from grader.results import Reason
 from grader.sandbox import isolation
 from grader.sandbox.answers import Answers
 from grader.sandbox.faults import StudentError, WorkerFault, doing, staged_files
@@ -158,7 +159,7 @@ class Sandbox(Answers):
             try:
                 protocol.write_all(self.req, protocol.encode(message))
             except (BrokenPipeError, OSError):
-                self._fault("crash", self._death("before the request"))
+                self._fault(Reason.CRASH, self._death("before the request"))
             if timeout:
                 seconds, where = timeout, why or "this check's own timeout, set in its grading suite"
             else:
@@ -193,7 +194,7 @@ class Sandbox(Answers):
             return f"the submission's process died with {name}{why} {when}"
         return f"the submission's process exited with status {code} {when}"
 
-    def _fault(self, kind: str, detail: str, where: list[str] | None = None):
+    def _fault(self, kind: Reason, detail: str, where: list[str] | None = None):
         self._kill()
         fault = WorkerFault(kind, detail)
         fault.where = where or []
