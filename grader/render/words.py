@@ -60,6 +60,13 @@ def _listed(items: list, limit: int = 6) -> str:
     return ", ".join(shown[:-1]) + f" and {shown[-1]}" if len(shown) > 1 else "".join(shown)
 
 
+def _many(what: str, items: list, n: int) -> str:
+    """'only position 3 of 6 is wrong.', 'only positions 1 and 4 of 6 are wrong.'"""
+    if len(items) == 1:
+        return f"only {what} {items[0]} of {n} is wrong."
+    return f"only {what}s {_listed(items)} of {n} are wrong."
+
+
 def _batch(found: dict) -> str:
     wrong = [int(i) for i in found.get("wrong", [])]
     n = int(found.get("batch", 0))
@@ -77,13 +84,12 @@ def _where(kind: str, found: dict) -> str:
         "padded_tail": "in each batch element the positions from its own point on are wrong ("
                        + ", ".join(f"from {s} in element {i}" for i, s in list(found.get("starts", {}).items())[:4])
                        + "), the ones before match: the point differs between elements, as padding does.",
-        "some_positions": f"only positions {_listed(found.get('rows', []))} of {n} are wrong.",
+        "some_positions": _many("position", found.get("rows", []), n),
         "odd_features": f"only odd feature columns ({_listed(found.get('columns', []))}) are wrong; "
                         "the even ones match.",
         "even_features": f"only even feature columns ({_listed(found.get('columns', []))}) are wrong; "
                          "the odd ones match.",
-        "some_features": f"only feature columns {_listed(found.get('columns', []))} of "
-                         f"{found.get('features')} are wrong.",
+        "some_features": _many("feature column", found.get("columns", []), found.get("features", 0)),
         "diagonal": "only the diagonal is wrong (row i, column i: a position and itself); the rest matches.",
         "above_diagonal": "only entries above the diagonal are wrong (column j after row i: a later key); "
                           "the diagonal and below match.",

@@ -132,10 +132,10 @@ def _features(bad, c: int) -> tuple[list[Kind], dict]:
     if len(cols) == n:
         return [], {}
     data = {"columns": cols[:12], "features": n}
-    if all(i % 2 for i in cols):
-        return [Kind.ODD_FEATURES], data
-    if not any(i % 2 for i in cols):
-        return [Kind.EVEN_FEATURES], data
+    # one wrong column of two is not "the odd ones": every odd (even) column, or two of them at least
+    for kind, parity in ((Kind.ODD_FEATURES, 1), (Kind.EVEN_FEATURES, 0)):
+        if all(i % 2 == parity for i in cols) and (len(cols) > 1 or cols == list(range(parity, n, 2)) and n > 2):
+            return [kind], data
     return [Kind.SOME_FEATURES], data
 
 

@@ -76,7 +76,9 @@ def test_odd_or_even_feature_columns(shape, odd):
     g = e.clone()
     g[..., int(odd)::2] = 0.0  # a sine or cosine column made zero, the others right
     p = _pattern(g, e)
-    assert (Kind.ODD_FEATURES if odd else Kind.EVEN_FEATURES) in p["kinds"], p
+    # one wrong column of two is just that column, not "the odd ones"
+    wanted = (Kind.ODD_FEATURES if odd else Kind.EVEN_FEATURES) if C > 2 else Kind.SOME_FEATURES
+    assert wanted in p["kinds"], p
     assert p["columns"] == list(range(int(odd), C, 2))[:12] and p["features"] == C, p
 
 
@@ -90,6 +92,16 @@ def test_a_constant_per_feature_column_is_an_offset_per_feature(shape, data):
     same = bool((shift - shift[0]).abs().max() <= 1e-3 * shift.abs().max() + 1e-7)
     assert (Kind.OFFSET if same else Kind.FEATURE_OFFSET) in p["kinds"], (p, shift)
     assert Kind.EVERYWHERE in p["kinds"]
+
+
+def test_one_wrong_column_or_position_is_said_in_the_singular():
+    e = _base((1, 2, 2))
+    g = e.clone()
+    g[..., 1] += 1.0
+    p = _pattern(g, e)
+    assert p["kinds"][0] == Kind.SOME_FEATURES and words.pattern(p).startswith("only feature column 1 of 2 is wrong")
+    said = words.pattern({"kinds": ["some_positions"], "rows": [1, 4], "positions": 6})
+    assert said.startswith("only positions 1 and 4 of 6 are wrong"), said
 
 
 def test_one_factor_everywhere_is_a_scale():
