@@ -108,7 +108,7 @@ def feedback(report, student: str, *, hidden: bool) -> tuple[str, str]:
                 earned = sum(t.earned for t in secret)
                 withheld.append(f"{c.name} {earned}/{len(secret)}")
             components.append(dataclasses.replace(c, checks=[t for t in c.checks if t.tier != "hidden"]))
-        shown.components = components
+        shown = dataclasses.replace(shown, components=components)  # the Report is frozen
         if withheld:
             shown.notes.append("Hidden checks passed (details are withheld): " + ", ".join(withheld) + ".")
     console = Console(file=io.StringIO(), width=80, record=True, color_system=None, force_terminal=False)
