@@ -1,0 +1,46 @@
+"""Behaviour unchanged (issue 46): the same grades, reports and JSON as the code before the restructuring.
+
+tests/kit/golden_record.json holds, for every submission of tests/kit/golden.py's list (the solutions,
+the course's table of classic bugs, the kit's mutant tables, test_attribution's pairs), the JSON
+report and the terminal report at 100 columns that the grader gave at 50ff439, the layout move
+before the pipeline was restructured, less what a run decides (durations, paths, measured timings).
+
+Grading the whole list takes about 40 minutes on two cores, so this test compares a fixed, named
+subset, golden.SUBSET: the solutions of assignments 1-4 and, for each of the 22 components, one
+bug of the course's table (the first of its component, or for assignment4 the cheapest to grade:
+its training checks cost up to a minute a tree), plus one part-and-composite pair.
+`python -m tests.kit.golden --check` compares the whole list.
+
+The reports come through tests/kit/conftest.grade_report's cache: in the full suite, the trees that
+test_assignmentN and the solutions' fixture grade are not graded again (the cache is keyed on the
+tree and on the grader's and the suites' sources, so a change to either grades afresh).
+"""
+
+import pytest
+
+from grader import load_course
+from tests.kit import golden
+from tests.kit.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def record() -> dict:
+    return golden.load()
+
+
+def test_the_subset_covers_every_component_and_the_solutions(record):
+    table = golden.entries()
+    course = load_course(ROOT / "course.toml")
+    assert set(golden.SUBSET) <= set(record) <= set(table), "run python -m tests.kit.golden (see its docstring)"
+    assert {f"solutions/{a}" for a in course.assignments} <= set(golden.SUBSET)
+    from tests.grading.bugs import BUGS
+
+    covered = {BUGS[name.partition("/")[2]].component for name in golden.SUBSET if name.startswith("bugs/")}
+    assert covered == {c.name for a in course.assignments.values() for c in a.components}
+
+
+@pytest.mark.parametrize("name", golden.SUBSET)
+def test_grades_reports_and_json_are_the_recorded_ones(record, name):
+    got = {name: golden.grade(name, golden.entries()[name], cached=True)}
+    found = golden.differences(record, got)
+    assert not found, "differs from tests/kit/golden_record.json (graded at 50ff439):\n" + "\n".join(found)
