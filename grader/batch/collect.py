@@ -21,6 +21,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.batch.outputs import RowStatus
 from grader.course import Assignment, ConfigError, Course
 
 MAX_ZIP_BYTES = 64 << 20  # unpacked, per submission
@@ -36,7 +37,7 @@ class Entry:
     student: str
     source: Path
     tree: Path | None = None  # None: nothing gradable (see `problem`)
-    problem: str = ""  # "empty", "unreadable" or "refused", with `message`
+    problem: str = ""  # a RowStatus: EMPTY, UNREADABLE or REFUSED, with `message`
     message: str = ""
     fingerprint: str = ""  # of the files graded (or of the zip): unchanged -> not regraded on resume
 
@@ -88,7 +89,7 @@ def prepare(source: Path, *, course: Course, assignment: str, work: Path) -> Ent
         try:
             folder = unzip(source, work / "unzipped")
         except (zipfile.BadZipFile, OSError, ValueError, RuntimeError, NotImplementedError) as e:
-            entry.problem, entry.message = "unreadable", f"{source.name}: not a readable zip ({e})"
+            entry.problem, entry.message = RowStatus.UNREADABLE, f"{source.name}: not a readable zip ({e})"
             entry.fingerprint = _digest_file(source)
             return entry
     spec = course.assignment(assignment)
@@ -97,7 +98,7 @@ def prepare(source: Path, *, course: Course, assignment: str, work: Path) -> Ent
     except LinkFound as link:
         return _refuse(entry, link.path, folder)
     if tree is None:
-        entry.problem = "empty"
+        entry.problem = RowStatus.EMPTY
         entry.message = f"no files of {assignment} found ({', '.join(spec.files)})"
         entry.fingerprint = hashlib.sha256(b"empty").hexdigest()
         return entry
@@ -107,7 +108,7 @@ def prepare(source: Path, *, course: Course, assignment: str, work: Path) -> Ent
 
 
 def _refuse(entry: Entry, link: Path, top: Path) -> Entry:
-    entry.problem = "refused"
+    entry.problem = RowStatus.REFUSED
     entry.message = (f"{link.relative_to(top).as_posix()} is a symbolic link (to {os.readlink(link)}); "
                      "submissions must be regular files and folders, not links")
     entry.fingerprint = hashlib.sha256(f"refused\0{entry.message}".encode()).hexdigest()

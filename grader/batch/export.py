@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.batch import safe
+from grader.batch.outputs import RowStatus
 from grader.course import ConfigError
 
 GRADES_COLUMNS = ("student", "total", "status", "lms_id")
@@ -167,5 +168,5 @@ def comment(components: list[str], row: dict[str, str]) -> str:
     """One line: the total and the points per component, overrides named."""
     changed = set((row.get("overrides") or "").split())
     parts = [f"{c} {row[c]}" + (" (override)" if c in changed else "") for c in components]
-    status = "" if row["status"] in ("graded", "") else f" [{row['status']}]"
+    status = "" if row["status"] in (RowStatus.GRADED, "") else f" [{row['status']}]"
     return f"Total {row['total']}{status}: " + ", ".join(parts)

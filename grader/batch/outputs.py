@@ -14,18 +14,32 @@ import json
 import os
 import re
 import tempfile
+from enum import StrEnum
 from pathlib import Path
 
 from grader.batch import safe
 from grader.course import Assignment
 from grader.render import words
-from grader.results import Reveal
+from grader.results import Reason, Reveal, Status
 
-FAULTS = ("crash", "timeout", "tamper")
-# a row's status: graded (ran to the end), fault (the submission's process crashed, hung or broke
-# the protocol at least once; points earned before are kept), empty, unreadable, refused (a symbolic
-# link where grading would read), grader_error
-STATUSES = ("graded", "fault", "empty", "unreadable", "refused", "grader_error")
+FAULTS = (Reason.CRASH, Reason.TIMEOUT, Reason.TAMPER)
+
+
+class RowStatus(StrEnum):
+    """A batch row's status (the report's "batch" record, grades.csv's status column). A member
+    equals its string: the files read the same."""
+
+    GRADED = "graded"  # ran to the end
+    # the submission's process crashed, hung or broke the protocol at least once; points earned
+    # before are kept
+    FAULT = "fault"
+    EMPTY = "empty"
+    UNREADABLE = "unreadable"
+    REFUSED = "refused"  # a symbolic link where grading would read
+    GRADER_ERROR = "grader_error"
+
+
+STATUSES = tuple(RowStatus)
 NAME_BYTES = 80  # of a student's file names, before the digest (write_atomic adds about 20 more)
 
 
@@ -58,9 +72,9 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def status_of(report: dict) -> str:
+def status_of(report: dict) -> RowStatus:
     faulted = any(t.get("reason") in FAULTS for c in report["components"] for t in c["tests"])
-    return "fault" if faulted else "graded"
+    return RowStatus.FAULT if faulted else RowStatus.GRADED
 
 
 def empty_report(spec: Assignment, submission: str, status: str, message: str) -> dict:
@@ -91,13 +105,13 @@ def gradescope(report: dict) -> dict:
                             + (f": {o['reason']}" if o["reason"] else ""))
         secret = [t for t in c["tests"] if t.get("hidden")]
         for t in c["tests"]:
-            if not t.get("hidden") and t["status"] != "passed":
+            if not t.get("hidden") and t["status"] != Status.PASSED:
                 lines.append(f"{t['status']}: {t['id']}: {t.get('message', '')}".strip())
         if secret:
-            passed = sum(t["status"] == "passed" or bool(t.get("excused_by")) for t in secret)
+            passed = sum(t["status"] == Status.PASSED or bool(t.get("excused_by")) for t in secret)
             lines.append(f"hidden checks passed: {passed} of {len(secret)}")
         tests.append({"name": c["name"], "number": str(number), "score": c["score"], "max_score": c["max_score"],
-                      "status": "passed" if c["score"] >= c["max_score"] else "failed",
+                      "status": Status.PASSED if c["score"] >= c["max_score"] else Status.FAILED,
                       "output": "\n".join(lines), "visibility": "visible"})
         tests[-1]["output"] = safe.inert(tests[-1]["output"], keep="\n")
     batch = report.get("batch", {})

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from grader.batch import cluster, collect, html, lms, outputs, pool, regrade, safe, similarity, summary
+from grader.batch.outputs import RowStatus
 from grader.course import ConfigError, Course
 
 OVERRIDES = "overrides.csv"  # in OUT: the overrides that every later run applies
@@ -144,7 +145,7 @@ class _Run:
         done = outputs.read_student(self.out, entry.student)
         if done is not None:
             self.before[entry.student] = done
-        if done and done.get("batch", {}).get("key") == digest and done["batch"]["status"] != "grader_error":
+        if done and done.get("batch", {}).get("key") == digest and done["batch"]["status"] != RowStatus.GRADER_ERROR:
             self.records[entry.student] = done
             self.batch.reused += 1
             return
@@ -182,8 +183,9 @@ class _Run:
         """A graded submission's record, written to OUT."""
         meta = self._meta(entry.student, str(entry.source), entry.fingerprint)
         if "error" in result:
-            report = outputs.empty_report(self.spec, str(entry.source), "grader_error", result["error"])
-            record: dict = {"report": report, "batch": {**meta, "status": "grader_error", "message": result["error"]}}
+            report = outputs.empty_report(self.spec, str(entry.source), RowStatus.GRADER_ERROR, result["error"])
+            record: dict = {"report": report,
+                            "batch": {**meta, "status": RowStatus.GRADER_ERROR, "message": result["error"]}}
             self.batch.failed += 1
             self.batch.first_error = self.batch.first_error or result["error"]
         else:

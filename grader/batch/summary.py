@@ -11,8 +11,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from grader.batch.outputs import RowStatus
 from grader.batch.safe import inert
 from grader.course import Assignment
+from grader.results import Reason, Status
 
 BINS = 10
 BAR = 30  # characters of the longest histogram bar
@@ -29,7 +31,7 @@ def public_score(spec: Assignment, report: dict) -> float:
         got = next((c for c in report["components"] if c["name"] == comp.name), None)
         tests = [t for t in (got or {}).get("tests", []) if t.get("tier", "public") == "public"]
         counted = sum(weights.get(t["id"], 1.0) for t in tests)
-        earned = sum(weights.get(t["id"], 1.0) for t in tests if t["status"] == "passed" or t.get("excused_by"))
+        earned = sum(weights.get(t["id"], 1.0) for t in tests if t["status"] == Status.PASSED or t.get("excused_by"))
         if counted and not (got or {}).get("forbidden"):
             total += comp.points * earned / counted
     return round(total, 2)
@@ -55,8 +57,8 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
         for c in r["components"]:
             for t in c["tests"]:
                 owner[t["id"]] = c["name"]
-                if t["status"] != "passed" and not t.get("excused_by") and t.get("reason") not in (
-                        "unavailable", "no_cuda", "not_attempted"):
+                if t["status"] != Status.PASSED and not t.get("excused_by") and t.get("reason") not in (
+                        Reason.UNAVAILABLE, Reason.NO_CUDA, Reason.NOT_ATTEMPTED):
                     failing[t["id"]] += 1
                     messages.setdefault(t["id"], Counter())[(t.get("message") or "").splitlines()[0][:120]
                                                              if t.get("message") else ""] += 1
@@ -73,7 +75,7 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
                  for (comp, bug, what), n in bugs.most_common()]
     gaps = []
     for student, r in rows:
-        if r["batch"]["status"] not in ("graded", "fault") or not max_score:
+        if r["batch"]["status"] not in (RowStatus.GRADED, RowStatus.FAULT) or not max_score:
             continue
         public = public_score(spec, r)
         if abs(r["score"] - public) / max_score * 100 >= GAP:
