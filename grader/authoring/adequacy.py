@@ -20,6 +20,7 @@ from pathlib import Path
 
 from grader.authoring.expected import bug_tree, load_bugs
 from grader.course import ConfigError, Course
+from grader.results import Status
 
 TIERS = ("public", "hidden")  # the GPU tier's checks need a GPU: left out
 
@@ -54,7 +55,7 @@ def matrix(course: Course, assignment: str) -> dict:
                                          {chk.id: () for chk in comp.checks if chk.tier in TIERS})
             finally:
                 sandbox.close()
-            caught = [chk for chk in comp.checks if chk.id in results and results[chk.id].status != "passed"]
+            caught = [chk for chk in comp.checks if chk.id in results and results[chk.id].status != Status.PASSED]
             for chk in caught:
                 checks[chk.id]["catches"].append(name)
             signatures[name] = diagnosis.failing_public(spec, bug.component, results)

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import warnings
 
-from grader.results import NOT_COUNTED
+from grader.results import NOT_COUNTED, ComponentStatus, Reason, Status, Timing
 
 # the instructor's course.toml, set by the course directory's nbgrader_config.py (grader.gradebook.config)
 COURSE_VARIABLE = "GRADE_NBGRADER_COURSE"
@@ -165,7 +165,7 @@ def performance(report: dict | None, *, points: float) -> float:
         for entry in perf.get("entries", []):
             if isinstance(entry, dict):
                 ratio = entry.get("time_vs_reference", entry.get("time_vs_torch"))
-                detail = f"{ratio}x" if entry.get("status") == "measured" else _one_line(
+                detail = f"{ratio}x" if entry.get("status") == Timing.MEASURED else _one_line(
                     entry.get("message") or entry.get("status"))
                 print(f"  {entry.get('component')} ({entry.get('device')}): {detail}")
         return clamp(perf.get("score"), points)
@@ -183,7 +183,7 @@ def describe(entry: dict, *, assignment: str = "assignmentN") -> list[str]:
     one in full (as the terminal report shows it), hidden ones only counted."""
     lines = [f"{entry.get('name')} ({entry.get('file')}): {entry.get('score')} / {entry.get('max_score')} "
              f"points, {entry.get('status')}"]
-    if entry.get("status") == "not attempted":
+    if entry.get("status") == ComponentStatus.NOT_ATTEMPTED:
         return [*lines, f"  every check reached a TODO: start with {entry.get('file')}"]
     diagnosis = entry.get("diagnosis")
     said = diagnosis.get("message") if isinstance(diagnosis, dict) else None
@@ -195,7 +195,7 @@ def describe(entry: dict, *, assignment: str = "assignmentN") -> list[str]:
     for t in tests:
         if t.get("hidden"):
             continue
-        if t.get("status") == "passed":
+        if t.get("status") == Status.PASSED:
             lines.append(f"  passed   {t.get('id')}")
         elif t.get("excused_by"):
             parts = [str(p) for p in t["excused_by"]]
@@ -221,7 +221,7 @@ def describe(entry: dict, *, assignment: str = "assignmentN") -> list[str]:
         if len(failed) > 1:
             lines.append(f"  (`grade {assignment} --verbose` in this folder shows every failed check in full)")
     hidden = [t for t in tests if t.get("hidden") and t.get("reason") not in NOT_COUNTED]
-    hidden_failed = sum(1 for t in hidden if t.get("status") != "passed" and not t.get("excused_by"))
+    hidden_failed = sum(1 for t in hidden if t.get("status") != Status.PASSED and not t.get("excused_by"))
     if hidden_failed:
         lines.append(f"  {hidden_failed} hidden check{'s' * (hidden_failed != 1)} failed")
     elif hidden:
@@ -235,7 +235,7 @@ def describe(entry: dict, *, assignment: str = "assignmentN") -> list[str]:
 def _telling(failed: list[dict]) -> dict:
     """The failed check that shows the bug best (grader.render.report): a wrong value over an
     exception or a timeout, then the smallest example."""
-    return min(failed, key=lambda t: (t.get("reason") != "mismatch", len(str(t.get("example") or "")) or 1 << 20))
+    return min(failed, key=lambda t: (t.get("reason") != Reason.MISMATCH, len(str(t.get("example") or "")) or 1 << 20))
 
 
 def _details(t: dict, *, hint: bool) -> list[str]:

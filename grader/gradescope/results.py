@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from grader.batch import safe
 from grader.batch.outputs import gradescope
+from grader.results import Status
 
 ISOLATION = {
     "namespaces": "namespaces (the submission's process had no network and a private root: this "
@@ -50,6 +51,6 @@ MAX_MESSAGE = 4500  # a check's message in the output: what the grader keeps of 
 def _hidden_detail(component: dict) -> str:
     lines = []
     for t in component["tests"]:
-        if t.get("hidden") and t["status"] != "passed" and not t.get("excused_by"):
+        if t.get("hidden") and t["status"] != Status.PASSED and not t.get("excused_by"):
             lines.append(f"{t['status']}: {t['id']}: {t.get('message', '')[:MAX_MESSAGE]}".strip())
     return "\n".join(lines)
