@@ -28,6 +28,18 @@ def _said(graded) -> str:
     return " ".join(" ".join(lines).replace("│", " ").split())
 
 
+def _verbose(graded) -> str:
+    import io
+
+    from rich.console import Console
+
+    from grader.render import report
+
+    out = io.StringIO()
+    report.render(graded, Console(file=out, width=100, no_color=True, force_terminal=False), verbose=True)
+    return " ".join(out.getvalue().replace("│", " ").split())
+
+
 def _checks(graded, component: str) -> dict:
     c = next(c for c in graded.components if c.name == component)
     return {t.id: t for t in c.checks}, c
@@ -43,6 +55,9 @@ def test_a_causal_mask_that_sees_the_next_position_is_told_by_its_pattern(tmp_pa
     for said in (_said(graded), _said(dataclasses.replace(graded, reveal=Reveal.CHECK))):
         assert "only entries above the diagonal are wrong (column j after row i: a later key)" in said, said
         assert "tril(-1) or triu" not in said, said
+    # in full (--verbose), that check's panel says the pattern and that its causes do not give it
+    full = _verbose(graded)
+    assert "usual causes would not give this pattern" in full and "tril(-1) or triu" not in full, full
 
 
 def test_a_target_mask_without_its_diagonal_is_told_by_its_pattern(tmp_path):
