@@ -12,6 +12,7 @@ from grader.interactive.repro.discover import Recipe
 from grader.interactive.repro.literal import literal
 from tests.grading.helpers.names import LOSS, NOAM, PAD_MASK, SDPA, TGT_MASK, causal
 from tests.grading.helpers.oracles import attention, graded_rows
+from tests.grading.helpers.repro_attention import ATTENTION_RECIPES
 from tests.grading.helpers.repro_blocks import BLOCK_RECIPES
 from tests.grading.helpers.repro_layers import LAYER_RECIPES
 from tests.grading.helpers.repro_mha import MHA_RECIPES
@@ -172,6 +173,7 @@ RECIPES: dict[str, Recipe] = {
         TGT_MASK, "tgt", "not padding (B, 1, 1, T) and causal (T, T, lower triangle): (B, 1, T, T)", _tgt_mask)),
     "label_smoothing_loss_matches_torch": Recipe(("logits", "targets", "pad_idx", "smoothing"), _label_smoothing),
     "noam_lr_matches_formula": Recipe(("step", "d_model", "warmup"), _noam),
+    **ATTENTION_RECIPES,
     **MHA_RECIPES,
     **LAYER_RECIPES,
 }
@@ -194,9 +196,7 @@ WHY_NOT = {
     "_has_gamma_and_beta": "it checks names and shapes, which the report lists in full",
     "_pe_is_a_buffer": "it checks how the table is kept (a buffer, not a parameter), which the report says",
     "_gradients_reach_every_parameter": "it checks which parameters get a gradient, which the report names",
-    "_dropout_is_inactive_in_eval": "dropout's random draws happen in the grader's worker, not in a script",
-    "_dropout_sits_where_the_docstring_says": "dropout's random draws happen in the grader's worker, not in a script",
-    "_applies_dropout_to_the_weights": "dropout's random draws happen in the grader's worker, not in a script",
+    "_applies_dropout_to_the_weights": "dropout's random mask is drawn in the grader's worker, from its own seed",
     "_rejects_d_model_not_divisible_by_n_heads": "it checks the error your code raises, which the report shows",
     "_rejects_sequences_longer_than_max_len": "it checks the error your code raises, which the report shows",
     "_rejects_step_0": "it checks the error your code raises, which the report shows",
