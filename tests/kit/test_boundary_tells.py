@@ -247,3 +247,58 @@ def test_a_stand_in_has_no_plain_attribute_the_submissions_part_lacks(tmp_path):
     own = link.wrap(mine)(7, 4, 0)
     assert not hasattr(theirs, "d_model") and theirs.dim == own.dim == 4
     assert sorted(dir(theirs)) == sorted(dir(own)) and sorted(vars(theirs)) == sorted(vars(own))
+
+
+def test_a_part_nested_in_a_swapped_part_shows_the_submissions_attribute_names(tmp_path):
+    """An attribution run of Encoder swaps in the reference's EncoderLayer; the MultiHeadAttention inside
+    it (`self.layers[0].self_attn`) is the reference's. The submission's MultiHeadAttention keeps its
+    head size as `head_dim`, the reference's as `d_k`: the nested stand-in showed `d_k` through dir and
+    vars, the submission's own `head_dim`. Both now show the submission's names, all the way down."""
+    from grader import load_course
+    from grader.sandbox.child.fixtures import SUBMISSION
+    from grader.sandbox.child.tree import import_tree
+    from grader.suite.plugin import GradingPlugin
+
+    tree = mutant(tmp_path, {})
+    mha = tree / "assignment2" / "multi_head_attention.py"
+    mha.write_text(mha.read_text().replace("self.d_k", "self.head_dim"))
+    own = GradingPlugin(load_course(ROOT / "course.toml"), _Submission(ROOT / "solutions"), {}).own_parts["Encoder"]
+    layer = next(p for p in own if p.endswith(":EncoderLayer"))
+    try:
+        _forget(SUBMISSION)  # a tree imported by an earlier test under the worker's package name
+        import_tree(tree, SUBMISSION)
+        mine, theirs = _encoder_seen_twice(own, layer)
+    finally:
+        _forget(SUBMISSION)
+    assert mine.keys() == theirs.keys() and "head_dim" in mine["layers.0.self_attn"][1]
+    differ = {k: [i for i in range(len(mine[k])) if mine[k][i] != theirs[k][i]] for k in mine}
+    assert not any(differ.values()), {k: (mine[k][v[0]], theirs[k][v[0]]) for k, v in differ.items() if v}
+
+
+def _forget(package: str) -> None:
+    for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        del sys.modules[name]
+
+
+def _encoder_seen_twice(own: tuple, layer: str) -> tuple[dict, dict]:
+    """Encoder's tree of tells, built on its own parts and with the reference's `layer` swapped in."""
+    from grader.sandbox.child import standins
+    from grader.sandbox.child.fixtures import SUBMISSION
+    from grader.sandbox.child.tree import resolve
+    from grader.sandbox.child.worker import Worker
+    from grader.suite.parts import ReferenceParts
+
+    parts = ReferenceParts(None)
+    worker = Worker()
+    worker.link = standins.Link(parts.answer, known=worker.known)
+    encoder = "assignment3.encoder:Encoder"
+    for part in [*own, encoder]:
+        resolve(SUBMISSION, part)
+    seen = []
+    for swapped in ([], [layer]):
+        parts.allow(ROOT / "solutions" if swapped else None, set(swapped))
+        worker.op_swap({"parts": swapped, "own": [p for p in own if p not in swapped],
+                        "classes": {p: parts.describe_class(p) for p in swapped}})
+        seen.append(_tree(resolve(SUBMISSION, encoder)(2, 16, 2, 32, 0.0)))
+        worker.op_reset({})
+    return seen[0], seen[1]

@@ -18,7 +18,7 @@ import weakref
 import torch
 from torch import nn
 
-from grader.sandbox.child import record
+from grader.sandbox.child import owned, record
 from grader.sandbox.child.calls import Arguments, Call, _output, _portable, _to, _wrap_callables
 from grader.sandbox.child.gradients import Recorder, Through, fill, split
 from grader.sandbox.child.values import checked_name as _name
@@ -76,18 +76,6 @@ def _dress(made, like, name: str):
     return made
 
 
-def _own_attributes(cls, args, kwargs) -> dict | None:
-    """The plain attributes an object of the submission's `cls` sets on itself when built with these
-    arguments (built aside, its random draws undone): a stand-in gets those the reference lacks, so that
-    the composite finds the same names (a marker of its own included) on either."""
-    try:
-        with torch.random.fork_rng(devices=[]):
-            own = cls(*args, **kwargs)
-        return {k: v for k, v in vars(own).items() if not k.startswith("_") and plain(v)}
-    except Exception:  # the part's own constructor fails: that is charged in its own component
-        return None
-
-
 class Link:
     """The worker's end of the stand-ins: builds them and asks the grader to run them."""
 
@@ -131,15 +119,8 @@ class Link:
             if not isinstance(answer, dict) or type(answer.get("id")) is not int:
                 raise RuntimeError("malformed description of a reference part")
             link.populate(self, answer.get("tree"), answer["id"], "")
-            own_attrs = _own_attributes(base, args, kwargs) if base is not None else None
-            if own_attrs is not None:
-                for key, value in own_attrs.items():
-                    if key not in vars(self) and not hasattr(type(self), key):
-                        setattr(self, key, value)
-                # and none of the reference's plain attributes its part lacks (a `d_model` it calls `dim`): a tell
-                for key in [k for k, v in vars(self).items() if not k.startswith("_") and plain(v)
-                            and k not in own_attrs and k != "training"]:
-                    delattr(self, key)
+            # its part's plain attributes, and none of the reference's its part lacks (a `d_model` it calls `dim`)
+            owned.show_own(self, owned.own_attributes(base, args, kwargs) if base is not None else None)
 
         Part = _dress(type(name, (StandIn,) if base is None else (StandIn, base), {"__init__": __init__}), own, name)
         for key, value in attrs.items():
@@ -198,6 +179,10 @@ class Link:
             stand_in = cls.__new__(cls)  # not cls(...): a swapped class would ask to build itself again
             StandIn.__init__(stand_in)
             self.populate(stand_in, node, build, path)
+            # a part nested in the reference's, dressed as the submission's own: the same names as its own
+            mine = cls.__bases__[-1] if len(cls.__bases__) == 2 and cls.__bases__[0] is StandIn else None
+            kwargs = owned.arguments(mine, node["attrs"]) if mine is not None else None
+            owned.show_own(stand_in, owned.own_attributes(mine, (), kwargs) if kwargs is not None else None)
             return stand_in
         if node["class"] not in TORCH or not all(plain(v) for v in node["kwargs"].values()):
             raise RuntimeError(f"no torch.nn.{str(node['class'])[:40]} with these arguments")
