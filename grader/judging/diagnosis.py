@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 from grader.course import Assignment, Course
 from grader.results import Outcome, Reason, Status
@@ -114,11 +115,12 @@ def forensic(spec: Assignment, component: str, results: dict[str, Outcome]) -> d
     comp = next(c for c in spec.components if c.name == component)
     for chk in comp.checks:
         o = results.get(chk.id)
-        if chk.tier != "public" or o is None or o.status == Status.PASSED or not o.details.get("looks_like"):
+        if chk.tier != "public" or o is None or o.status == Status.PASSED or not _text(o.details.get("looks_like")):
             continue
-        what = o.message.partition(" differs from the expected values")[0].partition(" has the wrong shape")[0]
-        what = what.partition(" has the wrong dtype")[0]
-        said = f"{what} looks like {o.details['looks_like']}"
+        # what was compared, as the check named it (the Mismatch's `subject`); a check that names none
+        # is said by its whole message
+        what = _text(o.details.get("subject")) or o.message
+        said = f"{what} looks like {_text(o.details['looks_like'])}"
         return {"bug": f"looks_like:{chk.id}", "message": f"{said} (in {chk.id}).", "what": said, "fix": ""}
     for chk in comp.checks:
         o = results.get(chk.id)
@@ -130,9 +132,9 @@ def forensic(spec: Assignment, component: str, results: dict[str, Outcome]) -> d
 
 def placement(spec: Assignment, comp, results: dict[str, Outcome]) -> dict | None:
     """Where every failing public check of `comp` is a placement failure (a tensor made on the CPU while
-    the inputs were on another device: the device checks' "where" starts "made at <file>:<line> in
-    <function>: <code>"), the line of the component's own code that made it: the first frame of the chain
-    (the line that made it, then its callers) in the component's file, its own function or method first
+    the inputs were on another device: the device checks record the frames that made it, the Mismatch's
+    `made`), the line of the component's own code that made it: the first frame of the chain (the line
+    that made it, then its callers) in the component's file, its own function or method first
     (make_causal_mask(T) called without a device is make_tgt_mask's line, not make_causal_mask's)."""
     failing = [results[c.id] for c in comp.checks
                if c.tier == "public" and c.id in results and results[c.id].status != Status.PASSED]
@@ -140,45 +142,74 @@ def placement(spec: Assignment, comp, results: dict[str, Outcome]) -> dict | Non
     if not failing or not all(chains):
         return None
     path = f"{spec.name}/{comp.file}"
-    mine = [f for f in chains[0] if f[0].split(":")[0] == path]
+    mine = [f for f in chains[0] if f.file == path]
     if not mine:
         return None  # made in another file: a part's line, said there
-    at, function, code = next((f for f in mine if f[1] == comp.name or f[1].startswith(f"{comp.name}.")), mine[0])
+    f = next((f for f in mine if f.function == comp.name or f.function.startswith(f"{comp.name}.")), mine[0])
+    at = f"{f.file}:{f.line}"
     check = next(c.id for c in comp.checks if c.tier == "public" and c.id in results
                  and results[c.id].status != Status.PASSED)
-    what = f"{comp.name} makes a tensor on the CPU at {at} ({function}: {code}) where its inputs' device is expected"
+    what = (f"{comp.name} makes a tensor on the CPU at {at} ({f.function}: {f.code}) where its inputs' device "
+            f"is expected")
     return {"bug": f"placement:{check}", "message": f"{what}: make it on the input's device (in {check}).",
-            "what": what, "fix": "make it on the input's device", "where": at, "line": code}
+            "what": what, "fix": "make it on the input's device", "where": at, "line": f.code}
 
 
-_FRAME = re.compile(r"(\S+:\d+) in (\S+): (.*)")
+# What the diagnosis reads of a check's details. They are the grader's checks' own records, but of what
+# the worker (the submission's process) sent: frames, parameter names. Read by type, and bounded: a
+# subject, a frame's file, function and code of the checks run to a few dozen characters, a chain to 4
+# frames (the watch's limit), a names check's listing to 6 names of each kind.
+MAX_TEXT, MAX_FRAMES, MAX_NAMES = 1_000, 6, 64
 
 
-def _chain(outcome: Outcome) -> list[tuple[str, str, str]]:
-    """The frames ((file:line, function, code)) that made a stray CPU tensor, the maker first, then its
-    callers; [] where the failure is not a placement failure."""
-    lines = str(outcome.details.get("where", "")).splitlines()
-    if not lines or not lines[0].startswith("made at "):
+def _text(value: object) -> str:
+    return value[:MAX_TEXT] if isinstance(value, str) else ""
+
+
+class Frame(NamedTuple):
+    file: str
+    line: int
+    function: str
+    code: str
+
+
+def _chain(outcome: Outcome) -> list[Frame]:
+    """The frames that made a stray CPU tensor (the details' `made`), the maker first, then its callers;
+    [] where the failure is not a placement failure, or one of them is not a frame."""
+    made = outcome.details.get("made")
+    if not isinstance(made, list):
         return []
-    frames = [lines[0].removeprefix("made at ")]
-    frames += [x.strip().removeprefix("called from ") for x in lines[1:] if x.startswith("  called from ")]
-    found = [(m[1], m[2], m[3]) for m in map(_FRAME.fullmatch, frames) if m]
-    return found if len(found) == len(frames) else []
+    found = []
+    for f in made[:MAX_FRAMES]:
+        if not isinstance(f, dict) or type(f.get("line")) is not int or not all(
+                isinstance(f.get(k), str) and f[k] for k in ("file", "function")) or not isinstance(f.get("code"), str):
+            return []
+        found.append(Frame(_text(f["file"]), f["line"], _text(f["function"]), _text(f["code"])))
+    return found
 
 
-_MISSING = re.compile(r"missing: ([^;]*); unexpected: none; wrong shape: none")
-_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+def _listed(value: object) -> list[str] | None:
+    """A list of names, bounded; None where it is not one."""
+    if not isinstance(value, list) or not all(isinstance(n, str) for n in value[:MAX_NAMES]):
+        return None
+    return [n[:MAX_TEXT] for n in value[:MAX_NAMES]]
+
+
+_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")  # in a parameter's name: the index of a stacked layer
 
 
 def _names(component: str, outcome: Outcome) -> str:
-    """What a check of the module's parameter names says of the parameters that are missing: only the
-    first of its stacked layers has any (one module repeated), or only biases (a layer without one)."""
-    found = _MISSING.fullmatch(str(outcome.details.get("got", "")))
-    if not found or found.group(1) in ("", "none") or "..." in found.group(1):
+    """What a check of the module's parameter names (its details' `parameters`) says of the parameters
+    that are missing, where none is unexpected or of the wrong shape: only the first of its stacked
+    layers has any (one module repeated), or only biases (a layer without one)."""
+    found = outcome.details.get("parameters")
+    if not isinstance(found, dict):
         return ""
-    missing = [n.strip() for n in found.group(1).split(",")]
+    missing, unexpected, reshaped = (_listed(found.get(k)) for k in ("missing", "unexpected", "wrong_shape"))
+    if not missing or unexpected != [] or reshaped != []:
+        return ""
     layers = {m.group(1) for n in missing for m in [_LAYER.search(n)] if m}
-    if missing and all(_LAYER.search(n) for n in missing) and "0" not in layers:
+    if all(_LAYER.search(n) for n in missing) and "0" not in layers:
         return (f"{component}'s layers look like one module repeated ([layer] * n): only layers.0 has "
                 f"parameters; build each layer with its own call")
     if all(n.endswith(".bias") for n in missing):

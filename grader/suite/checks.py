@@ -23,6 +23,15 @@ class Found(TypedDict, total=False):
     # which batch elements are wrong ({"wrong": [1], "batch": 2}, where some are right), and whether the
     # hint's causes would make every batch element wrong alike ("alike"): the report words it
     pattern: dict | None
+    # what the diagnosis reads as data, never from the message (grader.judging.diagnosis): what was
+    # compared, as the message names it ("LayerNorm output": the subject of its "looks like");
+    subject: str
+    # the chain of the submission's frames that made a stray CPU tensor, the maker first, each
+    # {"file", "line", "function", "code"} (the device checks: the line the diagnosis names);
+    made: list[dict]
+    # the parameter names a names check lists as missing, unexpected and of the wrong shape, as its
+    # `got` shows them ({"missing": [...], "unexpected": [...], "wrong_shape": [...]})
+    parameters: dict
 
 
 def _known(given: Mapping[str, object], allowed: type, where: str) -> None:
@@ -43,13 +52,16 @@ class Mismatch(AssertionError):
         self.max_abs_error, self.where = found.get("max_abs_error"), found.get("where", "")
         self.looks_like, self.basis = found.get("looks_like", ""), found.get("basis", "")
         self.pattern = found.get("pattern")
+        self.subject, self.made = found.get("subject", ""), found.get("made", [])
+        self.parameters = found.get("parameters")
 
     def details(self) -> dict:
         return {k: v for k, v in {"expected": self.expected, "got": self.got, "max_abs_error": self.max_abs_error,
                                   "where": self.where, "example": self.example, "hint": self.hint,
                                   "looks_like": self.looks_like, "basis": self.basis, "pattern": self.pattern,
-                                  "inputs": getattr(self.example, "values", None)}.items()
-                if v not in ("", None, {})}
+                                  "inputs": getattr(self.example, "values", None), "subject": self.subject,
+                                  "made": self.made, "parameters": self.parameters}.items()
+                if v not in ("", None, {}, [])}
 
 
 def short(v) -> str:
@@ -107,12 +119,12 @@ def expect_tensor(value, *, name: str, shape=None, dtype=None, example: str = ""
                        example=example, hint=hint)
     if dtype is not None and value.dtype != dtype:
         raise Mismatch(f"{name} has the wrong dtype", expected=str(dtype).removeprefix("torch."),
-                       got=str(value.dtype).removeprefix("torch."), example=example, hint=hint)
+                       got=str(value.dtype).removeprefix("torch."), example=example, hint=hint, subject=name)
     if shape is not None and tuple(value.shape) != tuple(shape):
         from grader.suite.forensics import shape as swapped
 
         raise Mismatch(f"{name} has the wrong shape", expected=str(tuple(shape)), got=str(tuple(value.shape)),
-                       example=example, hint=hint, looks_like=swapped(tuple(value.shape), tuple(shape)))
+                       example=example, hint=hint, looks_like=swapped(tuple(value.shape), tuple(shape)), subject=name)
     return value
 
 
@@ -173,7 +185,7 @@ def assert_close(got, expected: torch.Tensor, *, name: str, example: str = "", h
             where=f"largest error at index {list(worst)}: expected {shown[worst].item():.6g}, "
                   f"got {got[worst].item():.6g}",
             example=example, hint=hint, looks_like=_looks_like(got, expected, mask), basis=basis,
-            pattern=found(bad, got, expected, hint, compare.get("alike", False), mask))
+            pattern=found(bad, got, expected, hint, compare.get("alike", False), mask), subject=name)
     return got
 
 

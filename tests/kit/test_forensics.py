@@ -213,13 +213,14 @@ def _frames(spec, comp):
 def test_a_placement_failure_is_diagnosed_on_the_components_own_line(name, data):
     from grader.judging.diagnosis import placement
     from grader.results import Outcome
+    from tests.grading.helpers.device import chain as made
 
     spec, comp = _component(name)
     chain = data.draw(st.lists(_frames(spec, comp), min_size=1, max_size=3))
-    where = "\n".join([f"made at {chain[0][0]}:{chain[0][1]} in {chain[0][2]}: {chain[0][3]}",
-                       *(f"  called from {f}:{n} in {fn}: {code}" for f, n, fn, code in chain[1:])])
+    # the frames as the worker's watch sends them, recorded as data by the device checks (the Mismatch's `made`)
+    frames = made([f"{f}:{n} in {fn}: {code}" for f, n, fn, code in chain])
     check = next(c.id for c in comp.checks if c.tier == "public")
-    said = placement(spec, comp, {check: Outcome("failed", "mismatch", "mixes devices", {"where": where})})
+    said = placement(spec, comp, {check: Outcome("failed", "mismatch", "mixes devices", {"made": frames})})
     mine = [f for f in chain if f[0] == f"{spec.name}/{comp.file}"]
     if not mine:
         assert said is None  # made in another file: a part's line, never said on this component
@@ -232,17 +233,20 @@ def test_a_placement_failure_is_diagnosed_on_the_components_own_line(name, data)
 
 @settings(max_examples=30)
 @given(name=st.sampled_from(["make_tgt_mask", "Transformer", "greedy_decode"]),
-       where=st.sampled_from(["largest error at index [0, 1]", "", "assignment3/transformer.py:89 in forward: x",
-                              "made at somewhere without a frame"]))
-def test_a_failure_that_is_not_a_placement_failure_gets_no_placement_diagnosis(name, where):
+       details=st.sampled_from([{"where": "largest error at index [0, 1]"}, {},
+                                {"where": "made at assignment3/transformer.py:89 in forward: x"},
+                                {"made": []}, {"made": "assignment3/transformer.py:89 in forward: x"},
+                                {"made": [{"file": "assignment3/transformer.py", "line": "89", "function": "f",
+                                           "code": "x"}]}]))
+def test_a_failure_that_is_not_a_placement_failure_gets_no_placement_diagnosis(name, details):
     from grader.judging.diagnosis import placement
     from grader.results import Outcome
 
     spec, comp = _component(name)
-    placed = f"made at {spec.name}/{comp.file}:3 in {comp.name}: x = torch.zeros(3)"
+    placed = [{"file": f"{spec.name}/{comp.file}", "line": 3, "function": comp.name, "code": "x = torch.zeros(3)"}]
     checks = [c.id for c in comp.checks if c.tier == "public"][:2]
-    results = {checks[0]: Outcome("failed", "mismatch", "differs", {"where": where})}
+    results = {checks[0]: Outcome("failed", "mismatch", "differs", details)}
     assert placement(spec, comp, results) is None
     # one placement failure beside a failure of another kind: the placement does not explain everything
-    results[checks[1]] = Outcome("failed", "mismatch", "mixes devices", {"where": placed})
+    results[checks[1]] = Outcome("failed", "mismatch", "mixes devices", {"made": placed})
     assert placement(spec, comp, results) is None

@@ -2,6 +2,7 @@
 named a bug of the table only where exactly that one bug explains all its failing public checks, and
 its most telling failure is chosen from what the report charges."""
 
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -124,3 +125,67 @@ def test_a_diagnosis_is_completed_with_the_tables_words_and_the_checks_it_explai
 def test_word_pairs_are_lower_case_split_at_punctuation_and_skip_pairs_of_small_words():
     assert telling.pairs("view(B, h") == {("view", "b"), ("b", "h")}
     assert telling.pairs("of the Heads") == {("the", "heads")}
+
+
+# what the forensics read is the checks' data (issue 46: nothing renders English to parse it back) ----------
+
+def _forensic_of(component: str, check: str, outcome: Outcome) -> dict | None:
+    comp = next(c for c in s.COMPONENTS if c.name == component)
+    assignment = s.assignment_of(comp)
+    return diagnosis.forensic(assignment, component, {**s.all_passed(assignment), check: outcome})
+
+
+def test_a_looks_like_is_said_of_the_checks_subject_and_a_check_that_names_none_of_its_whole_message():
+    said = Outcome("failed", "mismatch", "LayerNorm output differs from the expected values at 3 of 8 elements",
+                   {"looks_like": "the expected values times 2", "subject": "the normalised rows"})
+    found = _forensic_of("LayerNorm", "layer_norm_matches_torch", said)
+    assert found is not None and found["what"] == "the normalised rows looks like the expected values times 2"
+    unnamed = Outcome("failed", "mismatch", "LayerNorm output differs", {"looks_like": "the expected values times 2"})
+    found = _forensic_of("LayerNorm", "layer_norm_matches_torch", unnamed)
+    assert found is not None and found["what"] == "LayerNorm output differs looks like the expected values times 2"
+
+
+@s.KIT
+@given(st.lists(st.sampled_from(["linear1", "linear2", "norm"]), min_size=1, max_size=3, unique=True))
+def test_missing_parameters_are_read_from_the_names_checks_data_and_never_from_its_text(layers):
+    missing = sorted(f"{n}.bias" for n in layers)
+    got = f"missing: {', '.join(missing)}; unexpected: none; wrong shape: none"
+    data = {"missing": missing, "unexpected": [], "wrong_shape": []}
+    check = "feed_forward_has_named_layers"
+    found = _forensic_of("PositionwiseFeedForward", check, Outcome("failed", "mismatch", "m", {"got": got,
+                                                                                              "parameters": data}))
+    assert found is not None and found["what"] == (f"PositionwiseFeedForward looks like {', '.join(sorted(layers))} "
+                                                   "built with bias=False: the docstring asks for a bias")
+    # the same words in `got` without the data name nothing; nor does data with an unexpected name
+    assert _forensic_of("PositionwiseFeedForward", check, Outcome("failed", "mismatch", "m", {"got": got})) is None
+    other = {**data, "unexpected": ["w"]}
+    assert _forensic_of("PositionwiseFeedForward", check,
+                        Outcome("failed", "mismatch", "m", {"parameters": other})) is None
+
+
+def test_layers_missing_but_the_first_look_like_one_module_repeated():
+    missing = ["layers.1.attn.w_q.weight", "layers.1.ffn.linear1.bias", "layers.2.norm.weight"]
+    said = Outcome("failed", "mismatch", "m", {"parameters": {"missing": missing, "unexpected": [], "wrong_shape": []}})
+    found = _forensic_of("Encoder", "encoder_has_named_parts", said)
+    assert found is not None and "look like one module repeated" in found["what"]
+
+
+@pytest.mark.parametrize("parameters", [
+    "missing: linear1.bias", ["linear1.bias"], {"missing": "linear1.bias", "unexpected": [], "wrong_shape": []},
+    {"missing": [3], "unexpected": [], "wrong_shape": []}, {"missing": ["linear1.bias"]},
+    {"missing": ["linear1.bias"], "unexpected": None, "wrong_shape": []}])
+def test_names_data_of_another_form_names_nothing(parameters):
+    said = Outcome("failed", "mismatch", "m", {"parameters": parameters})
+    assert _forensic_of("PositionwiseFeedForward", "feed_forward_has_named_layers", said) is None
+
+
+def test_what_the_forensics_read_of_a_checks_data_is_bounded():
+    long = "x" * 100_000
+    said = Outcome("failed", "mismatch", "m", {"looks_like": long, "subject": long})
+    found = _forensic_of("LayerNorm", "layer_norm_matches_torch", said)
+    assert found is not None and len(found["what"]) <= 2 * diagnosis.MAX_TEXT + len(" looks like ")
+    frame = {"file": "assignment3/transformer.py", "line": 7, "function": "Transformer.forward", "code": long}
+    chain = diagnosis._chain(Outcome("failed", "mismatch", "m", {"made": [frame] * 10_000}))
+    assert len(chain) == diagnosis.MAX_FRAMES and all(len(f.code) == diagnosis.MAX_TEXT for f in chain)
+    names = ["layers.1.w"] * 10_000
+    assert len(diagnosis._listed(names) or []) == diagnosis.MAX_NAMES

@@ -50,12 +50,14 @@ def expect_names(module, component: str, parameters: dict, buffers: dict | None 
     if got != parameters:
         missing = sorted(set(parameters) - set(got))
         extra = sorted(set(got) - set(parameters))
-        wrong = [f"{n} {got[n]} (expected {parameters[n]})" for n in sorted(set(got) & set(parameters))
-                 if got[n] != parameters[n]]
+        reshaped = [n for n in sorted(set(got) & set(parameters)) if got[n] != parameters[n]]
+        wrong = [f"{n} {got[n]} (expected {parameters[n]})" for n in reshaped]
         raise Mismatch(f"{component}'s parameters have the wrong names or shapes",
                        expected=_listing(parameters),
                        got=f"missing: {', '.join(missing[:6]) or 'none'}; unexpected: {', '.join(extra[:6]) or 'none'}"
                            f"; wrong shape: {', '.join(wrong[:4]) or 'none'}",
+                       # the same names as data, as many as `got` shows: what the diagnosis reads
+                       parameters={"missing": missing[:6], "unexpected": extra[:6], "wrong_shape": reshaped[:4]},
                        example=example,
                        hint=_shared(missing, set(got)) or
                             "The grader copies weights by name, and these names or shapes differ from the "

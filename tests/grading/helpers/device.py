@@ -13,6 +13,7 @@ bf16 and fp16 autocast it stays finite and close. Each compares the submission w
 the CPU, so that a bug the CPU shows costs marks in the CPU's checks only.
 """
 
+import re
 from dataclasses import dataclass, field
 
 import torch
@@ -89,6 +90,23 @@ def _frame(frame: str) -> str:
     return frame.split(" in ")[0]
 
 
+# a frame as the worker's watch writes it (grader.sandbox.child.record.student_frames):
+# "assignment2/masks.py:27 in make_causal_mask: <the line>"
+_FRAME = re.compile(r"(\S+):([0-9]{1,9}) in (\S+): (.*)")
+MAX_FRAMES = 6  # the watch sends 4 at most (student_frames' limit); the rest of a longer chain is not read
+
+
+def chain(made: list) -> list[dict]:
+    """The frames that made a stray CPU tensor, the maker first, as data for the diagnosis (the Mismatch's
+    `made`): {"file", "line", "function", "code"} each; [] where one of them is not a frame as the watch
+    writes it (the worker's say-so: the diagnosis then names no line)."""
+    found = [_FRAME.fullmatch(f) if isinstance(f, str) else None for f in made[:MAX_FRAMES]] \
+        if isinstance(made, list) else []
+    if not found or not all(found):
+        return []
+    return [{"file": m[1], "line": int(m[2]), "function": m[3], "code": m[4]} for m in found if m]
+
+
 def expect_no_stray(answer: dict, *, component: str, device: str, example: str, hint: str = ""):
     """The placed run met no CPU tensor; the report says which tensor did, and where."""
     stray = answer.get("stray")
@@ -113,7 +131,7 @@ def expect_no_stray(answer: dict, *, component: str, device: str, example: str, 
                    f"{stray.get('function')}(){at}",
                    expected=f"every tensor of the computation on {device}, where the inputs are",
                    got=f"a tensor on the CPU ({origin})", where=where.strip(), example=example,
-                   hint=f"{hint} {PLACEMENT_HINT}".strip())
+                   hint=f"{hint} {PLACEMENT_HINT}".strip(), made=chain(made))
 
 
 def expect_on(answer: dict, device: str, *, component: str, example: str, hint: str = ""):
@@ -126,7 +144,7 @@ def expect_on(answer: dict, device: str, *, component: str, example: str, hint: 
         raise Mismatch(f"{component} returns a tensor on {wrong[0]}{origin} when its inputs are on {device}",
                        expected=f"outputs on {device}", got=f"devices {', '.join(devices)}", example=example,
                        where="\n".join([f"made at {made[0]}", *(f"  called from {f}" for f in made[1:])]) if made
-                       else "", hint=f"{hint} {PLACEMENT_HINT}".strip())
+                       else "", hint=f"{hint} {PLACEMENT_HINT}".strip(), made=chain(made))
 
 
 def check_device_placement(student, case: Case, *, component: str, hint: str = ""):
