@@ -29,7 +29,7 @@ from grader.sandbox import isolation
 from grader.sandbox.answers import Answers
 from grader.sandbox.faults import StudentError, WorkerFault, doing, staged_files
 from grader.sandbox.limits import environment, preexec, rlimits
-from grader.sandbox.reap import KIT, adopt_orphans, kill_descendants, kill_orphans, kill_user, start_time
+from grader.sandbox.reap import KIT, KitProcesses, adopt_orphans, kill_descendants, kill_orphans, kill_user, start_time
 from grader.sandbox.spare import Spare
 from grader.sandbox.stage import stage
 from grader.sandbox.template import ForkJob
@@ -50,12 +50,13 @@ class Sandbox(Answers):
     interrupted = False  # by Ctrl-C: the worker is killed and no request is sent again
 
     def __init__(self, submission: Path, files: dict[str, list[str]], limits: Limits, *,
-                 template: "Template | None" = None, gpu: bool = False):
+                 template: "Template | None" = None, gpu: bool = False, kit: KitProcesses = KIT):
         self.limits = limits
+        self.kit = kit  # where its workers are registered (no orphans of its own), its templates' too
         self.gpu = gpu  # it may use a CUDA device (see rlimits)
         self.template = template
         self.own_template: Template | None = None  # started at the first restart, where none was given
-        self.spare = Spare(limits)  # that template, begun while a request that may hang still runs
+        self.spare = Spare(limits, kit)  # that template, begun while a request that may hang still runs
         self.created = time.monotonic()
         self.isolation = isolation.choose(limits)  # "namespaces", "seccomp" or "process"
         if self.isolation != "namespaces":  # no PID namespace: orphans of its processes come here (reap)
@@ -132,7 +133,7 @@ class Sandbox(Answers):
             os.close(resp_w)
         self.req, self.resp = req_w, resp_r
         if isinstance(self.proc, subprocess.Popen):
-            KIT.add(self.proc.pid)  # a child in a session of its own that is no orphan (reap.orphans)
+            self.kit.add(self.proc.pid)  # a child in a session of its own that is no orphan (reap.orphans)
         self.since = start_time(self.proc.pid) or 0  # the orphans adopted since are this sandbox's
         self.here = here  # the folder the worker sees the submission in, as its frames name it
         self.ready = False
@@ -220,8 +221,9 @@ class Sandbox(Answers):
                 os.close(fd)
             except OSError:
                 pass
-        KIT.discard(self.proc.pid)
-        kill_orphans(self.since)  # a double fork's orphan, adopted here: killed once the worker can make no more
+        self.kit.discard(self.proc.pid)
+        # a double fork's orphan, adopted here: killed once the worker can make no more
+        kill_orphans(self.since, self.kit)
         self.proc = None
         self.restarts += 1
         if self.user is not None:  # as root: whatever runs as its uid, wherever it went (never reused)

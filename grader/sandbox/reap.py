@@ -9,10 +9,29 @@ import sys
 import time
 
 PR_SET_CHILD_SUBREAPER = 36
-# processes the kit starts in sessions of their own (workers, templates, the split grading's helper):
-# children of this process that are never a sandbox's orphans
-KIT: set[int] = set()
 _adopting: bool | None = None
+
+
+class KitProcesses:
+    """The processes the kit starts in sessions of their own (workers, templates, the split grading's
+    helper): children of this process that are never a sandbox's orphans. Whoever starts one adds it,
+    and discards it once reaped (its pid may then be an orphan's). One per grader process, `KIT`: a
+    subreaper's orphans are its own process's children, whichever sandbox's they were."""
+
+    def __init__(self) -> None:
+        self._pids: set[int] = set()
+
+    def add(self, pid: int) -> None:
+        self._pids.add(pid)
+
+    def discard(self, pid: int) -> None:
+        self._pids.discard(pid)
+
+    def __contains__(self, pid: object) -> bool:
+        return pid in self._pids
+
+
+KIT = KitProcesses()  # this process's: the default of the sandboxes and templates it starts
 
 
 def adopt_orphans() -> bool:
@@ -39,11 +58,11 @@ def _stat(pid: int) -> list[bytes] | None:
         return None
 
 
-def orphans(since: int) -> list[int]:
+def orphans(since: int, kit: KitProcesses) -> list[int]:
     """Children of this process (a subreaper) that it did not start: in a session other than its own
     (every process of a sandbox is: its worker starts one, which none of them can leave for this
-    one), not one the kit started (KIT), started at or after clock tick `since` (the worker's start).
-    Processes the grader runs for itself stay in its session or are in KIT."""
+    one), not one the kit started (in `kit`), started at or after clock tick `since` (the worker's
+    start). Processes the grader runs for itself stay in its session or are in `kit`."""
     me, session, found = os.getpid(), os.getsid(0), []
     try:
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
@@ -51,7 +70,7 @@ def orphans(since: int) -> list[int]:
         return []
     for pid in pids:
         fields = _stat(pid)
-        if fields is None or len(fields) < 20 or pid in KIT:
+        if fields is None or len(fields) < 20 or pid in kit:
             continue
         try:
             ppid, sid, start = int(fields[1]), int(fields[3]), int(fields[19])
@@ -62,13 +81,13 @@ def orphans(since: int) -> list[int]:
     return found
 
 
-def kill_orphans(since: int) -> None:
+def kill_orphans(since: int, kit: KitProcesses) -> None:
     """Kill and reap the orphans this process adopted (where adopt_orphans took) from a sandbox whose
     worker started at clock tick `since`: called once that worker is dead, so that it makes no more."""
     if not _adopting:
         return
     for _ in range(3):  # what they fork while they are killed is adopted too
-        found = orphans(since)
+        found = orphans(since, kit)
         for pid in found:
             for victim in [*descendants(pid), pid]:
                 try:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from grader.course import Limits
+    from grader.sandbox.reap import KitProcesses
     from grader.sandbox.template import Template
 
 # A request this far into its deadline (a share of it, and never sooner than the seconds) starts it
@@ -27,8 +28,9 @@ def ahead_after(seconds: float) -> float:
 class Spare:
     """At most one template for one sandbox's restarts: `begin` it early, `take` it at the restart."""
 
-    def __init__(self, limits: Limits):
+    def __init__(self, limits: Limits, kit: KitProcesses):
         self.limits = limits
+        self.kit = kit
         self._thread: threading.Thread | None = None
         self._made: Template | None = None
         self._taken = self._closed = False
@@ -40,7 +42,7 @@ class Spare:
             self._thread.start()
 
     def _start(self) -> None:
-        made = _template(self.limits)
+        made = _template(self.limits, self.kit)
         with self._lock:
             if self._closed:  # the sandbox ended first: nobody takes it
                 if made is not None:
@@ -53,7 +55,7 @@ class Spare:
         the taker closes it."""
         self._taken = True
         if self._thread is None:
-            return _template(self.limits)
+            return _template(self.limits, self.kit)
         self._thread.join()
         with self._lock:
             made, self._made = self._made, None
@@ -69,10 +71,10 @@ class Spare:
             made.close()
 
 
-def _template(limits: Limits) -> Template | None:
+def _template(limits: Limits, kit: KitProcesses) -> Template | None:
     from grader.sandbox.template import Template, TemplateError, unavailable
 
     try:
-        return None if unavailable() else Template(limits).start()
+        return None if unavailable() else Template(limits, kit=kit).start()
     except TemplateError:
         return None

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from grader.course import Limits
 from grader.sandbox.limits import environment
-from grader.sandbox.reap import KIT
+from grader.sandbox.reap import KIT, KitProcesses
 
 CHILD = Path(__file__).resolve().parent / "child"
 # the template's copy of the zygote, loaded by path: nothing named grader is imported in it
@@ -66,7 +66,8 @@ def unavailable() -> str:
 class _Server:
     """One template process and its control socket."""
 
-    def __init__(self, startup_seconds: float):
+    def __init__(self, startup_seconds: float, kit: KitProcesses):
+        self.kit = kit
         self.dir = Path(tempfile.mkdtemp(prefix="grade-template-"))
         # its own copy, in a folder of its own that no worker sees: the command line, which a worker
         # reads as its own, names neither the kit nor a submission
@@ -83,7 +84,7 @@ class _Server:
                 [sys.executable, "-I", "-B", "-c", BOOT, str(self.dir / "zygote.py"), str(theirs.fileno()), *PRELOAD],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=self.dir, env=environment(str(self.dir)),
                 pass_fds=(theirs.fileno(),), start_new_session=True)
-        KIT.add(self.proc.pid)  # in a session of its own, and no sandbox's orphan (grader.sandbox.reap)
+        kit.add(self.proc.pid)  # in a session of its own, and no sandbox's orphan (grader.sandbox.reap)
         theirs.close()
         try:
             ready = self.await_event(0, ("ready",), startup_seconds)
@@ -157,7 +158,7 @@ class _Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        KIT.discard(self.proc.pid)  # reaped: its pid may be a sandbox's orphan's next
+        self.kit.discard(self.proc.pid)  # reaped: its pid may be a sandbox's orphan's next
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -225,8 +226,9 @@ class Template:
     """A process with torch imported that forks the workers of every `Sandbox` given it. Start it once
     (or use it as a context manager); if it dies, the next start of a worker starts a new one."""
 
-    def __init__(self, limits: Limits):
+    def __init__(self, limits: Limits, *, kit: KitProcesses = KIT):
         self.limits = limits
+        self.kit = kit  # where its template processes are registered (grader.sandbox.reap)
         self._server: _Server | None = None
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -251,7 +253,7 @@ class Template:
         if self._server is not None:
             self._server.close()
             self._server = None
-        self._server = _Server(self.limits.startup_seconds)
+        self._server = _Server(self.limits.startup_seconds, self.kit)
         self.launches += 1
 
     def spawn(self, job: ForkJob, fds: tuple[int, int, int]) -> Forked:

@@ -553,7 +553,7 @@ class TestEveryProcessEndsWithItsGradingWithoutRoot:
 
     def test_only_the_sandboxes_orphans_are_taken(self):
         """reap.orphans lists the children this process adopted: not those it started in its own
-        session, nor the kit's own processes in sessions of theirs (KIT), nor any started before."""
+        session, nor the kit's own processes in sessions of theirs (a KitProcesses), nor any started before."""
         import subprocess
 
         from grader.sandbox import reap
@@ -563,15 +563,15 @@ class TestEveryProcessEndsWithItsGradingWithoutRoot:
         own = subprocess.Popen(["sleep", "30"])  # the grader's own, in its session
         kit = subprocess.Popen(["sleep", "30"], start_new_session=True)  # a template, say
         stray = subprocess.Popen(["sleep", "30"], start_new_session=True)  # as an adopted orphan looks
-        reap.KIT.add(kit.pid)
+        registry = reap.KitProcesses()
+        registry.add(kit.pid)
         try:
-            assert reap.orphans(since) == [stray.pid]
-            assert reap.orphans(reap.start_time(stray.pid) + 1) == []  # started before that sandbox's worker
-            reap.kill_orphans(since)
+            assert reap.orphans(since, registry) == [stray.pid]
+            assert reap.orphans(reap.start_time(stray.pid) + 1, registry) == []  # started before that sandbox's worker
+            reap.kill_orphans(since, registry)
             assert reap.start_time(stray.pid) is None  # killed and reaped: no zombie left
             assert own.poll() is None and kit.poll() is None
         finally:
-            reap.KIT.discard(kit.pid)
             for p in (own, kit, stray):
                 p.kill()
                 p.wait()
