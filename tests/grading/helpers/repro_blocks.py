@@ -6,6 +6,7 @@ records the seed with its example) are drawn again here, the same."""
 
 import math
 
+import torch
 import torch.nn.functional as F
 
 from grader.interactive.repro.discover import Recipe
@@ -82,6 +83,26 @@ def main() -> int:
 '''
 
 
+def _token_embedding_scale(ex: dict) -> str:
+    d = ex["d_model"]
+    return f'''
+d_model = {d!r}
+tokens = torch.tensor([[0, 3]])
+# an all-ones table: every output is sqrt(d_model) = {math.sqrt(d):.6g}
+expected = {literal(torch.full((1, 2, d), math.sqrt(d)))}
+
+
+def main() -> int:
+    TokenEmbedding = load("{TOKEN_EMBEDDING}")
+    module = TokenEmbedding(5, d_model)
+    if not give(module, {{"embedding.weight": torch.ones(5, d_model)}}):
+        return 1
+    module.train()  # the check calls it as built (TokenEmbedding has no dropout)
+    show(tokens=tokens, d_model=d_model)
+    return verdict(compare("output for an all-ones embedding table", module(tokens), expected, atol=1e-5))
+'''
+
+
 def _positional_encoding(ex: dict) -> str:
     d, max_len = ex["d_model"], ex["max_len"]
     return f'''
@@ -105,5 +126,6 @@ BLOCK_RECIPES = {
     "layer_norm_matches_torch": Recipe(("x", "eps", "gamma", "beta"), _layer_norm),
     "feed_forward_matches_torch": Recipe(("x", "d_ff", "seed"), _feed_forward),
     "token_embedding_matches_torch": Recipe(("tokens", "vocab_size", "d_model", "seed"), _token_embedding),
+    "token_embedding_scales_by_sqrt_d_model": Recipe(("d_model",), _token_embedding_scale),
     "positional_encoding_matches_formula": Recipe(("d_model", "max_len"), _positional_encoding),
 }

@@ -139,6 +139,40 @@ def main() -> int:
 '''
 
 
+def _loss_ignores_padding(ex: dict) -> str:
+    logits, targets, pad = ex["logits"], ex["targets"], ex["pad_idx"]
+    expected = F.cross_entropy(logits, targets, ignore_index=pad, label_smoothing=0.1)
+    return f'''
+logits = {literal(logits)}
+targets = {literal(targets)}
+pad_idx = {pad!r}
+smoothing = 0.1
+# the same logits changed at the positions whose target is pad_idx, which must not count
+changed = {literal(ex["changed"])}
+# torch.nn.functional.cross_entropy(logits, targets, ignore_index=pad_idx, label_smoothing=smoothing)
+expected = {literal(expected)}
+
+
+def main() -> int:
+    LabelSmoothingLoss = load("{LOSS}")
+    loss = LabelSmoothingLoss(logits.shape[1], pad_idx, smoothing=smoothing)
+    show(logits=logits, targets=targets, pad_idx=pad_idx, changed=changed)
+    base = loss(logits, targets)
+    if not isinstance(base, torch.Tensor):
+        print(f"the loss should be a tensor, got {{type(base).__name__}}")
+        return 1
+    base = base.detach()
+    ok = compare("loss after changing the logits at padded positions", loss(changed, targets), base, atol=1e-5)
+    ok &= compare("loss", base, expected, atol=1e-5)
+    real = logits.clone()
+    real[0] += torch.linspace(-3, 3, logits.shape[1])
+    if torch.allclose(loss(real, targets).detach(), base):
+        print("--- the loss did not change when the logits of a real target changed")
+        ok = False
+    return verdict(ok)
+'''
+
+
 def _noam(ex: dict) -> str:
     step, d_model, warmup = ex["step"], ex["d_model"], ex["warmup"]
     want = d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
@@ -172,6 +206,7 @@ RECIPES: dict[str, Recipe] = {
     "tgt_mask_matches_definition": Recipe(("tgt", "pad_idx"), _mask(
         TGT_MASK, "tgt", "not padding (B, 1, 1, T) and causal (T, T, lower triangle): (B, 1, T, T)", _tgt_mask)),
     "label_smoothing_loss_matches_torch": Recipe(("logits", "targets", "pad_idx", "smoothing"), _label_smoothing),
+    "label_smoothing_loss_ignores_padding": Recipe(("logits", "targets", "pad_idx", "changed"), _loss_ignores_padding),
     "noam_lr_matches_formula": Recipe(("step", "d_model", "warmup"), _noam),
     **ATTENTION_RECIPES,
     **MHA_RECIPES,

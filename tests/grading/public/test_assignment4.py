@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor, short
+from grader.suite.example import carrying
 from grader.suite.kit import TinyTranslator
 from tests import strategies as s
 from tests.grading.helpers.device import Case, check_device_placement
@@ -183,7 +184,7 @@ def test_label_smoothing_loss_ignores_padding(student):
     base = expect_tensor(loss(logits, targets), name="loss", shape=(), dtype=torch.float32)
     changed = logits.clone()
     changed[targets == 0] = torch.randn(3, 7, generator=g) * 5
-    example = describe(logits=logits, targets=targets, pad_idx=0)
+    example = carrying(describe(logits=logits, targets=targets, pad_idx=0), changed=changed)  # for --repro
     assert_close(loss(changed, targets), base, name="loss after changing the logits at padded positions",
                  example=example, hint="Positions whose target is pad_idx must not count at all.")
     expected = F.cross_entropy(logits, targets, ignore_index=0, label_smoothing=0.1)
