@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from grader.course import Assignment, Component, Course
-from grader.results import NOT_COUNTED, Outcome
+from grader.results import NOT_COUNTED, Outcome, Reason, Status
 
-MISSING = Outcome("error", "missing", "this check did not run again on the reference's parts")
+MISSING = Outcome(Status.ERROR, Reason.MISSING, "this check did not run again on the reference's parts")
 
 # (check id -> parts to swap in, quick=, one_failure=) -> outcomes (grader.grading.pipeline.run_checks)
 Run = Callable[..., dict[str, Outcome]]
@@ -29,7 +29,7 @@ def target(component: Component) -> str:
 
 
 def failed(outcome: Outcome | None) -> bool:
-    return outcome is not None and outcome.status != "passed" and outcome.reason not in NOT_COUNTED
+    return outcome is not None and outcome.status != Status.PASSED and outcome.reason not in NOT_COUNTED
 
 
 @dataclass(frozen=True)

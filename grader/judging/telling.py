@@ -23,7 +23,7 @@ import re
 from collections import Counter
 
 from grader.render.words import hint_fits, judged
-from grader.results import NOT_COUNTED, CheckResult, ComponentResult
+from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Reason, Status
 
 _WORD = re.compile(r"[a-z0-9_]+")
 # pairs of these alone ("with the", "of the") name nothing
@@ -38,7 +38,7 @@ def pairs(text: str) -> set[tuple[str, str]]:
 
 def shown(component: ComponentResult) -> list[CheckResult]:
     """The failures the report charges here: not excused by the parts, not waiting for them."""
-    return [t for t in component.checks if t.outcome.status != "passed" and t.outcome.reason not in NOT_COUNTED
+    return [t for t in component.checks if t.outcome.status != Status.PASSED and t.outcome.reason not in NOT_COUNTED
             and not t.excused_by and not t.waiting_on]
 
 
@@ -70,7 +70,7 @@ def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | 
     # a wrong value says more than an exception (in a check about something else: a device, dropout); a
     # hint whose causes do not fit the pattern of what failed (grader.render.words.hint_fits) tells less, and
     # one whose fit a single wrong element cannot judge (words.judged) less than one that fits
-    return (check.tier == "hidden", bool(o.details.get("basis")), o.reason != "mismatch",
+    return (check.tier == "hidden", bool(o.details.get("basis")), o.reason != Reason.MISMATCH,
             2 * (not hint_fits(o.details)) or int(not judged(o.details)), o.message in context[2], -named,
             -topical(check, context[0], context[1]),
             # undiagnosed: the check fewest bugs fail locates best; diagnosed, the bug is named, and a check

@@ -9,10 +9,12 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.render import words
-from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Report, Reveal
+from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Reason, Report, Reveal, Status
 
-STYLES = {"passed": "green", "excused": "cyan", "waiting": "blue", "partial": "yellow", "failed": "red",
-          "not attempted": "dim", "error": "red", "timeout": "magenta", "skipped": "dim"}
+STYLES: dict[str, str] = {
+    ComponentStatus.PASSED: "green", ComponentStatus.EXCUSED: "cyan", ComponentStatus.WAITING: "blue",
+    ComponentStatus.PARTIAL: "yellow", ComponentStatus.FAILED: "red", ComponentStatus.NOT_ATTEMPTED: "dim",
+    Status.ERROR: "red", Status.TIMEOUT: "magenta", Status.SKIPPED: "dim"}
 ELIDE_LINES = 6  # of a value (a tensor's rows) shown without --verbose
 # the same where two components or more fail, the line that says how many more follows (two failing
 # components fit 45 lines at 100 columns, the isolation line included)
@@ -41,17 +43,18 @@ def _summary(report: Report) -> Table:
     table.add_column("checks passed", justify="right", no_wrap=True)
     table.add_column("status", no_wrap=True)
     for c in report.components:
-        passed = sum(t.outcome.status == "passed" for t in c.counted)
-        excused = sum(t.outcome.status != "passed" and t.earned and not t.waiting_on for t in c.counted)
-        waiting = sum(t.outcome.status != "passed" and bool(t.waiting_on) for t in c.counted)
+        passed = sum(t.outcome.status == Status.PASSED for t in c.counted)
+        excused = sum(t.outcome.status != Status.PASSED and t.earned and not t.waiting_on for t in c.counted)
+        waiting = sum(t.outcome.status != Status.PASSED and bool(t.waiting_on) for t in c.counted)
         checks = f"{passed} / {len(c.counted)}" + (f" (+{excused} excused)" if excused else "") \
             + (f" (+{waiting} waiting)" if waiting else "")
         # waiting points are in the score, credited for now: the row says how many
         status = _status(c.status) if not c.provisional else \
-            Text(f"waiting: {c.provisional:g} pts for now", style=STYLES["waiting"])
+            Text(f"waiting: {c.provisional:g} pts for now", style=STYLES[ComponentStatus.WAITING])
         table.add_row(c.name, f"{c.score:g} / {c.max_score:g}", checks, status)
     table.add_section()
-    now = Text(f"{report.provisional:g} pts of it for now", style=STYLES["waiting"]) if report.provisional else ""
+    blue = STYLES[ComponentStatus.WAITING]
+    now = Text(f"{report.provisional:g} pts of it for now", style=blue) if report.provisional else ""
     table.add_row(Text("total", style="bold"), Text(f"{report.score:g} / {report.max_score:g}", style="bold"), "", now)
     return table
 
@@ -90,7 +93,7 @@ def _telling(checks: list[CheckResult]) -> CheckResult:
     public check over a hidden one, then the smallest example."""
     def rank(t: CheckResult):
         o = t.outcome
-        return (o.reason != "mismatch", t.tier == "hidden", bool(o.details.get("basis")),
+        return (o.reason != Reason.MISMATCH, t.tier == "hidden", bool(o.details.get("basis")),
                 len(str(o.details.get("example", ""))) or 1 << 20)
     return min(checks, key=rank)
 
@@ -142,19 +145,20 @@ def _also(others: list[CheckResult], explained, tight: bool) -> Text:
 
 def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, reveal: Reveal = Reveal.FIX) -> Panel:
     title = f"{c.name}: {c.score:g} / {c.max_score:g}  ({c.file})"
-    if c.status == "not attempted":
+    if c.status == ComponentStatus.NOT_ATTEMPTED:
         return Panel(Text(f"Not attempted: every check raised NotImplementedError. Start in {c.file}.", style="dim"),
                      title=title, title_align="left", border_style="dim")
-    if c.checks and all(t.outcome.reason == "missing_file" for t in c.checks if t.outcome.status != "passed") \
-            and any(t.outcome.reason == "missing_file" for t in c.checks):
-        return Panel(Text(next(t.outcome.message for t in c.checks if t.outcome.reason == "missing_file")
+    failing = [t for t in c.checks if t.outcome.status != Status.PASSED]
+    if c.checks and all(t.outcome.reason == Reason.MISSING_FILE for t in failing) \
+            and any(t.outcome.reason == Reason.MISSING_FILE for t in c.checks):
+        return Panel(Text(next(t.outcome.message for t in c.checks if t.outcome.reason == Reason.MISSING_FILE)
                           + f" (every check of {c.name} needs it)."), title=title, title_align="left",
                      border_style=STYLES.get(c.status, ""))
     panels: list = _found(c)
     said = words.diagnosis(c.diagnosis, reveal)
     if said:
         panels.append(Text.assemble(("Diagnosis: ", "bold"), plain(said)))
-    failed = [t for t in c.checks if t.outcome.status != "passed" and t.outcome.reason not in NOT_COUNTED
+    failed = [t for t in c.checks if t.outcome.status != Status.PASSED and t.outcome.reason not in NOT_COUNTED
               and not t.excused_by and not t.waiting_on]
     # one screen: the check that shows the bug best in full, the others by name (--verbose: all in full);
     # grading chose it from the bug table (grader.judging.telling), and the rank here is for reports without it
@@ -172,10 +176,10 @@ def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, rev
     others = [t for t in failed if t not in shown]
     if others:
         panels.append(_also(others, (c.diagnosis or {}).get("explains", ()) if said else (), tight))
-    excused = [t for t in c.checks if t.excused_by and t.outcome.status != "passed"]
+    excused = [t for t in c.checks if t.excused_by and t.outcome.status != Status.PASSED]
     if excused:
         panels.append(_excused(excused) if verbose else _excused_line(excused))
-    waiting = [t for t in c.checks if t.waiting_on and t.outcome.status != "passed"]
+    waiting = [t for t in c.checks if t.waiting_on and t.outcome.status != Status.PASSED]
     if waiting:
         panels.append(_waiting_line(waiting, verbose))
     return Panel(Group(*panels), title=title, title_align="left", border_style=STYLES.get(c.status, ""))
@@ -184,7 +188,7 @@ def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, rev
 def _folded(components: list[ComponentResult]) -> Text:
     said = []
     for c in components:
-        excused = [t for t in c.checks if t.excused_by and t.outcome.status != "passed"]
+        excused = [t for t in c.checks if t.excused_by and t.outcome.status != Status.PASSED]
         parts = " and ".join(sorted({p for t in excused for p in t.excused_by}))
         said.append(f"{c.name} ({len(excused)} excused: fix your {parts})")
     return Text(f"Full marks with checks excused, which pass with the reference's parts (grade --verbose lists "
@@ -259,11 +263,11 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     # the summary's title names the assignment: one screen has no room for the same line twice
     console.print(Panel(header, title="grade", title_align="left") if verbose else header)
     console.print(_summary(report))
-    shown = [c for c in report.components if c.status != "passed" or c.flagged]
+    shown = [c for c in report.components if c.status != ComponentStatus.PASSED or c.flagged]
     # one screen: components that lose nothing, their failures all excused by failing parts, in one line
-    folded = [] if verbose else [c for c in shown if c.status == "excused" and not c.flagged]
+    folded = [] if verbose else [c for c in shown if c.status == ComponentStatus.EXCUSED and not c.flagged]
     # components whose failures all wait for failing parts: one line, the parts come first
-    waiting = [] if verbose else [c for c in shown if c.status == "waiting" and not c.flagged]
+    waiting = [] if verbose else [c for c in shown if c.status == ComponentStatus.WAITING and not c.flagged]
     full = [c for c in shown if c not in folded and c not in waiting]
     for c in full:
         console.print(_component_panel(c, verbose, tight=len(full) > 1 and not verbose, reveal=report.reveal))
@@ -283,7 +287,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
                                     ("(fails its own public checks)", "red")))
     elif first is None:
         console.print(Text(f"All checks passed: {report.score:g} / {report.max_score:g}.", style="bold green")
-                      if all(c.status == "passed" for c in report.components) else
+                      if all(c.status == ComponentStatus.PASSED for c in report.components) else
                       Text(f"Full marks: {report.score:g} / {report.max_score:g}.", style="bold green"))
     else:
         console.print(Text.assemble(("Start here: ", "bold"), (first.name, "bold red"), f" in {first.file} ",

@@ -10,7 +10,7 @@ import pytest
 
 from grader.course import Course
 from grader.judging.attribution import target
-from grader.results import NOT_COUNTED, Outcome
+from grader.results import NOT_COUNTED, Outcome, Reason, Status
 from grader.sandbox.host import StudentError, WorkerFault
 from grader.suite.checks import Mismatch
 from grader.suite.remote import Submission
@@ -21,25 +21,26 @@ def classify(exc: BaseException) -> Outcome:
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, Mismatch):
-        return Outcome("failed", "mismatch", exc.what, exc.details())
+        return Outcome(Status.FAILED, Reason.MISMATCH, exc.what, exc.details())
     if isinstance(exc, StudentError):
         details = {"where": "\n".join(exc.where)} if exc.where else {}
         missing = _missing_file(exc)
         if missing:
-            return Outcome("error", "missing_file", f"{missing} is missing: nothing to import", {})
+            return Outcome(Status.ERROR, Reason.MISSING_FILE, f"{missing} is missing: nothing to import", {})
         example = falsifying_example(exc)
         # a file that does not import fails whatever the inputs: an example would only mislead
         if example and not {"SyntaxError", "ImportError"} & set(exc.mro):
             details["example"] = example
         if exc.not_attempted:
-            return Outcome("error", "not_attempted", f"not attempted ({exc.type}: {exc.message})", details)
-        return Outcome("error", "exception", f"your code raised {exc.type}: {exc.message}", details)
+            return Outcome(Status.ERROR, Reason.NOT_ATTEMPTED, f"not attempted ({exc.type}: {exc.message})", details)
+        return Outcome(Status.ERROR, Reason.EXCEPTION, f"your code raised {exc.type}: {exc.message}", details)
     if isinstance(exc, WorkerFault):
         details = {"where": "\n".join(exc.where)} if exc.where else {}  # where a timeout found the code
-        return Outcome("timeout" if exc.kind == "timeout" else "error", exc.kind, exc.detail, details)
+        return Outcome(Status.TIMEOUT if exc.kind == Reason.TIMEOUT else Status.ERROR, exc.kind, exc.detail, details)
     if isinstance(exc, AssertionError):
-        return Outcome("failed", "mismatch", str(exc) or "assertion failed")
-    return Outcome("error", "grader", f"the check could not use what the code returned ({type(exc).__name__}: {exc})")
+        return Outcome(Status.FAILED, Reason.MISMATCH, str(exc) or "assertion failed")
+    used = f"the check could not use what the code returned ({type(exc).__name__}: {exc})"
+    return Outcome(Status.ERROR, Reason.GRADER, used)
 
 
 def _below(name: str, depends: dict[str, tuple[str, ...]]) -> frozenset[str]:
@@ -247,17 +248,18 @@ class GradingPlugin:
             return report
         if report.when == "call" or (report.when == "setup" and not report.passed):
             if report.passed:
-                outcome = Outcome("passed")
+                outcome = Outcome(Status.PASSED)
             elif report.skipped:
-                outcome = Outcome("skipped", "skipped", "the check was skipped")
+                outcome = Outcome(Status.SKIPPED, Reason.SKIPPED, "the check was skipped")
             else:
-                outcome = classify(call.excinfo.value) if call.excinfo else Outcome("error", "grader", "no result")
+                outcome = (classify(call.excinfo.value) if call.excinfo
+                           else Outcome(Status.ERROR, Reason.GRADER, "no result"))
             outcome.output = self.submission.new_output(self.course.limits.output_kb * 1024)
             outcome.duration = report.duration
             # what Hypothesis would have shrunk: a mismatch or an exception of the submission's
             outcome.unshrunk = check in self.quick and hasattr(item.obj, "hypothesis") and outcome.reason in (
-                "mismatch", "exception")
+                Reason.MISMATCH, Reason.EXCEPTION)
             self.results[check] = outcome
-            if outcome.status != "passed" and outcome.reason not in NOT_COUNTED:
+            if outcome.status != Status.PASSED and outcome.reason not in NOT_COUNTED:
                 self.failing.add(self.component_of.get(check, ""))
         return report

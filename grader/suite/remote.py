@@ -5,6 +5,7 @@ import time
 
 import torch
 
+from grader.results import Reason
 from grader.sandbox.child import protocol
 from grader.sandbox.host import Sandbox, WorkerFault
 from grader.suite import placing, trained
@@ -111,7 +112,7 @@ class Submission:
         left, name = min((component_left, "component_seconds"), (grading_left, "grading_seconds"))
         whose = f"{self.component} has used its" if name == "component_seconds" else "this grading has used its"
         if left <= 0:
-            self.check_fault = WorkerFault("timeout", f"not run: {whose} time budget ({limits.where(name)})")
+            self.check_fault = WorkerFault(Reason.TIMEOUT, f"not run: {whose} time budget ({limits.where(name)})")
             raise self.check_fault
         if left < usual:
             return max(round(left, 1), 0.1), f"what was left of the time budget, {limits.where(name)}"
@@ -140,7 +141,7 @@ class Submission:
             value = self.sandbox.request(message, timeout, where)
         except WorkerFault as fault:
             self.check_fault = fault
-            if fault.kind == "timeout" and component:
+            if fault.kind == Reason.TIMEOUT and component:
                 self.hung.add(self.config)
             raise
         seconds = time.monotonic() - started

@@ -6,7 +6,7 @@ from grader.course import ConfigError, Course
 from grader.interactive.repro.discover import known, reproducible
 from grader.interactive.repro.literal import decode
 from grader.interactive.repro.script import write
-from grader.results import Outcome
+from grader.results import Outcome, Status
 
 
 def main(*, course: Course, assignment: str, check: str, submission: Path, folder: Path | None = None) -> int:
@@ -26,7 +26,7 @@ def main(*, course: Course, assignment: str, check: str, submission: Path, folde
     example = None
     if check in found.examples:
         outcome = _grade_alone(course, assignment, check, submission)
-        if outcome.status == "passed":
+        if outcome.status == Status.PASSED:
             print(f"{check} passes on {submission}: nothing to reproduce.")
             return 0
         try:
@@ -46,7 +46,7 @@ def failing_example(outcome: Outcome, names: tuple[str, ...]) -> dict:
     ValueError saying why they cannot be rebuilt exactly."""
     if outcome.reason == "not_attempted":  # a stub: its NotImplementedError is all there is to see
         raise ValueError("it is not attempted yet: there is nothing to rebuild")
-    if outcome.status == "passed":
+    if outcome.status == Status.PASSED:
         raise ValueError("it passes: there is nothing to rebuild")
     inputs = outcome.details.get("inputs")
     if not inputs and outcome.details.get("example"):  # Hypothesis's own repr of its draw, rounded
