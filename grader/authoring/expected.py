@@ -135,8 +135,12 @@ def bug_tree(course: Course, patches: dict[str, list[tuple[str, str]]], into: Pa
 
 
 def compute_bugs(course: Course) -> dict[str, dict]:
-    """name -> {component, message, fix, failing: what its component's failing public checks say}."""
+    """name -> {component, message, fix, failing: what its component's failing public checks say, and
+    repro where --repro has a recipe for one of them: check -> {"inputs": the failing example's data that
+    the recipe reads} or {"refused": why it has none}; the kit writes each bug's scripts from these
+    without grading again (tests/kit/test_repro.py)}."""
     from grader.grading.warm import Grader
+    from grader.judging import diagnosis
 
     table = load_bugs(course)
     if not table:
@@ -146,21 +150,41 @@ def compute_bugs(course: Course) -> dict[str, dict]:
         for name, bug in table.items():
             assignment = next(iter(bug.patches)).partition("/")[0]
             tree = bug_tree(course, bug.patches, Path(tmp) / name, name)
-            found[name] = {"component": bug.component, "message": bug.message, "fix": bug.fix,
-                           "failing": _failing_public(course, grader, assignment, bug.component, tree)}
+            results = _public_results(course, grader, assignment, bug.component, tree)
+            failing = diagnosis.failing_public(course.assignment(assignment), bug.component, results)
+            found[name] = {"component": bug.component, "message": bug.message, "fix": bug.fix, "failing": failing}
+            if repro := _repro_inputs(course, assignment, failing, results):
+                found[name]["repro"] = repro
     return found
 
 
-def _failing_public(course: Course, grader, assignment: str, component: str, tree: Path) -> dict:
+def _repro_inputs(course: Course, assignment: str, failing: dict, results: dict) -> dict[str, dict]:
+    """check -> {"inputs": the entries of its failing example's data that its --repro recipe reads} or
+    {"refused": why --repro writes no script for it}, for the failing checks that have a recipe. Only
+    those entries: the whole example's data would make bugs.json many times larger."""
+    from grader.interactive import repro
+
+    recipes = repro.known(course, assignment).examples
+    found: dict[str, dict] = {}
+    for check in (c for c in failing if c in recipes):
+        outcome, names = results[check], recipes[check].inputs
+        try:
+            repro.failing_example(outcome, names)
+        except ValueError as e:
+            found[check] = {"refused": f"{outcome.status} {outcome.reason}: {e}"}
+            continue
+        found[check] = {"inputs": {k: v for k, v in outcome.details["inputs"].items() if k in names}}
+    return found
+
+
+def _public_results(course: Course, grader, assignment: str, component: str, tree: Path) -> dict:
     """The component's public checks only, run as a grade runs them: a bug's signature needs no
     other check (each check draws its own inputs), and assignment4's end-to-end training costs
     a minute a tree. The kit grades every entry in full and holds the result to this one."""
     from grader.grading.pipeline import one_intra_op_thread, run_checks
-    from grader.judging import diagnosis
     from grader.suite.remote import Submission
 
-    spec = course.assignment(assignment)
-    comp = next(c for c in spec.components if c.name == component)
+    comp = next(c for c in course.assignment(assignment).components if c.name == component)
     sandbox = grader.sandbox(assignment=assignment, submission=tree)
     try:
         with one_intra_op_thread():
@@ -168,7 +192,7 @@ def _failing_public(course: Course, grader, assignment: str, component: str, tre
                                  {chk.id: () for chk in comp.checks if chk.tier == "public"})
     finally:
         sandbox.close()
-    return diagnosis.failing_public(spec, component, results)
+    return results
 
 
 def write_all(course: Course, check: bool = False) -> list[Path]:

@@ -195,46 +195,27 @@ print(json.dumps(codes))
 def test_repro_scripts_fail_on_every_bug_of_the_table_and_pass_on_the_fix(tmp_path):
     """For each bug of the table and each check it fails that --repro knows (bugs.json), the script
     fails on the bug's tree and passes on the solutions. A stored check's script needs no grading; a
-    recipe's needs the failing example's data as the check recorded it: the bug's tree is graded on
-    those checks alone (one warm grader), as --repro does."""
+    recipe's needs the failing example's data as the check recorded it, which `grade expected` keeps in
+    the bug's entry (its "repro": the data the recipe reads, or why there is none), from the same
+    shrunk run of the component's public checks that its "failing" comes from: no grading here."""
     import json
     import os
 
     from grader import load_course
-    from grader.grading.warm import Grader
     from grader.interactive import repro
     from grader.judging.diagnosis import load
     from tests.grading.bugs import BUGS
 
     course = load_course(ROOT / "course.toml")
-    fixed = tmp_path / "fixed"
-    shutil.copytree(SOLUTIONS, fixed, ignore=shutil.ignore_patterns("__pycache__"))
-    scripts: list[tuple[Path, int]] = []
-    skipped: list[str] = []  # bugs.json's failing checks that do not fail with a mismatch graded alone
-    with Grader(course) as grader:
-        for bug, entry in load(course).items():
-            assignment = BUGS[bug].assignment
-            found = repro.known(course, assignment)
-            failing = [c for c in repro.reproducible(course, course.assignment(assignment)) if c in entry["failing"]]
-            if not failing:
-                continue
-            tree = mutant(tmp_path / bug, BUGS[bug].patches)
-            examples, refused = _examples(grader, assignment, tree, {c: found.examples[c] for c in failing
-                                                                     if c in found.examples})
-            skipped += [f"{bug}: {why}" for why in refused]
-            for check in (c for c in failing if c in examples or c in found.stored):
-                for submission, status in ((tree, 1), (fixed, 0)):
-                    folder = tmp_path / "scripts" / bug / str(status)
-                    folder.mkdir(parents=True, exist_ok=True)
-                    script = repro.write(course=course, assignment=assignment, check=check,
-                                         submission=submission, example=examples.get(check), folder=folder)
-                    scripts.append((script, status))
+    table = load(course)
+    assert set(table) == set(BUGS), "bugs.json is stale: run grade expected"
+    scripts, skipped = _scripts(course, table, tmp_path)
     written = {script.stem.removeprefix("repro_") for script, _ in scripts}
     recipes = written & set(repro.known(course, "assignment2").examples)
     assert len(written) >= 10 and len(scripts) >= 60, scripts
-    # refused, each in words: names the grader could not load weights by (no example was built yet), an
-    # exception (its example is text), and one that fails only in the whole suite's run (bugs.json)
-    said = ("it failed before its example was built", "it failed by an exception", "it passes")
+    # refused, each in words: names the grader could not load weights by (no example was built yet), or
+    # an exception (its example is text)
+    said = ("it failed before its example was built", "it failed by an exception")
     assert all(any(words in why for words in said) for why in skipped), skipped
     examples = repro.known(course, "assignment2").examples
     pairs = sum(script.stem.removeprefix("repro_") in examples for script, _ in scripts) // 2  # bug and fix
@@ -251,19 +232,36 @@ def test_repro_scripts_fail_on_every_bug_of_the_table_and_pass_on_the_fix(tmp_pa
     assert not wrong, wrong
 
 
-def _examples(grader, assignment: str, tree: Path, recipes: dict) -> tuple[dict[str, dict], list[str]]:
-    """(check -> its failing example's values on `tree`, graded on the checks of `recipes` alone; the
-    checks that --repro refuses there: passing alone, or failing by an exception, whose example is text)."""
+def _scripts(course, table: dict, tmp_path: Path) -> tuple[list[tuple[Path, int]], list[str]]:
+    """([(script, the exit status it must give)]: each bug's and each fix's script of each check the bug
+    fails that --repro knows, the recipes' examples read from bugs.json; [the recipe checks it refused, why])."""
     from grader.interactive import repro
+    from tests.grading.bugs import BUGS
 
-    if not recipes:
-        return {}, []
-    report = grader.grade(assignment=assignment, submission=tree, only=frozenset(recipes))
-    outcomes = {t.id: t.outcome for c in report.components for t in c.checks}
-    found, refused = {}, []
-    for check, recipe in recipes.items():
-        try:
-            found[check] = repro.failing_example(outcomes[check], recipe.inputs)
-        except ValueError as e:
-            refused.append(f"{check}: {outcomes[check].status} {outcomes[check].reason}: {e}")
-    return found, refused
+    fixed = tmp_path / "fixed"
+    shutil.copytree(SOLUTIONS, fixed, ignore=shutil.ignore_patterns("__pycache__"))
+    scripts: list[tuple[Path, int]] = []
+    skipped: list[str] = []  # bugs.json's failing recipe checks whose example cannot be rebuilt
+    for bug, entry in table.items():
+        assignment = BUGS[bug].assignment
+        found = repro.known(course, assignment)
+        failing = [c for c in repro.reproducible(course, course.assignment(assignment)) if c in entry["failing"]]
+        if not failing:
+            continue
+        tree = mutant(tmp_path / bug, BUGS[bug].patches)
+        examples = {}
+        for check in (c for c in failing if c in found.examples):
+            recorded = entry.get("repro", {}).get(check)
+            assert recorded is not None, f"{bug}: bugs.json has no repro data for {check}: run grade expected"
+            if "refused" in recorded:
+                skipped.append(f"{bug}: {check}: {recorded['refused']}")
+            else:
+                examples[check] = repro.decode(recorded["inputs"], found.examples[check].inputs)
+        for check in (c for c in failing if c in examples or c in found.stored):
+            for submission, status in ((tree, 1), (fixed, 0)):
+                folder = tmp_path / "scripts" / bug / str(status)
+                folder.mkdir(parents=True, exist_ok=True)
+                script = repro.write(course=course, assignment=assignment, check=check,
+                                     submission=submission, example=examples.get(check), folder=folder)
+                scripts.append((script, status))
+    return scripts, skipped
