@@ -9,10 +9,12 @@ pairs of tests/kit/test_attribution.py. The held-out set (tests/kit/classic.py's
 record, tests/kit/heldout_record.json.
 
 Per entry the record keeps the JSON report (`grade --json`) and the terminal report at 100
-columns, without what a run decides: durations, the submission's path, and the temporary folders
-that messages and tracebacks name (found by grading twice and diffing).
+columns, without what a run decides: durations, the submission's path, the temporary folders that
+messages name, and the performance feedback's measured seconds, bytes and ratios (found by grading
+entries twice and diffing).
 
-    python -m tests.kit.golden            # grade the whole list, rewrite golden_record.json (~40 min)
+    python -m tests.kit.golden            # grade the whole list, rewrite golden_record.json (~50 min; or in
+                                          # parts: --shard K/N --out PART, merged by hand)
     python -m tests.kit.golden --check    # grade the whole list, compare with the record; exit 1 on a difference
     python -m tests.kit.golden --check NAME...   # those entries only
 
