@@ -43,15 +43,18 @@ def attribute(run: GradingRun) -> None:
 
 def shrink(run: GradingRun) -> None:
     """The unshrunk failures that the report shows (not excused), run again with shrinking: the
-    same draws fail the same way (derandomized), and the example becomes the minimal one. The
-    first run's status stands: a run that disagrees changes nothing."""
+    same draws fail (derandomized), and the example becomes the minimal one. Shrinking may end on
+    another failure of the submission's (an exception shrunk to a mismatch): that one is shown, as
+    the student's run, which shrinks from the start, shows it and the bug table records it; a rerun
+    that passes or times out changes nothing."""
     results, blame = run.record.results, run.record.blame
     excused = {check for check, b in blame.items()
                if b.on_reference is not None and b.on_reference.status == Status.PASSED}
     shown = [check for check, outcome in results.items() if outcome.unshrunk and check not in excused]
     again = run.run(dict.fromkeys(shown, ())) if shown else {}
+    failing = (Status.FAILED, Status.ERROR)
     results.update({check: outcome for check, outcome in again.items()
-                    if (outcome.status, outcome.reason) == (results[check].status, results[check].reason)})
+                    if outcome.status in failing and results[check].status in failing})
 
 
 def measure(run: GradingRun) -> None:

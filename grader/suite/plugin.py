@@ -171,14 +171,13 @@ class GradingPlugin:
         for item in items:
             if item.name.removeprefix("test_") in self.checks:
                 keep.append(item)
-                # the hidden tier draws its own inputs; where the reference is (the instructor's grade) the
-                # public properties do too: their derandomized draws are the student's own run's, which a
-                # lookup table of them answered (issue 43). The seed is the course's alone, never the run's
-                # or the process's: an attribution run, or the other half of a split grading, draws what the
-                # first run drew, and every grade of the same files draws the same inputs
-                fresh = "hidden" in item.path.parts or self.submission.reference is not None
-                if hasattr(item.obj, "hypothesis"):  # (None: the digest of its source, the student's draws)
-                    hypothesis.seed(self.course.hidden_seed if fresh else None)(item.obj)
+                # the hidden tier draws its own inputs, from the course's seed alone (never the run's or the
+                # process's: an attribution run, or the other half of a split grading, draws what the first
+                # run drew). The public properties draw as in the student's run, also in the instructor's
+                # grade: the bug table's signatures (bugs.json), which name the bug in both, are of those
+                # draws (fresh ones there lost the student's report its diagnosis: security.md, open items)
+                if "hidden" in item.path.parts and hasattr(item.obj, "hypothesis"):
+                    hypothesis.seed(self.course.hidden_seed)(item.obj)
             else:
                 drop.append(item)
         items[:] = keep

@@ -97,21 +97,24 @@ def test_only_grades_the_checks_asked_for_says_so_and_names_no_bug():
     assert all(c.diagnosis is None for c in report.components)
 
 
-def test_shrinking_again_keeps_the_first_runs_status():
-    """A failure shown unshrunk is run again with shrinking; a run that disagrees changes nothing."""
-    first = {"a": Outcome(Status.FAILED, Reason.MISMATCH, "first", unshrunk=True),
-             "b": Outcome(Status.FAILED, Reason.MISMATCH, "first", unshrunk=True)}
-    again = {"a": Outcome(Status.FAILED, Reason.MISMATCH, "shrunk"), "b": Outcome(Status.PASSED)}
+def test_shrinking_again_shows_the_shrunk_failure_and_never_undoes_one():
+    """A failure shown unshrunk is run again with shrinking: a failure it ends on is shown (an
+    exception may shrink to a mismatch, as in the student's run); a rerun that passes or times out
+    changes nothing."""
+    first = {c: Outcome(Status.ERROR, Reason.EXCEPTION, "first", unshrunk=True) for c in "abc"}
+    again = {"a": Outcome(Status.FAILED, Reason.MISMATCH, "shrunk"), "b": Outcome(Status.PASSED),
+             "c": Outcome(Status.TIMEOUT, Reason.TIMEOUT, "slow")}
 
     class Replayed(GradingRun):
         def run(self, checks, **how):
-            assert set(checks) == {"a", "b"}
+            assert set(checks) == set("abc")
             return dict(again)
 
     run = Replayed(s.COURSE, A1, Path("/sub"), Options(), None, None, None, True)  # type: ignore[arg-type]
     run.record.results = dict(first)
     stages.shrink(run)
-    assert run.record.results["a"].message == "shrunk" and run.record.results["b"] is first["b"]
+    assert run.record.results["a"] is again["a"]
+    assert run.record.results["b"] is first["b"] and run.record.results["c"] is first["c"]
 
 
 def test_scoring_alone_is_the_same_report_as_its_parts():
