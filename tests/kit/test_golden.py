@@ -1,15 +1,14 @@
-"""Behaviour unchanged (issue 46): the same grades, reports and JSON as the code before the restructuring.
+"""Behaviour unchanged (issue 46): the same grades, reports and JSON as the record.
 
-tests/kit/golden_record.json holds, for every submission of tests/kit/golden.py's list (the solutions,
-the course's table of classic bugs, the kit's mutant tables, test_attribution's pairs), the JSON
-report and the terminal report at 100 columns that the grader gave at 50ff439, the layout move
-before the pipeline was restructured, less what a run decides (durations, paths, measured timings).
+tests/kit/golden_record.json holds, for golden.SUBSET, the JSON report and the terminal report at
+100 columns that the grader gave when it was recorded, less what a run decides (durations, paths,
+measured timings). A change to what a grade says fails here until it is recorded again on purpose
+(`python -m tests.kit.golden --out tests/kit/golden_record.json NAME...`), which shows in review.
 
-Grading the whole list took 49 minutes (two shards at once, two busy cores), so this test compares a fixed, named
-subset, golden.SUBSET: the solutions of assignments 1-4 and, for each of the 22 components, one
-bug of the course's table (the first of its component, or for assignment4 the cheapest to grade:
-its training checks cost up to a minute a tree), plus one part-and-composite pair.
-`python -m tests.kit.golden --check` compares the whole list.
+golden.SUBSET is fixed and named (the whole list takes 49 minutes on two busy cores): the solutions
+of assignments 1-4 and, for each of the 22 components, one bug of the course's table (the first of
+its component, or for assignment4 the cheapest to grade: its training checks cost up to a minute a
+tree), plus one part-and-composite pair.
 
 The reports come through tests/kit/conftest.grade_report's cache: in the full suite, the trees that
 test_assignmentN, test_attribution and the solutions' fixture grade are not graded again (the cache
