@@ -8,7 +8,6 @@ reference with its patches, and what its component's failing public checks say i
 `<suites>/public/expected/bugs.json` for grader.judging.diagnosis.
 """
 
-import importlib.util
 import json
 import shutil
 import tempfile
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from grader.authoring import imports
 from grader.course import ConfigError, Course
 from grader.sandbox.child.tree import import_tree, resolve
 
@@ -41,11 +41,7 @@ def load_cases(course: Course, assignment: str) -> list[Case]:
     path = course.suites / "cases" / f"{assignment}.py"
     if not path.exists():
         return []
-    spec = importlib.util.spec_from_file_location(f"_kit_cases_{assignment}", path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"{path}: cannot be imported as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = imports.load_file(path, f"_kit_cases_{assignment}")
     return module.CASES
 
 
@@ -105,11 +101,7 @@ def bugs_module(course: Course):
     path = course.suites / "bugs.py"
     if not path.exists():
         return None
-    spec = importlib.util.spec_from_file_location("_kit_bugs", path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"{path}: cannot be imported as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = imports.load_file(path, "_kit_bugs")
     return module
 
 

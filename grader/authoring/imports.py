@@ -3,7 +3,9 @@ release`) and what travels to a Dask worker (grader.batch.cluster), which has th
 installed and nothing else."""
 
 import ast
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 PACKAGE = __name__.partition(".")[0]  # grader
 
@@ -52,3 +54,16 @@ def imported(path: Path, root: Path) -> set[Path]:
             stem = root.joinpath(*parts[:i])
             found |= {p.resolve() for p in (stem / "__init__.py", stem.parent / f"{stem.name}.py") if p.is_file()}
     return found
+
+
+def load_file(path: Path, name: str) -> ModuleType:
+    """A course file (the bug table, the cases, the repro recipes) imported as module `name`; a file
+    that cannot be imported is the course's error (ConfigError naming it)."""
+    from grader.course import ConfigError
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

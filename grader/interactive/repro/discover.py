@@ -10,15 +10,15 @@ Every other public check gets a reason: the course's WHY_NOT (check id, or the e
 """
 
 import ast
-import importlib.util
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from grader.authoring import imports
 from grader.authoring.imports import import_root
-from grader.course import Assignment, ConfigError, Course
+from grader.course import Assignment, Course
 
 DEFAULT = "the course has no recipe for it (--only {check} runs it alone)"
 
@@ -97,9 +97,5 @@ def _recipes(path: Path):
     root = str(import_root(path.parent))
     if root not in sys.path:
         sys.path.insert(0, root)
-    spec = importlib.util.spec_from_file_location("_kit_repro_recipes", path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"{path}: cannot be imported as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = imports.load_file(path, "_kit_repro_recipes")
     return module
