@@ -17,6 +17,7 @@ from grader.suite.parts import ReferenceParts
 # that is longer, never under MIN_SHORT_SECONDS, never over the usual deadline.
 RELATIVE_SLACK = 3.0
 MIN_SHORT_SECONDS = 0.25
+PLACING = ("autocast", "grad_output", "seed")  # Submission.placed's own keywords, not the target's
 
 
 class Submission:
@@ -182,16 +183,16 @@ class Submission:
         return self._request({"op": "call", "target": target, "args": list(args), "kwargs": kwargs,
                               "seed": seed, "grad": grad})
 
-    def placed(self, target, *args, to: str, method: str | None = None, autocast: str | None = None,
-               grad_output: torch.Tensor | None = None, seed: int | None = None, **kwargs) -> dict:
+    def placed(self, target, *args, to: str, method: str | None = None, **kwargs) -> dict:
         """Call `target` with its module, the modules among its arguments and its tensors moved to
         device `to` ("meta", or the GPU tier's), watching for CPU tensors that meet them
         (grader.sandbox.child.placement). Returns {"stray": what met them} or {"output" (copied to
         the CPU, except on meta), "devices" of the output's tensors, "param_grads" (with grad_output)}.
-        The module stays on `device`. The worker's watch is checked by the grader (grader.suite.placing)."""
+        The module stays there; the watch is checked here (grader.suite.placing). Keywords: PLACING's
+        (autocast: a dtype's name, grad_output: a tensor, seed) say how it runs, the rest go to `target`."""
+        how = {name: kwargs.pop(name, None) for name in PLACING}
         return placing.confirmed(self, {"op": "placed", "target": target, "method": method, "args": list(args),
-                                        "kwargs": kwargs, "device": to, "autocast": autocast,
-                                        "grad_output": grad_output, "seed": seed})
+                                        "kwargs": kwargs, "device": to, **how})
 
     def profile(self, kind: str, target: str, device: str, repeat: int, shape: dict) -> dict:
         """Time the submission's `target` and torch's built-in of that kind (grader.sandbox.child.profile)."""

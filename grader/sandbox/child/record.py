@@ -187,17 +187,22 @@ for _module, _name in ((_thread, "start_new_thread"), (_thread, "start_new"), (_
 
 # the kit's frames that only pass a call on to the submission's own code (the wrappers its parts are
 # behind in a composite's checks, grader.sandbox.child.standins.Link.wrap): a walk goes through them
-PASS_THROUGH: set[CodeType] = set()
+_PASS_THROUGH: set[CodeType] = set()
+
+
+def passes_through(code: CodeType) -> None:
+    """Let the walk of student_frames go through the kit's `code`, which only calls the submission on."""
+    _PASS_THROUGH.add(code)
 
 
 def student_frames(frame: FrameType | None, limit: int = 4) -> list[str]:
     """The submission's frames on the stack from `frame` outward, innermost first, as
     "assignment2/masks.py:27 in make_causal_mask: <the line>"; the kit's code ends the walk
-    (but for PASS_THROUGH's)."""
+    (but for those it passes_through)."""
     found: list[str] = []
     while frame is not None and len(found) < limit:
         file = os.path.realpath(frame.f_code.co_filename)
-        if file.startswith(_KIT) and frame.f_code not in PASS_THROUGH:
+        if file.startswith(_KIT) and frame.f_code not in _PASS_THROUGH:
             break
         if file.startswith(_STUDENT):
             line = linecache.getline(file, frame.f_lineno).strip()

@@ -58,7 +58,7 @@ class StandIn(nn.Module):
         return self._kit_link.run(self, {"forward": self._kit_build, "path": self._kit_path}, args, kwargs)
 
 
-record.PASS_THROUGH.add(StandIn.forward.__code__)
+record.passes_through(StandIn.forward.__code__)
 
 
 def _dress(made, like, name: str):
@@ -143,7 +143,7 @@ class Link:
                     self._kit_link, self._kit_build, self._kit_path = link, link.built, ""
 
             _OWN.add(Part)
-            record.PASS_THROUGH.add(Part.__init__.__code__)  # where its tensors were made: the submission's lines
+            record.passes_through(Part.__init__.__code__)  # where its tensors were made: the submission's lines
             return _dress(Part, own, own.__name__)
         if callable(own) and not isinstance(own, type) and type(getattr(own, "__name__", None)) is str:
             return _dress(_function(own), own, own.__name__)
@@ -264,7 +264,7 @@ def _function(call):
     def function(*args, **kwargs):
         return call(*args, **kwargs)
 
-    record.PASS_THROUGH.add(function.__code__)
+    record.passes_through(function.__code__)
     return function
 
 
