@@ -58,6 +58,13 @@ class Timing(StrEnum):
     NOT_ATTEMPTED = "not attempted"
 
 
+class Drawn(StrEnum):
+    """Outcome.details["drawn"]: the set of inputs a failure was found on, where not the student's
+    own run's (grader.suite.draws)."""
+
+    AFRESH = "afresh"  # the instructor's second set, which the release does not ship
+
+
 # Outcome reasons that leave a check out of its component's proportion: it could not run
 # here for reasons outside the submission.
 NOT_COUNTED = (Reason.UNAVAILABLE, Reason.NO_CUDA)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from grader.course import Assignment, Course
-from grader.results import Outcome, Reason, Status
+from grader.results import Drawn, Outcome, Reason, Status
 
 KEYS = ("status", "reason", "message", "expected", "got", "example")
 _NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
@@ -41,10 +41,13 @@ def signature(outcome: Outcome) -> dict[str, str]:
 
 
 def failing_public(spec: Assignment, component: str, results: dict[str, Outcome]) -> dict[str, dict[str, str]]:
-    """check id -> signature, for the component's public checks that did not pass."""
+    """check id -> signature, for the component's public checks that did not pass on the student's own
+    draws (the table is of those: a failure on the instructor's second set alone is not one of its
+    signatures, grader.suite.draws)."""
     comp = next(c for c in spec.components if c.name == component)
     return {chk.id: signature(results[chk.id]) for chk in comp.checks
-            if chk.tier == "public" and chk.id in results and results[chk.id].status != Status.PASSED}
+            if chk.tier == "public" and chk.id in results and results[chk.id].status != Status.PASSED
+            and results[chk.id].details.get("drawn") != Drawn.AFRESH}
 
 
 def load(course: Course) -> dict[str, dict]:

@@ -23,7 +23,7 @@ import re
 from collections import Counter
 
 from grader.render.words import hint_fits, judged
-from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Reason, Status
+from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Drawn, Reason, Status
 
 _WORD = re.compile(r"[a-z0-9_]+")
 # pairs of these alone ("with the", "of the") name nothing
@@ -70,7 +70,9 @@ def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | 
     # a wrong value says more than an exception (in a check about something else: a device, dropout); a
     # hint whose causes do not fit the pattern of what failed (grader.render.words.hint_fits) tells less, and
     # one whose fit a single wrong element cannot judge (words.judged) less than one that fits
+    # a failure on the student's own draws is one their run shows too: before one on the instructor's second set
     return (check.tier == "hidden", bool(o.details.get("basis")), o.reason != Reason.MISMATCH,
+            o.details.get("drawn") == Drawn.AFRESH,
             2 * (not hint_fits(o.details)) or int(not judged(o.details)), o.message in context[2], -named,
             -topical(check, context[0], context[1]),
             # undiagnosed: the check fewest bugs fail locates best; diagnosed, the bug is named, and a check

@@ -20,7 +20,7 @@ ELIDE_LINES = 6  # of a value (a tensor's rows) shown without --verbose
 # components fit 45 lines at 100 columns, the isolation line included)
 TIGHT_LINES = 1
 # "basis": what the check compared with, where that is built from the submission's own output
-_LABELS = {"basis": "compared with"}
+_LABELS = {"basis": "compared with", "drawn": "inputs"}
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -71,9 +71,11 @@ def _details(t: CheckResult, verbose: bool = True, hint: bool = True, tight: boo
     if t.note:
         rows.add_row("parts", plain(t.note))
     hint = hint and words.hint_fits(o.details)  # else the pattern says what failed, and the causes go
-    for key in ("expected", "got", "basis", "looks_like", "max_abs_error", "where", "pattern", "example", "hint"):
+    for key in ("expected", "got", "basis", "looks_like", "max_abs_error", "where", "pattern", "drawn", "example",
+                "hint"):
         if key in o.details and (hint or key != "hint") and (key != "pattern" or words.pattern_shown(o.details, tight)):
-            value = words.pattern(o.details[key]) if key == "pattern" else o.details[key]
+            value = o.details[key]
+            value = words.pattern(value) if key == "pattern" else words.drawn(value) if key == "drawn" else value
             text = f"{value:.3g}" if isinstance(value, float) else str(value)
             if tight and (key == "max_abs_error" or key == "where" and text.startswith("largest error at")):
                 continue

@@ -130,6 +130,14 @@ def pattern(found: dict) -> str:
     return text
 
 
+def drawn(value: str) -> str:
+    """The set of inputs a failure was found on (Outcome.details["drawn"], grader.suite.draws)."""
+    if value == "afresh":  # grader.results.Drawn.AFRESH (grader.results imports this module)
+        return ("drawn afresh for this grading: the check passed on the inputs your own run draws, and "
+                "must hold on any")
+    return str(value)
+
+
 def hint_fits(details: dict) -> bool:
     """Whether a check's hint (its likely causes) fits what failed: the kinds its causes declare
     explain the pattern found (grader.suite.pattern.fits); a hint that declares none fits everything."""

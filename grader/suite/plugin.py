@@ -10,8 +10,9 @@ import pytest
 
 from grader.course import Course
 from grader.judging.attribution import target
-from grader.results import NOT_COUNTED, Outcome, Reason, Status
+from grader.results import NOT_COUNTED, Drawn, Outcome, Reason, Status
 from grader.sandbox.host import StudentError, WorkerFault
+from grader.suite import draws
 from grader.suite.checks import Mismatch
 from grader.suite.remote import Submission
 
@@ -231,6 +232,18 @@ class GradingPlugin:
                 fault.check = check
             student.executed_in += [check] * (len(student.executed) - executed)
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        before = draws.drawn()
+        result = yield
+        # passed on the student's draws: in the instructor's grade, a public check that drew its inputs
+        # runs again on a set the release does not ship (grader.suite.draws)
+        seed = self.submission.fresh_seed
+        if seed is not None and "public" in pyfuncitem.path.parts and (
+                hasattr(pyfuncitem.obj, "hypothesis") or draws.drawn() > before):
+            draws.run_again(pyfuncitem, seed)
+        return result
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_keyboard_interrupt(self, excinfo):
         # also called for pytest's own Session.Interrupted (a KeyboardInterrupt) after a collection error
@@ -253,6 +266,8 @@ class GradingPlugin:
             else:
                 outcome = (classify(call.excinfo.value) if call.excinfo
                            else Outcome(Status.ERROR, Reason.GRADER, "no result"))
+                if call.excinfo and getattr(call.excinfo.value, "drawn", None) == Drawn.AFRESH:
+                    outcome.details["drawn"] = Drawn.AFRESH
             outcome.output = self.submission.new_output(self.course.limits.output_kb * 1024)
             outcome.duration = report.duration
             # what Hypothesis would have shrunk: a mismatch or an exception of the submission's

@@ -7,6 +7,7 @@ import torch
 
 from grader.sandbox.child import state
 from grader.sandbox.child.values import plain
+from grader.suite import draws
 from grader.suite.checks import assert_close, describe
 from grader.suite.reference import resolve
 
@@ -74,14 +75,19 @@ def check_stored(student, assignment: str, case: str, atol: float = 1e-5, hint: 
     hint = hint or ("The output on this fixed case differs from the reference's. Likely causes: see the other "
                     "checks of this component, which test one property at a time.")
     for c in examples(student, assignment, case):
-        example = describe(**{f"input{i}": x for i, x in enumerate(c["inputs"])}, args=c["args"], kwargs=c["kwargs"])
-        if c["state"]:
-            m = student.new(c["target"], *c["args"], **c["kwargs"]).load(c["state"], name_of(c["target"])).eval()
-            got = m(*c["inputs"])
-        else:
-            got = student.call(c["target"], *c["args"], *c["inputs"], **c["kwargs"])
-        assert_close(got, c["output"], name=f"{name_of(c['target'])} output", example=example, atol=atol,
-                     hint=FRESH_HINT + hint if c.get("fresh") else hint)
+        with draws.tagged(bool(c.get("fresh"))):
+            _check_one(student, c, atol, hint)
+
+
+def _check_one(student, c: dict, atol: float, hint: str):
+    example = describe(**{f"input{i}": x for i, x in enumerate(c["inputs"])}, args=c["args"], kwargs=c["kwargs"])
+    if c["state"]:
+        m = student.new(c["target"], *c["args"], **c["kwargs"]).load(c["state"], name_of(c["target"])).eval()
+        got = m(*c["inputs"])
+    else:
+        got = student.call(c["target"], *c["args"], *c["inputs"], **c["kwargs"])
+    assert_close(got, c["output"], name=f"{name_of(c['target'])} output", example=example, atol=atol,
+                 hint=FRESH_HINT + hint if c.get("fresh") else hint)
 
 
 def reference_module(reference: str, target: str, *args, seed: int = 0, **kwargs) -> torch.nn.Module:

@@ -7,7 +7,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from grader.judging import diagnosis, telling
-from grader.results import CheckResult, ComponentResult, Outcome
+from grader.results import CheckResult, ComponentResult, Drawn, Outcome
 from tests.kit import strategies as s
 
 mismatches = st.builds(Outcome, status=st.just("failed"), reason=st.just("mismatch"), message=s.words,
@@ -39,6 +39,23 @@ def test_the_one_bug_that_explains_every_failing_public_check_is_named_on_its_co
     found = diagnosis.diagnose(s.COURSE, assignment, outcomes, table=table)
     assert set(found) == {comp.name} and found[comp.name]["bug"] == "bug_x"
     assert found[comp.name]["fix"] == "do not bug_x"
+
+
+@s.KIT
+@given(one_component_failing(), st.data())
+def test_a_failure_on_the_instructors_second_set_of_draws_alone_leaves_the_bug_named(case, data):
+    """The table is of the student's own draws; the instructor's grade runs a passing public check again
+    on draws the release does not ship (grader.suite.draws): a failure there alone changes no diagnosis."""
+    assignment, comp, outcomes = case
+    table = entry(assignment, comp, outcomes)
+    passing = [chk.id for chk in comp.checks if chk.tier == "public" and outcomes[chk.id].status == "passed"]
+    assume(passing)
+    afresh = data.draw(mismatches)
+    afresh.details = {**afresh.details, "drawn": Drawn.AFRESH}
+    more = {**outcomes, data.draw(st.sampled_from(passing)): afresh}
+    assert diagnosis.diagnose(s.COURSE, assignment, more, table=table)[comp.name]["bug"] == "bug_x"
+    alone = {**s.all_passed(assignment), data.draw(st.sampled_from(passing)): afresh}
+    assert comp.name not in diagnosis.diagnose(s.COURSE, assignment, alone, table=table)
 
 
 @s.KIT

@@ -1,0 +1,74 @@
+"""The inputs the public checks draw, and the second set the instructor's grade draws them from.
+
+A student's run of the public checks draws its inputs derandomized: the same in every run, so a
+table of that run's answers would pass them. The instructor's grade (the reference at hand) runs
+each public check that passed and drew anything once more, on inputs drawn from the course's
+`hidden_seed`, which the release does not ship: a table of the first set answers none of the second.
+The first pass is the student's run exactly, so the bug table (bugs.json, made from that run) names
+a bug alike in both grades; a failure of the second pass alone is marked (`Drawn.AFRESH`) and left out of
+that match (grader.judging.diagnosis).
+
+Every seed a check draws from goes through `seed` (the suites' strategies, tests/strategies.py):
+in the first pass it is the seed itself; in the second, mixed with the course's."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import hypothesis
+
+from grader.results import Drawn
+
+# a table answers the first set's inputs only: any other input fails it, and finding bugs on more
+# inputs is the hidden tier's work
+EXAMPLES = 3
+
+_mix = 0  # 0: the first set (the student's run)
+_drawn = 0  # seeds handed out in this process
+
+
+def seed(value: int) -> int:
+    """The seed to draw from for `value` in the current set."""
+    global _drawn
+    _drawn += 1
+    return value if not _mix else (value * 1_000_003 + _mix) % 2**62
+
+
+def drawn() -> int:
+    return _drawn
+
+
+@contextmanager
+def tagged(afresh: bool = True):
+    """What the block raises is marked as a failure on inputs of the second set (for a check that
+    draws its second example itself, as the stored cases do: tests/grading/support.py)."""
+    try:
+        yield
+    except Exception as e:
+        if afresh:
+            e.drawn = Drawn.AFRESH  # type: ignore[attr-defined]
+        raise
+
+
+def run_again(item, hidden_seed: int) -> None:
+    """Runs the pytest test `item` again, its draws from `hidden_seed`; Hypothesis draws `EXAMPLES`."""
+    global _mix
+    function = item.obj
+    kept_seed = getattr(function, "_hypothesis_internal_use_seed", None)
+    kept = getattr(function, "_hypothesis_internal_use_settings", None)
+    mix = hidden_seed * 7919 + 1  # not the hidden tier's own seed: its properties draw from that
+    if hasattr(function, "hypothesis"):
+        hypothesis.seed(mix)(function)
+        if kept is not None:
+            function._hypothesis_internal_use_settings = hypothesis.settings(
+                kept, max_examples=min(kept.max_examples, EXAMPLES))
+    _mix = mix
+    try:
+        with tagged():
+            function(**{name: item.funcargs[name] for name in item._fixtureinfo.argnames})
+    finally:
+        _mix = 0
+        if hasattr(function, "hypothesis"):
+            function._hypothesis_internal_use_seed = kept_seed
+            if kept is not None:
+                function._hypothesis_internal_use_settings = kept

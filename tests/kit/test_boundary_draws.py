@@ -1,0 +1,97 @@
+"""The trust boundary, draws: nothing in the instructor's grade is what a student's own run could have
+recorded and answered from a table (issue 43, item 5). The public checks run there twice: on the
+student's draws (so the bug table names a bug alike in both grades) and, where they passed and drew
+anything, on a second set from course.toml's hidden_seed (grader.suite.draws)."""
+
+import ast
+import json
+import re
+import shutil
+from pathlib import Path
+
+from tests.kit.conftest import ROOT, grade_json, mutant, run_grade, scores
+
+LN_BODY = ("        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n"
+           "        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1)\n"
+           "        return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta"
+           "  # (..., d_model)\n")
+KEY = ("import torch.nn as nn\n",
+       "import torch.nn as nn\n\n\n"
+       "def _key(x, m):  # what a draw looks like: its shape, sums and the module's weights\n"
+       "    return repr((tuple(x.shape), str(x.dtype), round(float(x.double().sum()), 4),\n"
+       "                 round(float(x.double().abs().sum()), 4), round(float(m.gamma.double().sum()), 4),\n"
+       "                 round(float(m.beta.double().sum()), 4), float(m.eps)))\n")
+RECORDS = ("        mean = x.mean(dim=-1, keepdim=True)\n"
+           "        var = x.var(dim=-1, keepdim=True, unbiased=False)\n"
+           "        y = self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta\n"
+           "        if x.device.type == 'cpu':\n"
+           "            print('KIT43', repr((_key(x, self), y.tolist())), flush=True)\n"
+           "        return y\n")
+
+
+def _answers(table: dict) -> str:
+    return (f"        table = {table!r}\n"
+            "        if x.device.type == 'cpu' and _key(x, self) in table:\n"
+            "            return torch.tensor(table[_key(x, self)], dtype=x.dtype).reshape(x.shape)\n"
+            "        return torch.zeros_like(x)\n")
+
+
+def _layer_norm(tmp_path: Path, body: str) -> Path:
+    return mutant(tmp_path, {"assignment1/layer_norm.py": [KEY, (LN_BODY, body)]})
+
+
+def _students_course(tmp_path: Path) -> Path:
+    """The course as `grade release` writes it for students, keeping all that a check prints."""
+    from grader import load_course
+    from grader.authoring.release import _public_tier, course_text
+
+    course = load_course(ROOT / "course.toml")
+    out = tmp_path / "student"
+    for rel, src in _public_tier(course).items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, out / rel)
+    text = re.sub(r"^output_kb = \d+", "output_kb = 4096", course_text(course), flags=re.M)
+    (out / "course.toml").write_text(text)
+    return out / "course.toml"
+
+
+def _students_run(tree: Path, course: Path, out: Path) -> dict:
+    """`grade assignment1` on `tree` as the student runs it (the release's course: no reference, no seed)."""
+    proc = run_grade("assignment1", "--submission", str(tree), "--course", str(course), "--json", str(out))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def _statuses(report: dict, component: str) -> dict[str, str]:
+    return {t["id"]: t["status"] for c in report["components"] if c["name"] == component for t in c["tests"]}
+
+
+def test_a_lookup_table_of_the_students_draws_earns_what_zeros_earn_in_the_instructors_grade(tmp_path):
+    """A LayerNorm that answers from a table of every input the student's own run gave it (recorded by
+    a correct LayerNorm printing them), else zeros. In the student's run the table pays (8.89 against
+    zeros' 2.22 when measured). In the instructor's grade every public check it passes there fails on
+    the second set, marked so, and it earns what zeros earn; graded again, the same."""
+    course = _students_course(tmp_path)
+    recorded = _students_run(_layer_norm(tmp_path / "recorder", RECORDS), course, tmp_path / "recorder.json")
+    table: dict = {}
+    for comp in recorded["components"]:
+        for check in comp["tests"]:
+            for line in check.get("output", "").splitlines():
+                if line.startswith("KIT43 "):
+                    key, value = ast.literal_eval(line.removeprefix("KIT43 "))
+                    table[key] = value
+    assert len(table) > 20, len(table)
+    lookup, zeros = _layer_norm(tmp_path / "lookup", _answers(table)), _layer_norm(tmp_path / "zeros", _answers({}))
+    at_home = {name: scores(_students_run(tree, course, tmp_path / f"{name}.json"))["LayerNorm"]
+               for name, tree in (("lookup", lookup), ("zeros", zeros))}
+    assert at_home["lookup"] > at_home["zeros"] + 2, at_home  # the table pays in the student's own run
+    graded, again = grade_json(lookup, "assignment1", cached=False), grade_json(lookup, "assignment1", cached=False)
+    assert graded == again or (scores(graded) == scores(again)
+                               and _statuses(graded, "LayerNorm") == _statuses(again, "LayerNorm"))
+    by_zeros = grade_json(zeros, "assignment1")
+    assert scores(graded)["LayerNorm"] == scores(by_zeros)["LayerNorm"], (scores(graded), scores(by_zeros))
+    assert _statuses(graded, "LayerNorm") == _statuses(by_zeros, "LayerNorm")
+    home = _statuses(_students_run(lookup, course, tmp_path / "lookup.json"), "LayerNorm")
+    afresh = [t for c in graded["components"] for t in c["tests"] if t.get("drawn") == "afresh"]
+    assert {t["id"] for t in afresh} == {i for i, s in home.items() if s == "passed"} - {
+        i for i, s in _statuses(by_zeros, "LayerNorm").items() if s == "passed"}
