@@ -14,8 +14,10 @@ from tests.grading.helpers.names import LOSS, NOAM, PAD_MASK, SDPA, TGT_MASK, ca
 from tests.grading.helpers.oracles import attention, graded_rows
 from tests.grading.helpers.repro_attention import ATTENTION_RECIPES
 from tests.grading.helpers.repro_blocks import BLOCK_RECIPES
+from tests.grading.helpers.repro_data import DATA_RECIPES, DATA_WHY_NOT
 from tests.grading.helpers.repro_layers import LAYER_RECIPES
 from tests.grading.helpers.repro_mha import MHA_RECIPES
+from tests.grading.helpers.repro_stacks import STACK_RECIPES, STACK_WHY_NOT
 
 
 def _sdpa_matches_torch(ex: dict) -> str:
@@ -211,6 +213,8 @@ RECIPES: dict[str, Recipe] = {
     **ATTENTION_RECIPES,
     **MHA_RECIPES,
     **LAYER_RECIPES,
+    **DATA_RECIPES,
+    **STACK_RECIPES,
 }
 
 
@@ -237,4 +241,6 @@ WHY_NOT = {
     "_rejects_step_0": "it checks the error your code raises, which the report shows",
     "_init_is_xavier_uniform": "it checks the spread of freshly drawn weights, not one example",
     "end_to_end_training_lowers_the_loss": "it trains a whole model for many steps (`grade train` shows training)",
+    **DATA_WHY_NOT,
+    **STACK_WHY_NOT,
 }
