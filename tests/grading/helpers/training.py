@@ -7,6 +7,7 @@ import torch
 
 from grader.suite import draws
 from grader.suite.checks import Mismatch, describe, expect_tensor, short
+from grader.suite.example import carrying
 from grader.suite.kit import TinyTranslator
 from grader.suite.remote import Remote
 from grader.training.library import greedy_by_forward as greedy_expected  # the definition, through forward
@@ -36,6 +37,12 @@ def collate_expected(pairs, pad_idx):
         return torch.tensor([list(r) + [pad_idx] * (width - len(r)) for r in rows], dtype=torch.long)
 
     return (pad([a for a, _ in pairs]), pad([[SOS_ID, *b] for _, b in pairs]), pad([[*b, EOS_ID] for _, b in pairs]))
+
+
+def batches_data(batches) -> list:
+    """Batches (src, tgt_in, tgt_out) as plain lists, for an example's data (for --repro: a list of
+    tensors would be recorded as its text only)."""
+    return [[t.tolist() for t in batch] for batch in batches]
 
 
 def tiny_batches(seed: int, n_batches: int = 3, vocab: int = 9, sizes: tuple[int, ...] | None = None):
@@ -110,7 +117,8 @@ def check_greedy(student, src, max_len, seed=0, vocab=12, pad=PAD_ID, sos=SOS_ID
     got = student.call(GREEDY, model, src, max_len, sos, eos)
     local = TinyTranslator(vocab, vocab, pad_idx=pad, sos_idx=sos, eos_idx=eos, init=seed)
     want = greedy_expected(local, src, max_len, sos, eos)
-    example = describe(src=src, max_len=max_len, sos_idx=sos, eos_idx=eos, pad_idx=pad, expected=want)
+    example = carrying(describe(src=src, max_len=max_len, sos_idx=sos, eos_idx=eos, pad_idx=pad, expected=want),
+                       seed=seed, vocab=vocab)  # the model's weights, for --repro
     got = expect_tensor(got, name="greedy_decode output", dtype=torch.long, example=example)
     B, L = want.shape
     if got.dim() != 2 or got.size(0) != B or not L <= got.size(1) <= max_len:

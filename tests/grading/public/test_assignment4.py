@@ -22,6 +22,7 @@ from tests.grading.helpers.device import Case, check_device_placement
 from tests.grading.helpers.names import COLLATE, EOS_ID, GREEDY, LOSS, NOAM, PAD_ID, SOS_ID, SPECIALS, UNK_ID, VOCAB
 from tests.grading.helpers.training import (
     SMALL,
+    batches_data,
     check_greedy,
     collate_expected,
     expect_number,
@@ -83,7 +84,8 @@ def test_vocab_encode_decode_round_trip(student, seqs):
         enc = expect_list(v.method("encode", seq), name="encode(sentence)", kind=int, example=example)
         if len(enc) != len(seq):
             raise Mismatch("encode should give one id per token and add no specials", expected=f"{len(seq)} ids",
-                           got=str(enc), example=describe(sentence=seq), hint="collate adds <sos>/<eos>, not encode.")
+                           got=str(enc), example=carrying(describe(sentence=seq), sequences=seqs),
+                           hint="collate adds <sos>/<eos>, not encode.")
         back = v.method("decode", enc)
         if type(back) not in (list, tuple) or list(back) != seq:
             raise Mismatch("decode(encode(sentence)) should give the sentence back", expected=str(seq),
@@ -93,8 +95,11 @@ def test_vocab_encode_decode_round_trip(student, seqs):
 def test_vocab_maps_unknown_tokens_to_unk(student):
     seqs = [["jan", "the", "3rd"], ["the", "1994"]]
     v = student.new(VOCAB, seqs)
-    got = expect_list(v.method("encode", ["the", "never-seen", "1994", "zzz"]), name="encode", kind=int)
-    example = describe(sequences=seqs, tokens=["the", "never-seen", "1994", "zzz"])
+    tokens = ["the", "never-seen", "1994", "zzz"]
+    example = describe(sequences=seqs, tokens=tokens)
+    # the example's values only, not its text (for --repro: the message stays as it was)
+    got = expect_list(v.method("encode", tokens), name="encode", kind=int,
+                      example=carrying("", sequences=seqs, tokens=tokens))
     if got[1] != UNK_ID or got[3] != UNK_ID or UNK_ID in (got[0], got[2]):
         raise Mismatch("unknown tokens should be encoded as <unk> (3), known ones as their ids",
                        expected="[id of 'the', 3, id of '1994', 3]", got=str(got), example=example,
@@ -271,8 +276,9 @@ def test_train_epoch_updates_like_the_definition(student):
     _, want = train_epoch_expected(batches, 1, 0.3)
     _, model, _ = run_train_epoch(student, batches, 1, 0.3)
     state = model.state()
-    example = describe(batches=f"{len(batches)} batches of 3 pairs", optimizer="SGD(lr=0.3, momentum=0.5)",
-                       loss_fn="CrossEntropyLoss(ignore_index=0)")
+    example = carrying(describe(batches=f"{len(batches)} batches of 3 pairs", optimizer="SGD(lr=0.3, momentum=0.5)",
+                                loss_fn="CrossEntropyLoss(ignore_index=0)"),
+                       data=batches_data(batches), seed=1, lr=0.3)  # for --repro
     start = TinyTranslator(9, 9, init=1).state_dict()
     if all(torch.equal(state[k], start[k]) for k in start):
         raise Mismatch("train_epoch should update the model's parameters", expected="changed parameters",
@@ -288,7 +294,9 @@ def test_train_epoch_returns_the_mean_batch_loss(student):
     batches = tiny_batches(2, sizes=(1, 4, 2))
     want, _ = train_epoch_expected(batches, 2, 0.3)
     got, _, _ = run_train_epoch(student, batches, 2, 0.3)
-    example = describe(batches=f"{len(batches)} batches of 1, 4 and 2 pairs", optimizer="SGD(lr=0.3, momentum=0.5)")
+    example = carrying(describe(batches=f"{len(batches)} batches of 1, 4 and 2 pairs",
+                                optimizer="SGD(lr=0.3, momentum=0.5)"),
+                       data=batches_data(batches), seed=2, lr=0.3)  # for --repro
     got = expect_number(got, name="train_epoch's result", example=example,
                         hint="Collect loss.item() per batch and return their mean.")
     if not math.isclose(got, want, rel_tol=1e-5, abs_tol=1e-6):
@@ -304,10 +312,14 @@ def test_train_epoch_steps_the_scheduler_once_per_batch(student):
         steps = sched.attr("steps")
         if steps != n:
             raise Mismatch("train_epoch should call scheduler.step() once per batch", expected=f"{n} calls",
-                           got=f"{steps} calls", example=describe(batches=f"{n} batches"),
+                           got=f"{steps} calls",
+                           example=carrying(describe(batches=f"{n} batches"), data=batches_data(batches), seed=3,
+                                            lr=0.1),  # for --repro
                            hint="Step the scheduler after optimizer.step(), inside the loop over batches.")
-    got, _, _ = run_train_epoch(student, tiny_batches(3, n_batches=2), 3, 0.1)  # scheduler=None works too
+    batches = tiny_batches(3, n_batches=2)
+    got, _, _ = run_train_epoch(student, batches, 3, 0.1)  # scheduler=None works too
     expect_number(got, name="train_epoch's result without a scheduler",
+                  example=carrying("", data=batches_data(batches), seed=3, lr=0.1),  # for --repro, not shown
                   hint="The scheduler is optional: step it only when it is not None.")
 
 
