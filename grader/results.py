@@ -209,9 +209,45 @@ class Report:
         return {"name": first.name, "file": first.file} if first else None
 
 
+# What one value of the JSON report may hold. Much of it is the submission's own text (its messages,
+# names, frames, printing; issue 43's channel table): each string is cut to MAX_STRING characters with its
+# control characters escaped (grader.render.words.inert), each list to MAX_ITEMS entries (an example's data
+# is MAX_NUMEL = 1024 numbers at most: grader.suite.example), nesting to MAX_DEPTH. Non-finite numbers
+# are the strings "nan", "inf", "-inf" (as in the examples' data): NaN and Infinity are not JSON, and
+# strict parsers (a browser's JSON.parse, Gradescope's) refuse the whole report. The submission's printing
+# ("output") is cut where it is captured ([limits] output_kb), and only escaped here.
+MAX_STRING, MAX_ITEMS, MAX_DEPTH = 4_000, 1_024, 16
+
+
+def _bounded(value, depth: int = 0, key: str = ""):
+    from grader.render.words import inert
+
+    if isinstance(value, str):
+        return inert(value, None if key == "output" else MAX_STRING)
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
+    if isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63:
+        return f"(an integer of {value.bit_length()} bits)"  # past 4300 digits json.dumps raises
+    if isinstance(value, (dict, list, tuple)) and depth >= MAX_DEPTH:
+        return "... (nested too deep)"
+    if isinstance(value, dict):
+        items = list(value.items())
+        kept = {str(_bounded(k, depth + 1)): _bounded(v, depth + 1, str(k)) for k, v in items[:MAX_ITEMS]}
+        return kept | ({"...": f"{len(items) - MAX_ITEMS} more entries"} if len(items) > MAX_ITEMS else {})
+    if isinstance(value, (list, tuple)):
+        more = [f"... ({len(value) - MAX_ITEMS} more)"] if len(value) > MAX_ITEMS else []
+        return [_bounded(v, depth + 1) for v in value[:MAX_ITEMS]] + more
+    return value
+
+
 def to_json(report: Report) -> dict:
     """The machine-readable report of the grader interface (fields may be added, never removed). A
-    student's copy tells of a diagnosis what [feedback] reveal allows; the instructor's tells all."""
+    student's copy tells of a diagnosis what [feedback] reveal allows; the instructor's tells all.
+    Every value bounded and inert (_bounded)."""
+    return _bounded(_document(report))
+
+
+def _document(report: Report) -> dict:
     from grader.render.words import shown
 
     def diagnosis(c: ComponentResult) -> dict | None:

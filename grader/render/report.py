@@ -16,6 +16,7 @@ STYLES: dict[str, str] = {
     ComponentStatus.PARTIAL: "yellow", ComponentStatus.FAILED: "red", ComponentStatus.NOT_ATTEMPTED: "dim",
     Status.ERROR: "red", Status.TIMEOUT: "magenta", Status.SKIPPED: "dim"}
 ELIDE_LINES = 6  # of a value (a tensor's rows) shown without --verbose
+MESSAGE_ROWS = 4  # of a check's message without --verbose (the course's are 2 at most; names and frames fill more)
 # the same where two components or more fail, the line that says how many more follows (two failing
 # components fit 45 lines at 100 columns, the isolation line included)
 TIGHT_LINES = 1
@@ -67,7 +68,8 @@ def _details(t: CheckResult, verbose: bool = True, hint: bool = True, tight: boo
     rows = Table.grid(padding=(0, 1))
     rows.add_column(style="bold", no_wrap=True)
     rows.add_column()
-    rows.add_row("message", plain(o.message))
+    # the submission's text (a message, frames, names) gets a value's share of rows; --verbose shows all
+    rows.add_row("message", plain(o.message if verbose else words.rows(o.message, MESSAGE_ROWS)))
     if t.note:
         rows.add_row("parts", plain(t.note))
     hint = hint and words.hint_fits(o.details)  # else the pattern says what failed, and the causes go
@@ -84,6 +86,8 @@ def _details(t: CheckResult, verbose: bool = True, hint: bool = True, tight: boo
             # a diagnosis names the bug: an exception's traceback (where) is cut to its first frames
             lines = TIGHT_LINES if tight else 3 if named and key == "where" else ELIDE_LINES
             cut = words.example(text, lines, tight) if key == "example" else words.elided(text, lines)
+            # the course's words (hint, pattern, drawn) as they are; what the submission's text can fill, to rows
+            cut = cut if key in ("example", "hint", "pattern", "drawn") else words.rows(cut, ELIDE_LINES)
             rows.add_row(_LABELS.get(key, key.replace("_", " ")), plain(text if verbose else cut))
     if o.output:
         rows.add_row("your output", plain(o.output if verbose else words.elided(o.output)))

@@ -4,8 +4,28 @@ only: the batch's outputs import it without rich."""
 
 from __future__ import annotations
 
+import re
+
 from grader.judging.reveal import Reveal
 from grader.suite.pattern import fits
+
+# C0 but tab and newline, DEL, C1 (0x9b is a terminal's one-byte CSI): what makes text act on a terminal
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LINE_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # one line's text: newline and tab too
+
+
+def inert(text: str, limit: int | None = None, *, line: bool = False) -> str:
+    """Text the submission made (its names, messages, frames), made inert wherever it is shown: control
+    characters written as \\x.. (ANSI escapes among them; newlines and tabs too where `line`: a frame is
+    one line), cut to `limit` characters with a note of how many more. Cut before the escape too, so
+    that megabytes cost no more than the limit."""
+    text = str(text)
+    more = len(text) - limit if limit is not None and len(text) > limit else 0
+    text = text[:limit] if more else text
+    text = (_LINE_BREAK if line else _CONTROL).sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    if more:
+        text = text[:limit] + f" ... ({more} more characters)"
+    return text
 
 
 def failing_checks(n: int) -> str:
@@ -171,6 +191,26 @@ def elided(text: str, lines: int = 6) -> str:
     if len(kept) <= lines:
         return text
     return "\n".join([*kept[:lines], f"... ({len(kept) - lines} more lines: grade --verbose shows them)"])
+
+
+ROW_CHARS = 80  # of a value's line per terminal row: the value column of a panel at 100 columns is wider
+
+
+def rows(text: str, lines: int, width: int = ROW_CHARS) -> str:
+    """At most about `lines` terminal rows of `width` characters (a long line takes several): a value
+    of the submission's own text (a message, frames, names) that is one long line takes a panel's
+    share of the screen, no more; the rest is for --verbose."""
+    out: list[str] = []
+    used = 0
+    for line in text.splitlines():
+        need = max(1, -(-len(line) // width))
+        if used + need > lines + 1:  # the last row may be elided()'s own "... more lines"
+            room = max(lines - used, 1) * width - 40
+            out.append(f"{line[:room]} ... (grade --verbose shows all of it)")
+            break
+        out.append(line)
+        used += need
+    return "\n".join(out)
 
 
 def example(text: str, lines: int, tight: bool = False) -> str:

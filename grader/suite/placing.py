@@ -13,10 +13,16 @@ list of them.
 
 import torch
 
+from grader.render.words import inert
 from grader.sandbox.host import StudentError
 from grader.suite.checks import Mismatch
 
 PROBE = "kit:placement_probe"  # grader.sandbox.child.placement.probe
+# What the answer's words may hold: an honest watch sends 4 frames of a chain at most, each cut to 300
+# characters (grader.sandbox.child.record.student_frames); a function's name, a dotted attribute, a device.
+# A replaced watch sends what it likes (megabytes of frames, escapes, markup): kept to these here, where
+# it enters, before the checks word it into a message, `where` and `made` (issue 43's channel table).
+FRAMES, FRAME_CHARS, NAME_CHARS = 4, 300, 60
 
 
 def tensors_in(v) -> list[torch.Tensor]:
@@ -42,10 +48,39 @@ def confirmed(student, request: dict) -> dict:
         raise
     if not isinstance(answer, dict):
         raise Mismatch("the placed run's answer is not a report", expected="a dict", got=type(answer).__name__)
+    answer = bounded(answer)
     if kind != "cpu" and not answer.get("stray"):
         _probe(student, request["device"])
         if kind == "meta":
             answer["devices"] = [str(t.device) for t in tensors_in(answer.get("output"))]
+    return answer
+
+
+def _frames(value) -> list[str]:
+    """A chain of frames as the watch writes them, bounded and one line each; [] where it is not a
+    list of strings (the checks then name no line)."""
+    if not isinstance(value, list) or not all(isinstance(f, str) for f in value[:FRAMES]):
+        return []
+    return [inert(f, FRAME_CHARS, line=True) for f in value[:FRAMES]]
+
+
+def bounded(answer: dict) -> dict:
+    """A placed run's answer with its words (the stray's function, attribute, device and frames; the
+    output's devices and the frames that made them) kept to what an honest watch sends; tensors as
+    they came."""
+    answer = dict(answer)
+    stray = answer.get("stray")
+    if stray:
+        stray = stray if isinstance(stray, dict) else {}
+        answer["stray"] = {"function": inert(stray.get("function") or "", NAME_CHARS, line=True),
+                           "attribute": inert(stray.get("attribute") or "", NAME_CHARS, line=True),
+                           "created": _frames(stray.get("created")), "met": _frames(stray.get("met")),
+                           **({"device": inert(stray["device"], NAME_CHARS, line=True)} if stray.get("device")
+                              else {})}
+    if "made" in answer:
+        answer["made"] = _frames(answer["made"])
+    if isinstance(answer.get("devices"), list):
+        answer["devices"] = [inert(d, NAME_CHARS, line=True) for d in answer["devices"][:64] if isinstance(d, str)]
     return answer
 
 
