@@ -88,7 +88,11 @@ def run(grading: GradingRun, checks: dict[str, tuple[str, ...]], quick: frozense
     if not far:
         return results
     assert helper is not None
-    done = helper.collect()
+    try:
+        done = helper.collect()
+    except BaseException:  # Ctrl-C (a save under --watch) mid-reply: the pipe's framing is lost
+        helper.broken = True
+        raise
     if done is None:  # the helper failed: nothing is lost, those checks run here
         results.update(here(far))
         return results
@@ -234,8 +238,11 @@ class Helper:
             data += chunk
         return data
 
-    def close(self) -> None:
+    def close(self, now: bool = False) -> None:
+        """`now`: without waiting for the job under way (a broken helper's is nobody's)."""
         try:
+            if now:
+                self.proc.kill()
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
             self.proc.wait(timeout=10)

@@ -91,7 +91,11 @@ class Grader:
         `only`: these checks alone (default: self.only, which `grade --watch --only` sets)."""
         from grader.grading.pipeline import grade_submission
         from grader.grading.run import Options
+        from grader.grading.split import Helper
 
+        if self._helper is not None and self._helper.broken:  # (a reply cut off by Ctrl-C): a new one warms up
+            self._helper.close(now=True)
+            self._helper = Helper(self.course)
         options = Options(device=device, template=self._template, helper=self._helper, cost=self._cost,
                           reuse=self._reuse, only=only or self.only)
         report = grade_submission(course=self.course, assignment=assignment, submission=submission, sandbox=sandbox,

@@ -38,3 +38,32 @@ def test_an_abandoned_jobs_reply_is_dropped_and_never_answers_the_next():
     finally:
         helper.close()
     assert helper.proc.returncode == 0  # it ended when its stdin closed
+
+
+def test_ctrl_c_while_the_helpers_reply_is_read_never_shows_that_reply_in_a_later_grading(monkeypatch):
+    """A save under --watch interrupts the grading under way; landing while the helper's reply is read, it
+    left that reply's rest in the pipe and the count of replies owed at none: the next grading read the
+    interrupted one's far half as its own (the solutions' passes shown for the stubs). The helper is now
+    taken as broken there, and the next grading gets a new one."""
+    import pytest
+
+    from grader.grading.warm import Grader
+
+    with Grader(load_course(ROOT / "course.toml"), helper=True) as grader:
+        grader.grade(assignment="assignment1", submission=SOLUTIONS)  # the helper's warm-up job
+        assert grader.await_helper(300), "the helper did not warm up"
+        read, armed = Helper._read, [True]
+
+        def interrupted(self, n):
+            if armed[0]:
+                armed[0] = False
+                raise KeyboardInterrupt
+            return read(self, n)
+
+        monkeypatch.setattr(Helper, "_read", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            grader.grade(assignment="assignment1", submission=SOLUTIONS)
+        assert not armed[0], "the grading did not read a reply from the helper"
+        stubs = grader.grade(assignment="assignment1", submission=ROOT / "assignments")
+    passed = [check.id for comp in stubs.components for check in comp.checks if check.outcome.status == "passed"]
+    assert stubs.score == 0 and not passed, passed
