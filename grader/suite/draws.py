@@ -44,7 +44,9 @@ def tagged(afresh: bool = True):
     draws its second example itself, as the stored cases do: tests/grading/support.py)."""
     try:
         yield
-    except Exception as e:
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as e:  # a timeout or a crash of the worker (WorkerFault) too
         if afresh:
             e.drawn = Drawn.AFRESH  # type: ignore[attr-defined]
         raise
@@ -57,13 +59,13 @@ def run_again(item, hidden_seed: int) -> None:
     kept_seed = getattr(function, "_hypothesis_internal_use_seed", None)
     kept = getattr(function, "_hypothesis_internal_use_settings", None)
     mix = hidden_seed * 7919 + 1  # not the hidden tier's own seed: its properties draw from that
-    if hasattr(function, "hypothesis"):
-        hypothesis.seed(mix)(function)
-        if kept is not None:
-            function._hypothesis_internal_use_settings = hypothesis.settings(
-                kept, max_examples=min(kept.max_examples, EXAMPLES))
-    _mix = mix
     try:
+        if hasattr(function, "hypothesis"):
+            hypothesis.seed(mix)(function)
+            if kept is not None:
+                function._hypothesis_internal_use_settings = hypothesis.settings(
+                    kept, max_examples=min(kept.max_examples, EXAMPLES))
+        _mix = mix
         with tagged():
             function(**{name: item.funcargs[name] for name in item._fixtureinfo.argnames})
     finally:

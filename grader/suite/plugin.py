@@ -135,6 +135,7 @@ class GradingPlugin:
                  quick: frozenset[str] = frozenset(), one_failure: bool = False):
         self.course, self.submission, self.checks = course, submission, checks
         self.quick, self.one_failure = quick, one_failure
+        self.suites = course.suites.resolve()
         self.failing: set[str] = set()  # components with a failed check
         self.not_run: set[str] = set()
         self.results: dict[str, Outcome] = {}
@@ -177,13 +178,21 @@ class GradingPlugin:
                 # run drew). The public properties draw as in the student's run, also in the instructor's
                 # grade: the bug table's signatures (bugs.json), which name the bug in both, are of those
                 # draws (fresh ones there lost the student's report its diagnosis: security.md, open items)
-                if "hidden" in item.path.parts and hasattr(item.obj, "hypothesis"):
+                if self._tier(item) == "hidden" and hasattr(item.obj, "hypothesis"):
                     hypothesis.seed(self.course.hidden_seed)(item.obj)
             else:
                 drop.append(item)
         items[:] = keep
         if drop:
             config.hook.pytest_deselected(items=drop)
+
+    def _tier(self, item) -> str:
+        """The tier folder of the suites that `item` is in ("public", "hidden"); a folder of that name
+        above the suites (where the course is kept) says nothing."""
+        try:
+            return item.path.resolve().relative_to(self.suites).parts[0]
+        except (ValueError, IndexError):
+            return ""
 
     @pytest.fixture(scope="session")
     def student(self) -> Submission:
@@ -239,7 +248,7 @@ class GradingPlugin:
         # passed on the student's draws: in the instructor's grade, a public check that drew its inputs
         # runs again on a set the release does not ship (grader.suite.draws)
         seed = self.submission.fresh_seed
-        if seed is not None and "public" in pyfuncitem.path.parts and (
+        if seed is not None and self._tier(pyfuncitem) == "public" and (
                 hasattr(pyfuncitem.obj, "hypothesis") or draws.drawn() > before):
             draws.run_again(pyfuncitem, seed)
         return result

@@ -95,3 +95,42 @@ def test_a_lookup_table_of_the_students_draws_earns_what_zeros_earn_in_the_instr
     afresh = [t for c in graded["components"] for t in c["tests"] if t.get("drawn") == "afresh"]
     assert {t["id"] for t in afresh} == {i for i, s in home.items() if s == "passed"} - {
         i for i, s in _statuses(by_zeros, "LayerNorm").items() if s == "passed"}
+
+
+def test_the_tier_is_the_suites_own_folder_not_one_above_where_the_course_is_kept(tmp_path):
+    """A course kept under a folder named `public` (or `hidden`) ran its hidden checks twice (the second
+    pass's failures worded as drawn afresh), or drew the student's public properties from hidden_seed."""
+    from types import SimpleNamespace
+
+    from grader.suite.plugin import GradingPlugin
+
+    suites = tmp_path / "hidden" / "public" / "kit" / "tests" / "grading"
+    for tier in ("public", "hidden"):
+        (suites / tier).mkdir(parents=True)
+    plugin = SimpleNamespace(suites=suites.resolve())
+    for tier in ("public", "hidden"):
+        item = SimpleNamespace(path=suites / tier / "test_assignment1.py")
+        assert GradingPlugin._tier(plugin, item) == tier  # type: ignore[arg-type]
+    assert GradingPlugin._tier(plugin, SimpleNamespace(path=tmp_path / "hidden" / "x.py")) == ""  # type: ignore[arg-type]
+
+
+def test_a_timeout_or_crash_on_the_second_set_is_marked_as_found_there():
+    """A worker fault is a BaseException (Hypothesis must not replay it): it was left unmarked, so a
+    timeout on the second set alone counted as one on the student's own draws."""
+    import pytest
+
+    from grader.results import Drawn, Reason
+    from grader.sandbox.faults import WorkerFault
+    from grader.suite import draws
+    from grader.suite.checks import Mismatch
+
+    for fault in (WorkerFault(Reason.TIMEOUT, "took too long"), Mismatch("wrong"), ValueError("bad")):
+        with pytest.raises(type(fault)) as raised, draws.tagged():
+            raise fault
+        assert getattr(raised.value, "drawn", None) == Drawn.AFRESH
+    with pytest.raises(KeyboardInterrupt) as stopped, draws.tagged():
+        raise KeyboardInterrupt
+    assert not hasattr(stopped.value, "drawn")
+    with pytest.raises(ValueError) as first, draws.tagged(afresh=False):
+        raise ValueError("on the student's draws")
+    assert not hasattr(first.value, "drawn")
