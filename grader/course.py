@@ -240,8 +240,8 @@ def _assignment(a: _Table, a_name: str, earlier: dict[str, Assignment], seen_com
         c = a.table(c_name)
         if c_name in seen_components:
             raise ConfigError(f"{a.file}: {c.key}: component named twice")
-        seen_components.add(c_name)
         components.append(_component(c, c_name, a_name, files, seen_components))
+        seen_components.add(c_name)  # after: a component that names itself in depends is refused
     title = a.get("title", "str", a_name)
     a.done(extra=[k for k, v in a.data.items() if isinstance(v, dict)])
     return Assignment(a_name, title, tuple(files), tuple(requires), tuple(components))

@@ -206,7 +206,8 @@ def write_all(course: Course, check: bool = False) -> list[Path]:
             torch.save(fresh, path)
     bugs = compute_bugs(course)
     path = diagnosis.path_for(course)
-    if bugs and (not path.exists() or json.loads(path.read_text()) != bugs):
+    # compared as JSON reads back: a tuple of the data (a pair of a collate example) is a list there
+    if bugs and (not path.exists() or json.loads(path.read_text()) != json.loads(json.dumps(bugs))):
         stale.append(path)
         if not check:
             path.parent.mkdir(parents=True, exist_ok=True)
