@@ -6,7 +6,7 @@ from grader.course import ConfigError, Course
 from grader.interactive.repro.discover import known, reproducible
 from grader.interactive.repro.literal import decode
 from grader.interactive.repro.script import write
-from grader.results import Outcome, Status
+from grader.results import Outcome, Reason, Status
 
 
 def main(*, course: Course, assignment: str, check: str, submission: Path, folder: Path | None = None) -> int:
@@ -44,7 +44,7 @@ def main(*, course: Course, assignment: str, check: str, submission: Path, folde
 def failing_example(outcome: Outcome, names: tuple[str, ...]) -> dict:
     """The values `names` of a failed check's example, from the data it carries ("inputs");
     ValueError saying why they cannot be rebuilt exactly."""
-    if outcome.reason == "not_attempted":  # a stub: its NotImplementedError is all there is to see
+    if outcome.reason == Reason.NOT_ATTEMPTED:  # a stub: its NotImplementedError is all there is to see
         raise ValueError("it is not attempted yet: there is nothing to rebuild")
     if outcome.status == Status.PASSED:
         raise ValueError("it passes: there is nothing to rebuild")
