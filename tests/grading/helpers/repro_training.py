@@ -149,12 +149,13 @@ def main() -> int:
     if not isinstance(got, torch.Tensor) or got.dtype != torch.long:
         print(f"greedy_decode should return a torch.long tensor, got {{got!r}}")
         return verdict(False)
-    print("expected:", expected, sep="\\n")
-    print("got:", got, sep="\\n")
     if got.dim() != 2 or got.size(0) != B or not L <= got.size(1) <= max_len:
+        print("expected:", expected, sep="\\n")
+        print("got:", got, sep="\\n")
         print(f"--- the shape should be ({{B}}, L) with {{L}} <= L <= max_len = {{max_len}}, got {{tuple(got.shape)}}")
         return verdict(False)
     if not bool((got[:, 0] == sos_idx).all()):
+        print("got:", got, sep="\\n")
         print(f"--- column 0 should be sos_idx = {{sos_idx}} in every row")
         return verdict(False)
     full = torch.full((B, got.size(1)), pad_idx, dtype=torch.long)  # expected, padded to your width
