@@ -180,8 +180,9 @@ def _public_results(course: Course, grader, assignment: str, component: str, tre
     sandbox = grader.sandbox(assignment=assignment, submission=tree)
     try:
         with one_intra_op_thread():
-            results = run_checks(course, Submission(sandbox, None, course.reference),
-                                 {chk.id: () for chk in comp.checks if chk.tier == "public"})
+            student = Submission(sandbox, None, course.reference)
+            student.second_set = False  # the table is of the student's draws alone (grader.suite.draws)
+            results = run_checks(course, student, {chk.id: () for chk in comp.checks if chk.tier == "public"})
     finally:
         sandbox.close()
     return results

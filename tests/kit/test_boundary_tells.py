@@ -10,6 +10,7 @@ from tests.kit.conftest import ROOT, mutant
 class _Submission:  # what the plugin reads and writes of the submission at collection
     below: dict = {}
     fresh_seed = None
+    second_set = True
     order: list = []
 
     def __init__(self, reference):
