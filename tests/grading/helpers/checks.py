@@ -9,6 +9,7 @@ import math
 import torch
 
 from grader.suite.checks import Mismatch, assert_close, describe, expect_tensor
+from grader.suite.example import carrying
 from tests import strategies as s
 from tests.grading.helpers.names import TRANSFORMER
 
@@ -169,9 +170,14 @@ def check_dropout_placement(module, inputs: tuple, expected: torch.Tensor, *, co
 
 # the kit's sublayer ------------------------------------------------------------------------
 
+def sublayer_weights(d: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The kit sublayer's (W, b), drawn from `seed` (--repro draws them again from the seed a check records)."""
+    return s.tensor([d, d], seed, 0.7), s.tensor([d], seed + 1, 0.5)
+
+
 def kit_sublayer(student, d: int, seed: int):
     """(the sublayer in the submission's process, the same function here): x -> tanh(x W^T + b)."""
-    w, b = s.tensor([d, d], seed, 0.7), s.tensor([d], seed + 1, 0.5)
+    w, b = sublayer_weights(d, seed)
     return student.call("kit:linear_sublayer", w, b), (lambda x: torch.tanh(torch.nn.functional.linear(x, w, b)))
 
 
@@ -205,9 +211,10 @@ def check_xavier(student):
 def check_padding_rows(student):
     """Both embedding tables have a zero row at pad_idx, and only there."""
     for pad in (0, 3):
-        example = describe(src_vocab_size=9, tgt_vocab_size=7, d_model=8, pad_idx=pad)
-        state = student.new(TRANSFORMER, 9, 7, d_model=8, n_heads=2, n_layers=1, d_ff=16, max_len=16,
-                            pad_idx=pad).state()
+        sizes = {"d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16, "max_len": 16}
+        # the sizes the text leaves out travel as data (--repro builds the same Transformer)
+        example = carrying(describe(src_vocab_size=9, tgt_vocab_size=7, d_model=8, pad_idx=pad), **sizes)
+        state = student.new(TRANSFORMER, 9, 7, **sizes, pad_idx=pad).state()
         for name in ("src_embed.token.embedding.weight", "tgt_embed.token.embedding.weight"):
             table = expect_tensor(state.get(name), name=name, dtype=torch.float32, example=example,
                                   hint="No such table in the Transformer's state. Likely causes: the embeddings are "

@@ -75,7 +75,8 @@ def _residual_check(student, a, seed, nf):
                                                                    "ResidualConnection").eval()
     expected = a.x + sub(layer_norm(a.x, gamma, beta)) if nf else layer_norm(a.x + sub(a.x), gamma, beta)
     assert_close(m(a.x, remote_sub), expected, name=f"ResidualConnection output (norm_first={nf})",
-                 example=describe(x=a.x, gamma=gamma, beta=beta, norm_first=nf, sublayer="tanh(linear(x))"),
+                 example=carrying(describe(x=a.x, gamma=gamma, beta=beta, norm_first=nf, sublayer="tanh(linear(x))"),
+                                  sublayer_seed=seed + 2),
                  atol=1e-5,
                  hint=f"The output differs from the {NORM_HINT[nf].split(':')[0]} formula. Likely causes: the norm "
                       "applied in the other order (pre-norm: x + dropout(sublayer(norm(x))); post-norm: "
@@ -105,7 +106,8 @@ def test_residual_dropout_is_inactive_in_eval(student):
         m = student.new(RESIDUAL, 8, dropout=0.9, norm_first=nf)
         check_dropout_inactive_in_eval(m, (x, remote_sub), x + sub(layer_norm(x)) if nf else layer_norm(x + sub(x)),
                                        component=f"ResidualConnection (norm_first={nf})",
-                                       uses="to the sublayer's output", example=describe(x=x, norm_first=nf))
+                                       uses="to the sublayer's output",
+                                       example=carrying(describe(x=x, norm_first=nf), sublayer_seed=5))
 
 
 def test_residual_dropout_sits_where_the_docstring_says(student):
@@ -164,9 +166,11 @@ def test_encoder_layer_has_named_parts(student):
                  example=describe(d_model=8, n_heads=2, d_ff=D_FF))
 
 
-def _padding_check(m, component: str, d: int, src, extra: int, seed: int):
+def _padding_check(m, component: str, src, extra: int, seed: int, built: dict):
     """Appending padding to the source (blocked by the mask) leaves every output unchanged; changing a real
-    position changes it."""
+    position changes it. `built`: how `m` was built (d_model, n_heads, d_ff, norm_first, the weights' seed,
+    n_layers for a stack), carried with the example for --repro."""
+    d = built["d_model"]
     B, S = src.tokens.shape
     x = s.tensor([B, S, d], seed)
     longer = torch.cat([x, s.tensor([B, extra, d], seed + 1, 3.0)], dim=1)
@@ -174,13 +178,14 @@ def _padding_check(m, component: str, d: int, src, extra: int, seed: int):
     before = expect_tensor(m(x, masks(src.real)), name=f"{component} output", shape=x.shape)
     after = expect_tensor(m(longer, masks(real)), name=f"{component} output with padding appended",
                           shape=longer.shape)
-    example = describe(x=x, src_mask=masks(src.real), padding_appended=extra)
+    changed = perturb(x, (slice(None), 0), seed + 2)  # position 0 is real in every row
+    example = carrying(describe(x=x, src_mask=masks(src.real), padding_appended=extra), longer=longer,
+                       changed=changed, **built)
     assert_close(after[:, :S], before,
                  basis=BEFORE, name="outputs at the original positions", example=example, atol=1e-4,
                  hint=Hint("Appending padded (masked) positions changed the outputs at the real ones. Likely "
                            "causes: src_mask not passed to the self-attention of every layer, or its polarity "
                            "inverted.", "everywhere"))
-    changed = perturb(x, (slice(None), 0), seed + 2)  # position 0 is real in every row
     expect_changed(before, m(changed, masks(src.real)), name="the output when a real position changes",
                    example=example, hint="The output ignores its input. Likely causes: forward returns its input "
                                          "unchanged or a constant.")
@@ -191,7 +196,8 @@ def test_encoder_layer_source_padding_does_not_leak(student, cfg, src, extra, nf
     d, h, f = cfg
     m = student.new(ENCODER_LAYER, d, h, f, dropout=0.0, norm_first=nf).load(
         random_state(encoder_layer_shapes(d, f), seed), "EncoderLayer").eval()
-    _padding_check(m, "EncoderLayer", d, src, extra, seed)
+    _padding_check(m, "EncoderLayer", src, extra, seed, {"d_model": d, "n_heads": h, "d_ff": f, "norm_first": nf,
+                                                          "seed": seed})
 
 
 def test_encoder_layer_dropout_is_inactive_in_eval(student):
@@ -202,7 +208,8 @@ def test_encoder_layer_dropout_is_inactive_in_eval(student):
     m = student.new(ENCODER_LAYER, 8, 2, D_FF, dropout=0.9).load(w, "EncoderLayer")
     check_dropout_inactive_in_eval(m, (x, masks(real)), expected, component="EncoderLayer", atol=1e-4,
                                    uses="in MultiHeadAttention, PositionwiseFeedForward and both ResidualConnections",
-                                   example=describe(x=x, src_mask=masks(real)))
+                                   example=carrying(describe(x=x, src_mask=masks(real)), n_heads=2, d_ff=D_FF,
+                                                    seed=3))
 
 
 def test_encoder_layer_dropout_sits_where_the_docstring_says(student):
@@ -268,7 +275,8 @@ def _final_norm_check(student, target, component, shapes, run_torch, inputs: dic
         # a final norm applied or left out changes every batch element alike: the hint says so only then
         assert_close(m(*inputs.values()), expected,
                      name=f"{component} output (norm_first={nf}, norm.gamma=3, norm.beta=5)", atol=1e-4,
-                     example=describe(**inputs, norm_first=nf), alike=True,
+                     example=carrying(describe(**inputs, norm_first=nf), n_heads=2, d_ff=D_FF, n_layers=2, seed=11),
+                     alike=True,
                      hint="With norm_first=True the output differs from the layers followed by self.norm. Likely "
                           "causes: self.norm not applied at the end, or applied inside the loop."
                      if nf else "With norm_first=False the output differs from the layers alone. Likely causes: "
@@ -301,7 +309,8 @@ def test_encoder_source_padding_does_not_leak(student, cfg, src, extra, nf, seed
     d, h, f = cfg
     m = student.new(ENCODER, 2, d, h, f, dropout=0.0, norm_first=nf).load(
         random_state(stack_shapes(encoder_layer_shapes, 2, d, f), seed), "Encoder").eval()
-    _padding_check(m, "Encoder", d, src, extra, seed)
+    _padding_check(m, "Encoder", src, extra, seed, {"d_model": d, "n_heads": h, "d_ff": f, "norm_first": nf,
+                                                     "seed": seed, "n_layers": 2})
 
 
 # DecoderLayer ----------------------------------------------------------------------------
@@ -343,13 +352,17 @@ def test_decoder_layer_has_named_parts(student):
                  example=describe(d_model=8, n_heads=2, d_ff=D_FF))
 
 
-def _future_check(module, component, x, memory, src_real, t, seed):
+def _future_check(module, component, inputs: tuple, t: int, built: dict):
+    """inputs: (x, memory, src_real); `built`: how `module` was built (n_heads, d_ff, the weights' seed, n_layers
+    for a stack), carried with the example for --repro."""
+    x, memory, src_real = inputs
     B, T, d = x.shape
     src_mask, tgt_mask = masks(src_real, torch.ones(B, T, dtype=torch.bool))
-    changed = perturb(x, (slice(None), slice(t + 1, None)), seed, 2.0)
+    changed = perturb(x, (slice(None), slice(t + 1, None)), built["seed"] + 3, 2.0)
     before = expect_tensor(module(x, memory, src_mask, tgt_mask), name=f"{component} output", shape=x.shape)
     after = module(changed, memory, src_mask, tgt_mask)
-    example = describe(x=x, memory=memory, tgt_mask=tgt_mask, changed_from_position=t + 1)
+    example = carrying(describe(x=x, memory=memory, tgt_mask=tgt_mask, changed_from_position=t + 1),
+                       src_mask=src_mask, changed=changed, **built)
     assert_close(after[:, :t + 1], before[:, :t + 1],
                  basis=BEFORE, name=f"outputs at positions 0..{t}", example=example,
                  atol=1e-5, hint=Hint("Changing inputs after position t changed outputs up to t. Likely causes: "
@@ -368,7 +381,7 @@ def test_decoder_layer_does_not_leak_the_future(student, cfg, pair, data, seed):
     t = data.draw(st.integers(0, x.shape[1] - 2), label="last position kept")
     m = student.new(DECODER_LAYER, d, h, f, dropout=0.0).load(random_state(decoder_layer_shapes(d, f), seed),
                                                    "DecoderLayer").eval()
-    _future_check(m, "DecoderLayer", x, memory, pair[0].real, t, seed + 3)
+    _future_check(m, "DecoderLayer", (x, memory, pair[0].real), t, {"n_heads": h, "d_ff": f, "seed": seed})
 
 
 @given(cfg=s.layer_configs(), pair=s.source_and_target(), extra=st.integers(1, 3), seed=s.seeds)
@@ -381,15 +394,16 @@ def test_decoder_layer_attends_to_the_memory(student, cfg, pair, extra, seed):
                                                    "DecoderLayer").eval()
     src_mask, tgt_mask = masks(src.real, tgt.real)
     before = expect_tensor(m(x, memory, src_mask, tgt_mask), name="DecoderLayer output", shape=x.shape)
-    example = describe(x=x, memory=memory, src_mask=src_mask, tgt_mask=tgt_mask)
     longer = torch.cat([memory, s.tensor([B, extra, d], seed + 5, 3.0)], dim=1)
     real = torch.cat([src.real, torch.zeros(B, extra, dtype=torch.bool)], dim=1)
+    changed = perturb(memory, (slice(None), 0), seed + 6, 2.0)  # position 0 of every source row is real
+    example = carrying(describe(x=x, memory=memory, src_mask=src_mask, tgt_mask=tgt_mask), longer_memory=longer,
+                       changed_memory=changed, n_heads=h, d_ff=f, seed=seed)
     assert_close(m(x, longer, masks(real), tgt_mask), before,
                  basis=BEFORE, name="output with padding appended to the memory",
                  example=example, atol=1e-4,
                  hint="Appending padded (masked) memory positions changed the output. Likely causes: src_mask not "
                       "passed to the cross-attention, or tgt_mask passed there instead.")
-    changed = perturb(memory, (slice(None), 0), seed + 6, 2.0)  # position 0 of every source row is real
     expect_changed(before, m(x, changed, src_mask, tgt_mask), name="the output when the memory changes",
                    example=example,
                    hint="The output ignores the memory. Likely causes: the cross-attention takes its keys and "
@@ -405,7 +419,10 @@ def test_decoder_layer_dropout_is_inactive_in_eval(student):
     m = student.new(DECODER_LAYER, 8, 2, D_FF, dropout=0.9).load(w, "DecoderLayer")
     check_dropout_inactive_in_eval(m, (x, memory, *masks(src_real, tgt_real)), expected, component="DecoderLayer",
                                    uses="in both attentions, the PositionwiseFeedForward and the three "
-                                        "ResidualConnections", atol=1e-4, example=describe(x=x, memory=memory))
+                                        "ResidualConnections", atol=1e-4,
+                                   example=carrying(describe(x=x, memory=memory), src_mask=masks(src_real),
+                                                    tgt_mask=masks(src_real, tgt_real)[1], n_heads=2, d_ff=D_FF,
+                                                    seed=3))
 
 
 def test_decoder_layer_dropout_sits_where_the_docstring_says(student):
@@ -503,7 +520,8 @@ def test_decoder_does_not_leak_the_future(student, cfg, pair, data, seed):
     t = data.draw(st.integers(0, x.shape[1] - 2), label="last position kept")
     m = student.new(DECODER, 2, d, h, f, dropout=0.0).load(
         random_state(stack_shapes(decoder_layer_shapes, 2, d, f), seed), "Decoder").eval()
-    _future_check(m, "Decoder", x, memory, pair[0].real, t, seed + 3)
+    _future_check(m, "Decoder", (x, memory, pair[0].real), t, {"n_heads": h, "d_ff": f, "seed": seed,
+                                                                 "n_layers": 2})
 
 
 # Transformer -----------------------------------------------------------------------------
@@ -518,6 +536,13 @@ def new_transformer(student, vs, vt, pad, nf=False, seed=0, **kwargs):
     return m.load(random_state(transformer_shapes(vs, vt, D_MODEL, D_FF, N_LAYERS), seed), "Transformer").eval()
 
 
+def sized(example, vocab: int, nf: bool, seed: int, **extra):
+    """`example` carrying how new_transformer built the model (its sizes, vocab for both sides, norm_first, the
+    weights' seed): --repro builds the same one."""
+    return carrying(example, vocab=vocab, norm_first=nf, seed=seed, d_model=D_MODEL, n_heads=N_HEADS,
+                    n_layers=N_LAYERS, d_ff=D_FF, max_len=32, **extra)
+
+
 @given(pair=s.source_and_target(), nf=st.booleans(), seed=s.seeds)
 def test_transformer_matches_torch(student, pair, nf, seed):
     src, tgt = pair
@@ -525,7 +550,8 @@ def test_transformer_matches_torch(student, pair, nf, seed):
     expected = torch_transformer(w, src.tokens, tgt.tokens, src.pad_idx, D_MODEL, N_HEADS, D_FF, N_LAYERS, nf)
     m = new_transformer(student, src.vocab, src.vocab, src.pad_idx, nf, seed)
     assert_close(m(src.tokens, tgt.tokens), expected, name=f"Transformer logits (norm_first={nf})",
-                 example=describe(src=src.tokens, tgt=tgt.tokens, pad_idx=src.pad_idx, norm_first=nf), atol=1e-4,
+                 example=sized(describe(src=src.tokens, tgt=tgt.tokens, pad_idx=src.pad_idx, norm_first=nf),
+                               src.vocab, nf, seed), atol=1e-4,
                  hint="The logits differ from PyTorch's stack with the same weights. Likely causes: the wiring of "
                       "projection(decoder(tgt_embed(tgt), encoder(src_embed(src), src_mask), src_mask, tgt_mask)), "
                       "masks not built with make_pad_mask(src, pad_idx) and make_tgt_mask(tgt, pad_idx), or a part "
@@ -560,7 +586,8 @@ def test_transformer_forward_builds_its_masks_from_pad_idx(student, pair, nf, se
                         name="decode(memory, src_mask, tgt, tgt_mask)", shape=(*tgt.tokens.shape, D_MODEL))
     expected = F.linear(out, w["projection.weight"], w["projection.bias"])
     assert_close(m(src.tokens, tgt.tokens), expected, name="forward(src, tgt) compared with your own encode/decode",
-                 example=describe(src=src.tokens, tgt=tgt.tokens, pad_idx=src.pad_idx), atol=1e-5,
+                 example=sized(describe(src=src.tokens, tgt=tgt.tokens, pad_idx=src.pad_idx), src.vocab, nf, seed),
+                 atol=1e-5,
                  hint=f"forward(src, tgt) differs from your own encode and decode given the contract's masks. Likely "
                       f"causes: forward builds its masks differently from src_mask = make_pad_mask(src, self.pad_idx) "
                       f"and tgt_mask = make_tgt_mask(tgt, self.pad_idx) (pad_idx={src.pad_idx} here), or it does not "
@@ -583,7 +610,7 @@ def test_transformer_decode_does_not_leak_the_future(student, pair, data, nf, se
     before = expect_tensor(m.method("decode", memory, src_mask, full, tgt_mask), name="decode output",
                            shape=(B, T, D_MODEL))
     after = m.method("decode", memory, src_mask, changed, tgt_mask)
-    example = describe(src=src.tokens, tgt=full, changed_tgt=changed, pad_idx=pad)
+    example = sized(describe(src=src.tokens, tgt=full, changed_tgt=changed, pad_idx=pad), V, nf, seed, last_kept=t)
     assert_close(after[:, :t + 1], before[:, :t + 1],
                  basis=BEFORE, name=f"decode outputs at positions 0..{t}", example=example,
                  atol=1e-5, hint="Changing target tokens after position t changed outputs up to t. Likely causes: "
@@ -600,7 +627,7 @@ def test_transformer_source_padding_does_not_leak(student, pair, extra, nf, seed
     m = new_transformer(student, V, V, pad, nf, seed)
     before = expect_tensor(m(src.tokens, tgt.tokens), name="Transformer logits", shape=(*tgt.tokens.shape, V))
     longer = torch.cat([src.tokens, torch.full((src.tokens.shape[0], extra), pad)], dim=1)
-    example = describe(src=src.tokens, tgt=tgt.tokens, pad_idx=pad, padding_appended=extra)
+    example = sized(describe(src=src.tokens, tgt=tgt.tokens, pad_idx=pad, padding_appended=extra), V, nf, seed)
     assert_close(m(longer, tgt.tokens), before,
                  basis=BEFORE, name="logits with padding appended to the source", example=example,
                  atol=1e-4, hint="Appending source padding changed the logits. Likely causes: the source padding "
@@ -624,7 +651,7 @@ def test_transformer_batch_elements_are_independent(student, seed, nf):
     src2[0] = src2[0] % (V - 1) + 1
     tgt2[0] = tgt2[0] % (V - 1) + 1
     after = m(src2, tgt2)
-    example = describe(src=src, tgt=tgt, changed_batch_element=0)
+    example = sized(describe(src=src, tgt=tgt, changed_batch_element=0), V, nf, seed, pad_idx=pad)
     assert_close(after[1:], before[1:],
                  basis=BEFORE, name="logits of the batch elements that did not change", example=example,
                  atol=1e-5, hint="Changing batch element 0 changed the others. Likely causes: a reshape or view "
@@ -648,8 +675,11 @@ def test_transformer_padding_rows_get_no_gradient(student):
     src, tgt = torch.tensor([[1, 2, 5, 3], [4, 5, 3, 3]]), torch.tensor([[1, 6, 3], [2, 3, 3]])
     m = student.new(TRANSFORMER, 8, 8, d_model=D_MODEL, n_heads=N_HEADS, n_layers=N_LAYERS, d_ff=D_FF,
                     dropout=0.0, max_len=16, pad_idx=pad)
-    example = describe(src=src, tgt=tgt, pad_idx=pad)
-    _, _, grads = m.backward(src, tgt, grad_output=s.tensor([2, 3, 8], 1), wrt=())
+    grad_output = s.tensor([2, 3, 8], 1)
+    # what the text leaves out travels as data: --repro builds the same model and runs the same backward
+    example = carrying(describe(src=src, tgt=tgt, pad_idx=pad), grad_output=grad_output, vocab=8, d_model=D_MODEL,
+                       n_heads=N_HEADS, n_layers=N_LAYERS, d_ff=D_FF, max_len=16)
+    _, _, grads = m.backward(src, tgt, grad_output=grad_output, wrt=())
     for name in ("src_embed.token.embedding.weight", "tgt_embed.token.embedding.weight"):
         grad = expect_tensor(grads.get(name), name=f"gradient of {name}", shape=(8, D_MODEL), example=example,
                              hint="No gradient for this table. Likely causes: the embeddings are not "
