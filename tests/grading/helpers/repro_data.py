@@ -28,10 +28,9 @@ def same(name, got, expected, what="") -> bool:
 '''
 
 
-def _vocab(check: str) -> str:
-    """The lines of main() that check one Vocab check, `v` built from `sequences` (and min_freq)."""
-    return {
-        "vocab_specials_come_first": '''
+# the lines of main() that check each Vocab check, `v` built from `sequences` (and min_freq), in its order
+VOCAB_CHECKS = {
+    "vocab_specials_come_first": '''
     v = Vocab(sequences)
     got = int_list("encode(['<pad>', '<sos>', '<eos>', '<unk>'])", v.encode(SPECIALS))
     if got is None or not same("encode of the specials", got, [0, 1, 2, 3]):
@@ -43,7 +42,7 @@ def _vocab(check: str) -> str:
     print("=== ids of the words of the data (each should be >= 4: 0..3 belong to the specials)")
     print("got:", ids)
     return verdict(ids is not None and all(i >= 4 for i in ids))''',
-        "vocab_encode_decode_round_trip": '''
+    "vocab_encode_decode_round_trip": '''
     v = Vocab(sequences)
     distinct = sorted({w for seq in sequences for w in seq})
     n = len(v)
@@ -62,7 +61,7 @@ def _vocab(check: str) -> str:
         if not same(f"decode(encode({seq}))", list(back) if type(back) in (list, tuple) else back, seq):
             return verdict(False)
     return verdict(True)''',
-        "vocab_maps_unknown_tokens_to_unk": '''
+    "vocab_maps_unknown_tokens_to_unk": '''
     v = Vocab(sequences)
     got = int_list(f"encode({tokens})", v.encode(tokens))
     if got is None:
@@ -70,7 +69,7 @@ def _vocab(check: str) -> str:
     print(f"=== encode({tokens}): unknown tokens are <unk> (3), known ones their own ids (not 3)")
     print("got:", got)
     return verdict(got[1] == 3 and got[3] == 3 and 3 not in (got[0], got[2]))''',
-        "vocab_min_freq_drops_rare_tokens": '''
+    "vocab_min_freq_drops_rare_tokens": '''
     v = Vocab(sequences, min_freq=min_freq)
     n = len(v)
     probe = ["a", "b", "e", "c", "d", "f"]
@@ -81,14 +80,14 @@ def _vocab(check: str) -> str:
           "get their own ids, 'c', 'd' and 'f' (seen once) are <unk> (3)")
     print(f"got: len {n!r}, ids {ids}")
     return verdict(n == 7 and ids[3:] == [3] * 3 and 3 not in ids[:3] and len(set(ids[:3])) == 3)''',
-        "vocab_decode_maps_ids_as_they_are": '''
+    "vocab_decode_maps_ids_as_they_are": '''
     v = Vocab(sequences)
     ids = [1, *v.encode(["may"]), 2, 0, 3]  # <sos> may <eos> <pad> <unk>, 'may' by your encode
     print("ids =", ids)
     got = v.decode(ids)
     got = list(got) if type(got) in (list, tuple) else got
     return verdict(same("decode(ids), specials included", got, ["<sos>", "may", "<eos>", "<pad>", "<unk>"]))''',
-    }[check]
+}
 
 
 def _vocab_recipe(check: str, names: tuple[str, ...]) -> Recipe:
@@ -101,7 +100,7 @@ def _vocab_recipe(check: str, names: tuple[str, ...]) -> Recipe:
 def main() -> int:
     Vocab = load("{VOCAB}")
     show({", ".join(f"{name}={name}" for name in names)})
-{_vocab(check)}
+{VOCAB_CHECKS[check]}
 '''
     return Recipe(names, body)
 
