@@ -48,6 +48,14 @@ def _inert(report, *, planted: str = "PWNED"):
     for line in lines:
         if planted in line:
             assert "[bold red]" in line or line.index(planted) < 12, line  # markup shown as text, not applied
+    # the outputs made from the JSON (Gradescope's results.json, a batch's): bounded and inert as it is
+    from grader.batch.outputs import gradescope
+    from grader.gradescope.results import results
+
+    for made in (results(data, execution_time=1.0), gradescope(data)):
+        out = json.dumps(made, allow_nan=False)
+        assert len(out) < JSON_LIMIT and not any(re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", s)
+                                                 for s in _strings(made)), len(out)
     hidden_line = HIDDEN.read_text().splitlines()[HIDDEN_LINE - 1].strip()
     assert len(hidden_line) > 10 and hidden_line not in screen and hidden_line not in text
     return data, lines
