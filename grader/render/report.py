@@ -1,6 +1,5 @@
 """The terminal report, drawn with rich. Anything the submission produced is shown as plain text."""
 
-import re
 
 from rich import box
 from rich.console import Console, Group
@@ -22,12 +21,12 @@ MESSAGE_ROWS = 4  # of a check's message without --verbose (the course's are 2 a
 TIGHT_LINES = 1
 # "basis": what the check compared with, where that is built from the submission's own output
 _LABELS = {"basis": "compared with", "drawn": "inputs"}
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def plain(text: str, limit: int = 2000) -> Text:
-    """Untrusted text, made inert: control characters (ANSI escapes among them) shown as \\x.., no markup."""
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    """Untrusted text, made inert: control characters (ANSI escapes among them) and direction overrides
+    shown as \\x.. and \\u...., no markup."""
+    text = words.CONTROL.sub(words.escaped, str(text))
     if len(text) > limit:
         text = text[:limit] + f" ... ({len(text) - limit} more characters)"
     return Text(text)

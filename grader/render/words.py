@@ -9,9 +9,15 @@ import re
 from grader.judging.reveal import Reveal
 from grader.suite.pattern import fits
 
-# C0 but tab and newline, DEL, C1 (0x9b is a terminal's one-byte CSI): what makes text act on a terminal
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_LINE_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # one line's text: newline and tab too
+# C0 but tab and newline, DEL, C1 (0x9b is a terminal's one-byte CSI): what makes text act on a terminal;
+# and the direction marks and overrides, which make text read other than it is (in a terminal or a page)
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_LINE_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # a line's: \n, \t too
+
+
+def escaped(m: re.Match) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def inert(text: str, limit: int | None = None, *, line: bool = False) -> str:
@@ -22,7 +28,7 @@ def inert(text: str, limit: int | None = None, *, line: bool = False) -> str:
     text = str(text)
     more = len(text) - limit if limit is not None and len(text) > limit else 0
     text = text[:limit] if more else text
-    text = (_LINE_BREAK if line else _CONTROL).sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    text = (_LINE_BREAK if line else CONTROL).sub(escaped, text)
     if more:
         text = text[:limit] + f" ... ({more} more characters)"
     return text

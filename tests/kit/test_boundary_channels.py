@@ -10,8 +10,9 @@ import re
 from tests.kit.conftest import ONE_SCREEN, ROOT, as_json, grade_report, mutant, report_lines
 
 # every string a hostile submission below plants: ANSI escapes (clear the screen, red), rich markup
-# (a style, a link) and a C1 control character, before a long tail
-HOSTILE = "\\x1b[2J\\x1b[31m[bold red]PWNED[/bold red][link=file:///etc/passwd]here[/link]\\x9b\\r"
+# (a style, a link), a C1 control character and a direction override, before a long tail
+HOSTILE = "\\x1b[2J\\x1b[31m[bold red]PWNED[/bold red][link=file:///etc/passwd]here[/link]\\x9b\\r\\u202e"
+CONTROL = r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]"  # what must not reach a reader
 JSON_LIMIT = 400_000  # bytes of a whole assignment's JSON report (a bug-free one is about 60 kB)
 # a line of the hidden suite that a forged frame names by its path (the grader must not open it)
 HIDDEN = ROOT / "tests" / "grading" / "hidden" / "test_assignment1.py"
@@ -37,14 +38,14 @@ def _inert(report, *, planted: str = "PWNED"):
     data = as_json(report)
     text = json.dumps(data, allow_nan=False)  # NaN or Infinity: not JSON (a browser's JSON.parse refuses it)
     assert len(text) < JSON_LIMIT, f"JSON report of {len(text)} bytes"
-    bad = [s[:80] for s in _strings(data) if re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", s)]
+    bad = [s[:80] for s in _strings(data) if re.search(CONTROL, s)]
     assert not bad, f"control characters in the JSON report: {bad[:3]}"
     lines = report_lines(report)
     screen = "\n".join(lines)
     # one screen, and the panel that flags the submission's reach into the kit's modules (4 lines) where it has one
     flagged = 4 * any(c["flagged"] for c in data["components"])
     assert len(lines) <= ONE_SCREEN + flagged, f"{len(lines)} lines:\n{screen[:6000]}"
-    assert "\x1b" not in screen and "\x9b" not in screen and "\r" not in screen
+    assert not re.search(CONTROL, screen)
     for line in lines:
         if planted in line:
             assert "[bold red]" in line or line.index(planted) < 12, line  # markup shown as text, not applied
@@ -54,7 +55,7 @@ def _inert(report, *, planted: str = "PWNED"):
 
     for made in (results(data, execution_time=1.0), gradescope(data)):
         out = json.dumps(made, allow_nan=False)
-        assert len(out) < JSON_LIMIT and not any(re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", s)
+        assert len(out) < JSON_LIMIT and not any(re.search(CONTROL, s)
                                                  for s in _strings(made)), len(out)
     hidden_line = HIDDEN.read_text().splitlines()[HIDDEN_LINE - 1].strip()
     assert len(hidden_line) > 10 and hidden_line not in screen and hidden_line not in text
