@@ -9,7 +9,7 @@ import math
 import torch
 
 from grader.suite.checks import Mismatch, assert_close, describe, expect_tensor
-from grader.suite.example import carrying
+from grader.suite.example import Example, carrying
 from tests import strategies as s
 from tests.grading.helpers.names import TRANSFORMER
 
@@ -161,8 +161,10 @@ def check_dropout_placement(module, inputs: tuple, expected: torch.Tensor, *, co
                      hint="In eval() mode dropout does nothing, so this should equal the output without dropout, "
                           "and it differs. Likely causes: an error unrelated to dropout (see the other checks).")
     got = module.train()(*inputs, seed=1)
+    # the example's values (what --repro reads) kept under the longer text
+    shown = Example(f"{example}\ndropout = 1.0, train() mode", getattr(example, "values", {}))
     assert_close(got, expected, name=f"{component} output in train() mode with dropout=1.0",
-                 example=example + "\ndropout = 1.0, train() mode", atol=atol,
+                 example=shown, atol=atol,
                  hint="With dropout=1.0 in train() mode every dropped value is exactly 0, so the output shows where "
                       f"dropout sits: with the docstring's placement it is {placement}, and yours differs. "
                       f"Likely causes: {causes}")

@@ -104,7 +104,7 @@ def main() -> int:
 '''
 
 
-def _sublayer(d: int, seed: int) -> tuple[str, object]:
+def kit_sublayer_source(d: int, seed: int) -> tuple[str, object]:
     """The kit's sublayer as script source, and the same function here."""
     w, b = sublayer_weights(d, seed)
     source = f'''# the check's sublayer, tanh(linear(x)), with these weights (drawn from seed {seed})
@@ -120,7 +120,7 @@ def sublayer(x):
 
 def _residual(ex: dict) -> str:
     x, gamma, beta, nf = ex["x"], ex["gamma"], ex["beta"], ex["norm_first"]
-    source, sub = _sublayer(x.shape[-1], ex["sublayer_seed"])
+    source, sub = kit_sublayer_source(x.shape[-1], ex["sublayer_seed"])
     expected = x + sub(layer_norm(x, gamma, beta)) if nf else layer_norm(x + sub(x), gamma, beta)
     formula = "x + sublayer(norm(x))" if nf else "norm(x + sublayer(x))"
     norm = {"norm.gamma": gamma, "norm.beta": beta}
@@ -140,7 +140,7 @@ def main() -> int:
 
 def _residual_dropout(ex: dict) -> str:
     x, nf = ex["x"], ex["norm_first"]
-    source, sub = _sublayer(x.shape[-1], ex["sublayer_seed"])
+    source, sub = kit_sublayer_source(x.shape[-1], ex["sublayer_seed"])
     expected = x + sub(layer_norm(x)) if nf else layer_norm(x + sub(x))
     formula = "x + sublayer(norm(x))" if nf else "norm(x + sublayer(x))"
     return values(x=x, norm_first=nf) + source + f'''
@@ -175,7 +175,7 @@ expected = {literal(expected)}
         "x=x, memory=memory", "x, memory, src_mask, tgt_mask", "DecoderLayer", 1e-4)
 
 
-def _stack(ex: dict, layer_shapes, layer: str, stack: str) -> tuple[str, tuple, dict]:
+def stack_parts(ex: dict, layer_shapes, layer: str, stack: str) -> tuple[str, tuple, dict]:
     """(target, args, state) of the layer, or of the stack where the example has n_layers."""
     d, f = ex["x"].shape[-1], ex["d_ff"]
     if "n_layers" in ex:
@@ -188,7 +188,7 @@ def _padding(ex: dict) -> str:
     x, src_mask, longer, changed = ex["x"], ex["src_mask"], ex["longer"], ex["changed"]
     extra, S = longer.shape[1] - x.shape[1], x.shape[1]
     longer_mask = torch.cat([src_mask, torch.zeros(x.shape[0], 1, 1, extra, dtype=torch.bool)], dim=-1)
-    target, args, state = _stack(ex, encoder_layer_shapes, ENCODER_LAYER, ENCODER)
+    target, args, state = stack_parts(ex, encoder_layer_shapes, ENCODER_LAYER, ENCODER)
     name = target.split(":")[1]
     return values(x=x, src_mask=src_mask) + f'''\
 # x with {extra} padded positions appended (blocked by the mask): the outputs at the first {S} must not change
@@ -205,7 +205,7 @@ changed = {literal(changed)}
 def _future(ex: dict) -> str:
     x, memory, src_mask, tgt_mask, changed, t = (
         ex[k] for k in ("x", "memory", "src_mask", "tgt_mask", "changed", "changed_from_position"))
-    target, args, state = _stack(ex, decoder_layer_shapes, DECODER_LAYER, DECODER)
+    target, args, state = stack_parts(ex, decoder_layer_shapes, DECODER_LAYER, DECODER)
     after = "module(changed, memory, src_mask, tgt_mask)"
     return values(x=x, memory=memory, src_mask=src_mask, tgt_mask=tgt_mask) + f'''\
 # x changed from position {t} on: the outputs before it must not change (a causal mask keeps them)
@@ -221,7 +221,7 @@ def _memory(ex: dict) -> str:
         ex[k] for k in ("x", "memory", "src_mask", "tgt_mask", "longer_memory", "changed_memory"))
     extra = longer.shape[1] - memory.shape[1]
     longer_mask = torch.cat([src_mask, torch.zeros(x.shape[0], 1, 1, extra, dtype=torch.bool)], dim=-1)
-    target, args, state = _stack(ex, decoder_layer_shapes, DECODER_LAYER, DECODER)
+    target, args, state = stack_parts(ex, decoder_layer_shapes, DECODER_LAYER, DECODER)
     return values(x=x, memory=memory, src_mask=src_mask, tgt_mask=tgt_mask) + f'''\
 # the memory with {extra} padded positions appended (blocked by longer_mask): the output must not change
 longer_memory = {literal(longer)}
@@ -239,7 +239,7 @@ def _final_norm(ex: dict) -> str:
     decoder = "memory" in ex
     parts = ((decoder_layer_shapes, DECODER_LAYER, DECODER) if decoder
              else (encoder_layer_shapes, ENCODER_LAYER, ENCODER))
-    target, args, state = _stack(ex, *parts)
+    target, args, state = stack_parts(ex, *parts)
     d, h, f, n = ex["x"].shape[-1], ex["n_heads"], ex["d_ff"], ex["n_layers"]
     state["norm.gamma"], state["norm.beta"] = torch.full((d,), 3.0), torch.full((d,), 5.0)
     if decoder:

@@ -18,7 +18,7 @@ TABLES = ("src_embed.token.embedding.weight", "tgt_embed.token.embedding.weight"
 _SIZES = ("d_model", "n_heads", "n_layers", "d_ff", "max_len")
 
 
-def _model(ex: dict) -> tuple[tuple, dict, dict]:
+def model_parts(ex: dict) -> tuple[tuple, dict, dict]:
     """(args, kwargs, state) of the Transformer the check built (dropout 0), from the data it carries."""
     V, d, f, n = ex["vocab"], ex["d_model"], ex["d_ff"], ex["n_layers"]
     kwargs = {**{k: ex[k] for k in _SIZES}, "dropout": 0.0, "pad_idx": ex["pad_idx"], "norm_first": ex["norm_first"]}
@@ -26,7 +26,7 @@ def _model(ex: dict) -> tuple[tuple, dict, dict]:
 
 
 def _matches_torch(ex: dict) -> str:
-    args, kwargs, w = _model(ex)
+    args, kwargs, w = model_parts(ex)
     src, tgt, pad, nf = ex["src"], ex["tgt"], ex["pad_idx"], ex["norm_first"]
     expected = torch_transformer(w, src, tgt, pad, ex["d_model"], ex["n_heads"], ex["d_ff"], ex["n_layers"], nf)
     return module_script(TRANSFORMER, (args, kwargs), w, {"src": src, "tgt": tgt}, expected,
@@ -42,7 +42,7 @@ tgt_mask = {literal(tgt_mask)}
 
 
 def _builds_its_masks(ex: dict) -> str:
-    args, kwargs, w = _model(ex)
+    args, kwargs, w = model_parts(ex)
     src, tgt = ex["src"], ex["tgt"]
     return values(src=src, tgt=tgt, pad_idx=ex["pad_idx"]) + _contract_masks(src, tgt, ex["pad_idx"]) + builder(
         TRANSFORMER, args, kwargs, w) + '''
@@ -61,7 +61,7 @@ def main() -> int:
 
 
 def _decode_future(ex: dict) -> str:
-    args, kwargs, w = _model(ex)
+    args, kwargs, w = model_parts(ex)
     src, tgt, changed, t = ex["src"], ex["tgt"], ex["changed_tgt"], ex["last_kept"]
     ones = torch.ones(tgt.shape, dtype=torch.bool)
     after = "module.decode(module.encode(src, src_mask), src_mask, changed_tgt, tgt_mask)"
@@ -79,7 +79,7 @@ tgt_mask = {literal(masks(ones, ones)[1])}
 
 
 def _source_padding(ex: dict) -> str:
-    args, kwargs, w = _model(ex)
+    args, kwargs, w = model_parts(ex)
     src, pad, V = ex["src"], ex["pad_idx"], ex["vocab"]
     extra = ex["padding_appended"]
     longer = torch.cat([src, torch.full((src.shape[0], extra), pad)], dim=1)
@@ -97,7 +97,7 @@ changed_src = {literal(changed)}
 
 
 def _batch_independent(ex: dict) -> str:
-    args, kwargs, w = _model(ex)
+    args, kwargs, w = model_parts(ex)
     src, tgt, V = ex["src"], ex["tgt"], ex["vocab"]
     src2, tgt2 = src.clone(), tgt.clone()
     src2[0], tgt2[0] = src2[0] % (V - 1) + 1, tgt2[0] % (V - 1) + 1
