@@ -1,6 +1,5 @@
 """The terminal report, drawn with rich. Anything the submission produced is shown as plain text."""
 
-
 from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
