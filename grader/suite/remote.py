@@ -40,9 +40,7 @@ class Submission:
         self.gpu = gpu
         self.reference = reference  # the reference tree, for isolated checks (instructors' tier)
         self.fresh_seed: int | None = None  # where set, the stored examples are drawn afresh too (grader.suite.plugin)
-        # False: no second set of draws where the reference is at hand (the bug table's runs: it is of the
-        # student's draws alone, and a second set's failures are never matched against it)
-        self.second_set = True
+        self.second_set = True  # False: none where the reference is at hand (the bug table's runs, grader.suite.draws)
         self.parts = ReferenceParts(lambda h, *args: sandbox.request({"op": "call", "target": h, "args": list(args),
                                                                        "kwargs": {}}))
         sandbox.on_ask = self.parts.answer
