@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from grader.judging.reveal import Reveal
-from grader.suite.pattern import fits
+from grader.suite.pattern import Kind, fits
 
 # C0 but tab and newline, DEL, C1 (0x9b is a terminal's one-byte CSI): what makes text act on a terminal;
 # and the direction marks and overrides, which make text read other than it is (in a terminal or a page)
@@ -103,23 +103,23 @@ def _batch(found: dict) -> str:
 def _where(kind: str, found: dict) -> str:
     """One location kind (grader.suite.pattern.Kind) in words."""
     n = found.get("positions", 0)
-    said = {
-        "first_position": "only position 0 (the first) is wrong; the later positions match.",
-        "last_position": f"only the last position ({n - 1}) is wrong; the earlier ones match.",
-        "from_position": f"every position from {found.get('from')} on is wrong; the ones before it match.",
-        "padded_tail": "in each batch element the positions from its own point on are wrong ("
+    said: dict[str, str] = {  # (a kind read back from JSON is a plain string, equal to its Kind)
+        Kind.FIRST_POSITION: "only position 0 (the first) is wrong; the later positions match.",
+        Kind.LAST_POSITION: f"only the last position ({n - 1}) is wrong; the earlier ones match.",
+        Kind.FROM_POSITION: f"every position from {found.get('from')} on is wrong; the ones before it match.",
+        Kind.PADDED_TAIL: "in each batch element the positions from its own point on are wrong ("
                        + ", ".join(f"from {s} in element {i}" for i, s in list(found.get("starts", {}).items())[:4])
                        + "), the ones before match: the point differs between elements, as padding does.",
-        "some_positions": _many("position", found.get("rows", []), n),
-        "odd_features": f"only odd feature columns ({_listed(found.get('columns', []))}) are wrong; "
+        Kind.SOME_POSITIONS: _many("position", found.get("rows", []), n),
+        Kind.ODD_FEATURES: f"only odd feature columns ({_listed(found.get('columns', []))}) are wrong; "
                         "the even ones match.",
-        "even_features": f"only even feature columns ({_listed(found.get('columns', []))}) are wrong; "
+        Kind.EVEN_FEATURES: f"only even feature columns ({_listed(found.get('columns', []))}) are wrong; "
                          "the odd ones match.",
-        "some_features": _many("feature column", found.get("columns", []), found.get("features", 0)),
-        "diagonal": "only the diagonal is wrong (row i, column i: a position and itself); the rest matches.",
-        "above_diagonal": "only entries above the diagonal are wrong (column j after row i: a later key); "
+        Kind.SOME_FEATURES: _many("feature column", found.get("columns", []), found.get("features", 0)),
+        Kind.DIAGONAL: "only the diagonal is wrong (row i, column i: a position and itself); the rest matches.",
+        Kind.ABOVE_DIAGONAL: "only entries above the diagonal are wrong (column j after row i: a later key); "
                           "the diagonal and below match.",
-        "below_diagonal": "only entries below the diagonal are wrong (column j before row i: an earlier key); "
+        Kind.BELOW_DIAGONAL: "only entries below the diagonal are wrong (column j before row i: an earlier key); "
                           "the diagonal and above match.",
     }
     return said.get(kind, "")
@@ -127,28 +127,29 @@ def _where(kind: str, found: dict) -> str:
 
 def _form(kind: str, found: dict) -> str:
     """The error's form (grader.suite.pattern.FORMS) in words."""
-    return {
-        "offset": f"every value is off by the same amount ({found.get('offset', 0):.4g}).",
-        "feature_offset": "each feature column is off by its own constant amount (got - expected: "
+    said: dict[str, str] = {
+        Kind.OFFSET: f"every value is off by the same amount ({found.get('offset', 0):.4g}).",
+        Kind.FEATURE_OFFSET: "each feature column is off by its own constant amount (got - expected: "
                           f"{_listed(found.get('offsets', []), 4)}).",
-        "scale": f"every value is the expected times the same factor ({found.get('scale', 0):.4g}).",
-        "feature_scale": "each feature column is the expected times its own factor ("
+        Kind.SCALE: f"every value is the expected times the same factor ({found.get('scale', 0):.4g}).",
+        Kind.FEATURE_SCALE: "each feature column is the expected times its own factor ("
                          f"{_listed(found.get('scales', []), 4)}).",
-    }.get(kind, "")
+    }
+    return said.get(kind, "")
 
 
 def pattern(found: dict) -> str:
     """What a check found wrong (grader.suite.pattern's data: "kinds" and what they need), and where
     the check's likely causes do not fit it, that it rules them out."""
-    kinds = [str(k) for k in found.get("kinds", ["some_batch"] if "wrong" in found else [])]
-    said = [_batch(found)] if "some_batch" in kinds else []
+    kinds = [str(k) for k in found.get("kinds", [Kind.SOME_BATCH] if "wrong" in found else [])]
+    said = [_batch(found)] if Kind.SOME_BATCH in kinds else []
     said += [s for s in (_where(k, found) for k in kinds) if s][:1]
     said += [s for s in (_form(k, found) for k in kinds) if s][:1]
     if not said:
-        said = ["every element is wrong." if "everywhere" in kinds else "some elements are wrong, in no "
+        said = ["every element is wrong." if Kind.EVERYWHERE in kinds else "some elements are wrong, in no "
                 "pattern of batch elements, positions or feature columns."]
     text = " ".join(s[0].upper() + s[1:] if i else s for i, s in enumerate(said))
-    if found.get("alike") and "some_batch" in kinds:
+    if found.get("alike") and Kind.SOME_BATCH in kinds:
         text += (" So the cause is not one that changes every batch element alike, as this check's usual causes "
                  "would: look at what differs between them (their padding, their mask).")
     elif not fits(kinds, found.get("fits", [])):
@@ -185,10 +186,10 @@ def pattern_shown(details: dict, tight: bool = False) -> bool:
     them), where only some batch elements are wrong, and (but where several panels share one
     screen: `tight`) where it found more than "everywhere" or "in no form"."""
     found = details.get("pattern") or {}
-    kinds = set(found.get("kinds", ["some_batch"])) if found else set()
-    if not found or not hint_fits(details) or "some_batch" in kinds:
+    kinds = set(found.get("kinds", [Kind.SOME_BATCH])) if found else set()
+    if not found or not hint_fits(details) or Kind.SOME_BATCH in kinds:
         return bool(found)
-    return not tight and bool(kinds - {"everywhere", "scattered"})
+    return not tight and bool(kinds - {Kind.EVERYWHERE, Kind.SCATTERED})
 
 
 def elided(text: str, lines: int = 6) -> str:
