@@ -14,6 +14,7 @@ from tests.grading.helpers.names import LOSS, NOAM, PAD_MASK, SDPA, TGT_MASK, ca
 from tests.grading.helpers.oracles import attention, graded_rows
 from tests.grading.helpers.repro_attention import ATTENTION_RECIPES
 from tests.grading.helpers.repro_blocks import BLOCK_RECIPES
+from tests.grading.helpers.repro_blocks1 import BLOCKS1_RECIPES, BLOCKS1_WHY_NOT
 from tests.grading.helpers.repro_data import DATA_RECIPES, DATA_WHY_NOT
 from tests.grading.helpers.repro_layers import LAYER_RECIPES
 from tests.grading.helpers.repro_mha import MHA_RECIPES
@@ -214,6 +215,7 @@ RECIPES: dict[str, Recipe] = {
     **MHA_RECIPES,
     **LAYER_RECIPES,
     **DATA_RECIPES,
+    **BLOCKS1_RECIPES,
     **STACK_RECIPES,
 }
 
@@ -242,5 +244,6 @@ WHY_NOT = {
     "_init_is_xavier_uniform": "it checks the spread of freshly drawn weights, not one example",
     "end_to_end_training_lowers_the_loss": "it trains a whole model for many steps (`grade train` shows training)",
     **DATA_WHY_NOT,
+    **BLOCKS1_WHY_NOT,
     **STACK_WHY_NOT,
 }
