@@ -29,23 +29,13 @@ from tests.grading.helpers.oracles import (
     torch_encoder_layer,
     torch_transformer,
 )
+from tests.grading.helpers.repro_blocks1_sdpa import placement
 from tests.grading.helpers.repro_leaks import builder, kit_sublayer_source, stack_parts, values
 from tests.grading.helpers.repro_transformer import model_parts
 
 
 def placement_main(shown: str, call: str, name: str, atol: float) -> str:
-    return f'''
-
-def main() -> int:
-    module = build()  # built with dropout=1.0
-    if module is None:
-        return 1
-    show({shown})
-    module.train()
-    torch.manual_seed(1)
-    # nn.Dropout(1.0) in train() mode drops everything whatever its random numbers: the output shows where it sits
-    return verdict(compare("{name} output in train() mode with dropout=1.0", module({call}), expected, atol={atol!r}))
-'''
+    return placement(shown, call, name, atol, None)  # train() mode only: the check has no eval() half
 
 
 def _residual(ex: dict) -> str:
