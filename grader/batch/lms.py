@@ -19,7 +19,7 @@ import re
 import shutil
 from pathlib import Path
 
-CANVAS = re.compile(r"^(?P<name>[^_]+?)(?:_(?i:late))?_(?P<id>\d+)_(?P<submission>\d+)_(?P<file>.+)$")
+CANVAS = re.compile(r"^(?P<name>[^_]+?)(?P<late>_(?i:late))?_(?P<id>\d+)_(?P<submission>\d+)_(?P<file>.+)$")
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?:file|onlinetext)_(?P<file>.*)$")
 RESUBMITTED = re.compile(r"^(?P<stem>.+?)-(?P<n>\d+)(?P<ext>\.[^.]*)?$")
 IGNORED = {"__MACOSX", ".DS_Store"}
@@ -34,6 +34,21 @@ def parse(name: str, is_dir: bool) -> tuple[str, str, str, str] | None:
     if found and not is_dir:
         return "canvas", found["name"], found["id"], found["file"]
     return None
+
+
+def kind_and_late(root: Path) -> tuple[str, set[str]]:
+    """("canvas" or "moodle", the LMS ids whose files Canvas marked _LATE) of a download `stage` reads;
+    ("", set()) for a folder that is not one. Canvas downloads only a student's last submission, and
+    marks it against the student's own due date (an extension included)."""
+    if not root.is_dir():
+        return "", set()
+    entries = [p for p in root.iterdir() if p.name not in IGNORED and not p.name.startswith(".")]
+    parsed = [parse(p.name, p.is_dir() and not p.is_symlink()) for p in entries]
+    if not parsed or any(v is None for v in parsed):
+        return "", set()
+    kind = parsed[0][0] if parsed[0] else ""
+    late = {found["id"] for p in entries if kind == "canvas" and (found := CANVAS.match(p.name)) and found["late"]}
+    return kind, late
 
 
 def original_name(file: str) -> tuple[str, int]:

@@ -18,6 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from grader.batch import safe
+from grader.batch.late import column
 from grader.course import Assignment
 from grader.render import words
 from grader.results import Reason, Reveal, Status
@@ -124,16 +125,18 @@ def gradescope(report: dict) -> dict:
 def write_csv(path: Path, spec: Assignment, rows: list[tuple[str, dict]]) -> None:
     """grades.csv: student, one column per component (course.toml order), total, status, lms_id (the
     LMS's id of the student, from a Canvas or Moodle download; else empty), overrides (the components
-    whose points an override set), isolation (the tier the submission ran in: grader.sandbox.isolation)."""
+    whose points an override set), isolation (the tier the submission ran in: grader.sandbox.isolation),
+    student_id (the roster's: grader.batch.roster), late and late_penalty (grader.batch.late.column)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["student", *(c.name for c in spec.components), "total", "status", "lms_id", "overrides",
-                     "isolation"])
+                     "isolation", "student_id", "late", "late_penalty"])
     for student, report in rows:
         got = {c["name"]: c["score"] for c in report["components"]}
         writer.writerow([safe.cell(student), *(f"{got.get(c.name, 0.0):g}" for c in spec.components),
                          f"{report['score']:g}", report["batch"]["status"],
                          safe.cell(report["batch"].get("lms_id", "")),
                          " ".join(c["name"] for c in report["components"] if c.get("override")),
-                         report.get("isolation") or ""])
+                         report.get("isolation") or "", safe.cell(report["batch"].get("student_id", "")),
+                         *column(report)])
     write_atomic(path, buffer.getvalue())

@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import re
+import tomllib
 from pathlib import Path
 
 from grader.batch import html, safe
@@ -37,12 +38,20 @@ def _tree_digest(folder: Path) -> str:
     return h.hexdigest()
 
 
+def _course_digest(course: Course) -> str:
+    """course.toml's settings but [late], which decides no grading: a policy changed is applied again
+    to the graded points (grader.batch.late), as overrides are, without grading the class again."""
+    data = tomllib.loads(course.path.read_text())
+    data.pop("late", None)
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def course_digests(course: Course) -> dict[str, str]:
     """A digest of each thing besides the submission that decides grades (CAUSES but "submission")."""
     grader = hashlib.sha256()
     for path in sorted(GRADER_DIR.rglob("*.py")):  # the grader's own code decides grades too
         grader.update(str(path.relative_to(GRADER_DIR)).encode() + b"\0" + path.read_bytes())
-    return {"course": hashlib.sha256(course.path.read_bytes()).hexdigest(), "suites": _tree_digest(course.suites),
+    return {"course": _course_digest(course), "suites": _tree_digest(course.suites),
             "reference": _tree_digest(course.reference), "grader": grader.hexdigest()}
 
 
@@ -56,11 +65,13 @@ def _overridden(report: dict) -> dict[str, tuple[float, str]]:
 
 
 def why(before: dict, after: dict) -> list[str]:
-    """What differs between two records' digests (CAUSES), and "override" where the overrides do."""
+    """What differs between two records' digests (CAUSES), "override" where the overrides do and "late"
+    where the late penalty does (grader.batch.late)."""
     old, new = before.get("batch", {}).get("digests"), after.get("batch", {}).get("digests")
     causes = ([c for c in CAUSES if old.get(c) != new.get(c)] if old and new
               else ["unknown (the earlier run kept no digests)"])
-    return causes + (["override"] if _overridden(before) != _overridden(after) else [])
+    return (causes + (["override"] if _overridden(before) != _overridden(after) else [])
+            + (["late"] if before.get("late") != after.get("late") else []))
 
 
 def changes(before: dict[str, dict], after: list[tuple[str, dict]]) -> list[dict]:
@@ -170,21 +181,30 @@ def feedback_section(report: dict) -> str:
 
 
 OVERRIDE_MARK = "\nChanged by your instructor (override)\n"
+LATE_MARK = "\nLateness\n"  # grader.batch.late's note, after the overrides
+
+
+def late_section(report: dict) -> str:
+    late = report.get("late")
+    return f"{LATE_MARK}  {safe.inert(late['note'])}\n" if late else ""
 
 
 def rewrite_overridden(out: Path, student: str, report: dict) -> None:
-    """A graded student's files again, for `report` whose overrides changed (load_overrides): the
-    feedback's override lines, the HTML page, Gradescope's results, the report."""
+    """A graded student's files again, for `report` whose overrides, lateness or roster id changed: the
+    feedback's override and late lines, the HTML page, Gradescope's results, the report."""
     name = safe_name(student)
     text = out / "feedback" / f"{name}.txt"
     if text.exists():
         kept = text.read_text()
-        cut = kept.find(OVERRIDE_MARK)
-        write_atomic(text, (kept if cut < 0 else kept[:cut]) + feedback_section(report))
+        cut = min([at for at in (kept.find(OVERRIDE_MARK), kept.find(LATE_MARK)) if at >= 0], default=len(kept))
+        write_atomic(text, kept[:cut] + feedback_section(report) + late_section(report))
     page = out / "feedback" / f"{name}.html"
     if page.exists():
         found = re.search(r'<pre class="report">(.*)</pre>', page.read_text(), flags=re.S)
         if found:
-            write_atomic(page, html.student_page(student, report, found.group(1)))
+            # the roster's id of the student beside the folder's name (grader.batch.roster)
+            shown = report.get("batch", {}).get("student_id")
+            write_atomic(page, html.student_page(f"{shown} ({student})" if shown and shown != student else student,
+                                                 report, found.group(1)))
     write_atomic(out / "gradescope" / name / "results.json", json.dumps(gradescope(report), indent=2) + "\n")
     write_atomic(out / "reports" / f"{name}.json", json.dumps(report, indent=2) + "\n")

@@ -21,11 +21,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from grader.batch import cluster, collect, html, lms, outputs, pool, regrade, safe, similarity, summary
+from grader.batch import cluster, collect, html, late, lms, outputs, pool, regrade, safe, similarity, summary
+from grader.batch import roster as rosters
 from grader.batch.outputs import RowStatus
 from grader.course import ConfigError, Course
 
 OVERRIDES = "overrides.csv"  # in OUT: the overrides that every later run applies
+ROSTER = "roster.csv"  # in OUT: the roster that every later run (and grade export) uses
 
 
 @dataclass
@@ -37,6 +39,8 @@ class Batch:
     reused: int = 0  # done by an earlier run, unchanged since
     summary: dict = field(default_factory=dict)
     changes: list[dict] | None = None  # what changed since the run OUT held (None: OUT held none)
+    not_in_roster: list[str] = field(default_factory=list)  # submissions the roster names no student for
+    no_submission: list[str] = field(default_factory=list)  # students of the roster with no submission
 
 
 def course_key(course: Course, assignment: str) -> str:
@@ -52,7 +56,8 @@ class Options:
     """How a batch grades (`grade batch`'s options). `similar`: list the pairs of submissions that share
     this fraction of either's code (None: compare none), of every submission, graded in this run or
     before. `overrides`: a CSV of student,component,points,reason (grader.batch.regrade), copied into OUT
-    as overrides.csv; without it, OUT's overrides.csv (an earlier run's) applies, if any. `stop`: once
+    as overrides.csv; without it, OUT's overrides.csv (an earlier run's) applies, if any. `roster`: the
+    same, kept as roster.csv. `stop`: once
     set (by a SIGINT handler, say), the batch raises KeyboardInterrupt after the submission it is
     finishing, even where the interrupt itself was lost (a KeyboardInterrupt raised inside a finalizer
     is printed and dropped by Python)."""
@@ -62,6 +67,7 @@ class Options:
     full_feedback: bool = False
     similar: float | None = similarity.THRESHOLD
     overrides: Path | None = None
+    roster: Path | None = None  # grader.batch.roster, copied into OUT as roster.csv (as overrides are)
     console: Console | None = None
     stop: threading.Event | None = None
 
@@ -71,20 +77,25 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, options
     options = options or Options()
     spec = course.assignment(assignment)
     work = Path(tempfile.mkdtemp(prefix="grade-batch-"))
-    kept = out / OVERRIDES
+    kept, kept_roster = out / OVERRIDES, out / ROSTER
     try:
+        download = lms.kind_and_late(root)
         root, lms_ids = lms.stage(root, work / "lms")  # a Canvas or Moodle download: a folder per student
         sources = collect.find(root, course, assignment)
         granted = regrade.load_overrides(options.overrides or kept, spec, {collect.student_name(s) for s in sources}) \
             if options.overrides or kept.is_file() else {}
+        roster = rosters.load(options.roster) if options.roster else (
+            rosters.load(kept_roster, str(kept_roster)) if kept_roster.is_file() else None)
         _refuse_exposed(course, options)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
     out.mkdir(parents=True, exist_ok=True)
-    if options.overrides is not None and options.overrides.resolve() != kept.resolve():
-        outputs.write_atomic(kept, options.overrides.read_text(encoding="utf-8-sig"))
+    for given, keep in ((options.overrides, kept), (options.roster, kept_roster)):
+        if given is not None and given.resolve() != keep.resolve():
+            outputs.write_atomic(keep, given.read_text(encoding="utf-8-sig"))
     run = _Run(course, assignment, out, options, lms_ids)
+    run.roster, (run.lms, run.late_ids) = roster, download
     try:
         for i, source in enumerate(sources):
             run.take(source, work / str(i))
@@ -128,6 +139,11 @@ class _Run:
         self.records: dict[str, dict] = {}
         self.pending: list[collect.Entry] = []
         self.code: dict[str, dict[str, str]] = {}  # student -> the assignment's files, for similarity
+        self.roster: rosters.Roster | None = None
+        self.lms = ""  # the download's LMS ("canvas", "moodle"; "" for folders)
+        self.late_ids: set[str] = set()  # the LMS ids whose files Canvas marked _LATE
+        self.who: dict[str, str] = {}  # student (folder) -> the roster's student id
+        self.lateness: dict[str, late.Lateness | None] = {}
 
     def _meta(self, student: str, source: str, key: str) -> dict:
         return {"student": student, "source": source, "key": key,
@@ -138,6 +154,7 @@ class _Run:
         """One submission: reused where OUT holds its grading, recorded where it cannot be graded (a
         problem of its files), else left to grade."""
         entry = collect.prepare(source, course=self.course, assignment=self.assignment, work=work)
+        self._identify(entry.student, source)
         if entry.tree is not None:
             self.code[entry.student] = similarity.read(entry.tree, self.assignment, self.spec.files)
         digest = hashlib.sha256(f"{self.key}:{entry.fingerprint}".encode()).hexdigest()
@@ -158,6 +175,23 @@ class _Run:
             return
         entry.fingerprint = digest
         self.pending.append(entry)
+
+    def _identify(self, student: str, source: Path) -> None:
+        """The roster's id of the student, and how late the submission was (grader.batch.late)."""
+        lms_id = self.lms_ids.get(student, "")
+        policy = self.course.late
+        self.lateness[student] = late.measure(
+            source, due=policy.due.get(self.assignment) if policy else None,
+            canvas_late=(lms_id in self.late_ids) if self.lms == "canvas" else None)
+        if self.roster is None:
+            return
+        meta = late.metadata(source) or {}
+        users = [u for u in meta.get("users") or [] if isinstance(u, dict)]
+        found = self.roster.find(folder=student, lms=self.lms, lms_id=lms_id, users=users)
+        if found is None:
+            self.batch.not_in_roster.append(student)
+        else:
+            self.who[student] = found
 
     def grade_pending(self) -> None:
         """Grade what is left, on the local pool or the cluster, with a progress bar."""
@@ -201,16 +235,25 @@ class _Run:
         """The class's rows with their overrides, grades.csv, the summary and what changed since OUT's run."""
         batch, out = self.batch, self.out
         for student in sorted(self.records):
-            record = regrade.apply_overrides(self.records[student], granted.get(student, {}))
+            # overrides on the graded points, then the late penalty on that (course.toml [late])
+            record = regrade.apply_overrides(late.undo(self.records[student]), granted.get(student, {}))
+            record = late.apply(record, self.lateness.get(student), self.course.late)
+            record["batch"] = {k: v for k, v in record["batch"].items() if k != "student_id"}
+            if student in self.who:
+                record["batch"]["student_id"] = self.who[student]
             if record != self.records[student]:
                 regrade.rewrite_overridden(out, student, record)
             batch.rows.append((student, record))
+        if self.roster is not None:
+            batch.no_submission = sorted(set(self.roster.students) - set(self.who.values()))
         if not batch.rows:
             return
         if self.before and (out / "grades.csv").is_file():  # the earlier run's grades, kept
             shutil.copyfile(out / "grades.csv", out / "grades.before.csv")
         outputs.write_csv(out / "grades.csv", self.spec, batch.rows)
         batch.summary = summary.summarise(self.spec, batch.rows)
+        if self.roster is not None:
+            batch.summary["roster"] = {"not_in_roster": batch.not_in_roster, "no_submission": batch.no_submission}
         if self.before:
             batch.changes = regrade.changes(self.before, batch.rows)
             regrade.write_changes(out / "changes.csv", batch.changes)

@@ -33,6 +33,9 @@ def parser() -> UsageParser:
     p.add_argument("--overrides", metavar="FILE",
                    help="a CSV of student,component,points,reason: points that replace the graded ones, kept "
                         "in OUT and applied by every later run until removed from it (OUT/overrides.csv)")
+    p.add_argument("--roster", metavar="FILE",
+                   help="a CSV mapping folders, Gradescope and LMS identities to one student id (docs: How-to, LMS), "
+                        "kept in OUT and used by every later run and by grade export (OUT/roster.csv)")
     p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     return p
 
@@ -98,6 +101,10 @@ def main(argv: list[str]) -> int:
     console.print(summary.render(batch.summary))
     if batch.changes is not None:
         console.print(f"{summary.changed_line(batch.summary)}: {out / 'changes.csv'}")
+    for student in batch.not_in_roster:  # graded all the same; their rows have no student_id
+        console.print(f"not in the roster: {shorten(student)} (graded; no student_id)", markup=False, highlight=False)
+    for student in batch.no_submission:
+        console.print(f"no submission: {shorten(student)} (in the roster)", markup=False, highlight=False)
     failed = f", {batch.failed} failed with a grader error (status grader_error, retried by the next run)"
     console.print(f"{batch.graded} graded{failed if batch.failed else ''}, {batch.reused} unchanged since the last "
                   f"run; grades in {out / 'grades.csv'}, reports in {out / 'reports'}, "
@@ -117,7 +124,8 @@ def options(args, console, stop: threading.Event):
 
     return run.Options(jobs=args.jobs, scheduler=args.scheduler, unsafe_process_isolation=args.unsafe_process_isolation,
                        full_feedback=args.full_feedback, similar=args.similarity / 100,
-                       overrides=Path(args.overrides) if args.overrides else None, console=console, stop=stop)
+                       overrides=Path(args.overrides) if args.overrides else None,
+                       roster=Path(args.roster) if args.roster else None, console=console, stop=stop)
 
 
 def shorten(message: str, limit: int = 200) -> str:
