@@ -3,9 +3,9 @@
 import re
 import tomllib
 from dataclasses import dataclass, field, fields
-from datetime import datetime
 from pathlib import Path
 
+from grader.late_policy import Late, read_late
 from grader.results import Reveal
 
 # a forbidden API: a dotted name under torch, optionally "(keyword)" (forbidden only when that keyword is given)
@@ -71,10 +71,8 @@ class Assignment:
         return sum(c.points for c in self.components)
 
 
-# what grader.sandbox.child.profile knows how to time (its KINDS; grader.grading.performance checks they agree)
-# top-level tables that are not assignments
-RESERVED = ("course", "limits", "hypothesis", "performance", "feedback", "late")
-PERFORMANCE_KINDS = ("attention", "multi_head_attention", "encoder_layer")
+RESERVED = ("course", "limits", "hypothesis", "performance", "feedback", "late")  # top-level tables, not assignments
+PERFORMANCE_KINDS = ("attention", "multi_head_attention", "encoder_layer")  # = grader.sandbox.child.profile's KINDS
 
 
 @dataclass(frozen=True)
@@ -84,19 +82,6 @@ class Performance:
     points: float = 0.0  # 0: informational; else earned per component within max_ratio of the baseline
     max_ratio: float = 4.0
     repeat: int = 5
-
-
-@dataclass(frozen=True)
-class Late:
-    """[late]: what a late submission loses (grader.batch.late): nothing within `grace_hours` of the due
-    date; past it, `penalty_per_day` percent of the grade per day late, a started day counted whole from
-    the due date, at most `cap` percent; past `cutoff_days`, the whole grade. `due`: assignment -> its due
-    date (timezone-aware), which file times are measured against where they are the only source."""
-    grace_hours: float = 0.0
-    penalty_per_day: float = 0.0
-    cap: float = 100.0
-    cutoff_days: float | None = None
-    due: dict[str, datetime] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -112,7 +97,7 @@ class Course:
     assignments: dict[str, Assignment] = field(default_factory=dict)
     performance: Performance | None = None
     reveal: Reveal = Reveal.FIX  # [feedback] reveal: how much a report tells of a diagnosed bug
-    late: Late | None = None  # [late]: None where course.toml has no such table (no penalty)
+    late: Late | None = None  # [late] (grader.late_policy): None where course.toml has none (no penalty)
 
     @property
     def root(self) -> Path:
@@ -211,38 +196,11 @@ def load(path: Path) -> Course:
     if reveal not in {r.value for r in Reveal}:
         raise feedback.bad("reveal", reveal, " or ".join(f'"{r.value}"' for r in Reveal))
     feedback.done()
-    late = _late(top.table("late"), assignments) if "late" in data else None
-    top.done(extra=list(assignments))
+    top.done(extra=[*assignments, "late"])
     if not assignments:
         raise ConfigError(f"{path.name}: defines no assignments")
     return Course(path.resolve(), name, reference, assignments_dir, suites, limits, max_examples,
-                  hidden_seed, assignments, performance, Reveal(reveal), late)
-
-
-def _late(late: _Table, assignments: dict[str, Assignment]) -> Late:
-    def number(name: str, default: float | None, most: float | None, expected: str) -> float | None:
-        late.used.add(name)
-        if name not in late.data:
-            return default
-        value = late.data[name]
-        # a cut-off of 0 days would take the whole grade of a submission inside the grace
-        if type(value) not in (int, float) or not (value > 0 if name == "cutoff_days" else value >= 0) \
-                or most is not None and value > most:
-            raise late.bad(name, value, expected)
-        return float(value)
-
-    due = late.table("due")
-    for a_name, when in due.data.items():
-        if a_name not in assignments:
-            raise ConfigError(f"{due.file}: {due.where(a_name)}: no assignment named {a_name!r}")
-        if not isinstance(when, datetime) or when.tzinfo is None:
-            raise due.bad(a_name, when, "a date and time with its offset, e.g. 2026-11-27T09:00:00Z")
-    policy = Late(number("grace_hours", 0.0, None, "a number of hours >= 0") or 0.0,
-                  number("penalty_per_day", 0.0, 100, "a percentage from 0 to 100") or 0.0,
-                  number("cap", 100.0, 100, "a percentage from 0 to 100") or 0.0,
-                  number("cutoff_days", None, None, "a number of days above 0"), dict(due.data))
-    late.done()
-    return policy
+                  hidden_seed, assignments, performance, Reveal(reveal), read_late(top, assignments))
 
 
 def _read(path: Path) -> dict:

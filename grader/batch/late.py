@@ -11,7 +11,7 @@ Sources, the first that applies:
 - else the newest time of the student's files (a folder's or the zip's own entries), against
   [late.due] of the assignment: the only source a plain folder has.
 
-The penalty (course.Late) is a share of the grade after overrides (grader.batch.regrade): `apply`
+The penalty (grader.late_policy.Late) is a share of the grade after overrides (grader.batch.regrade): `apply`
 puts an earlier penalty back first, so applying is the same whatever the report held.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from grader.course import Late
+from grader.late_policy import Late
 
 METADATA = "submission_metadata.json"
 IGNORED = {"__MACOSX", "__pycache__", ".ipynb_checkpoints", ".DS_Store", ".git", METADATA}

@@ -92,7 +92,7 @@ def test_every_submission_gets_a_row_whatever_it_does(graded, class_dir):
     students = {p.stem if p.suffix == ".zip" else p.name for p in class_dir.iterdir()}
     assert set(rows) == students
     assert list(rows["correct"]) == ["student", *components("assignment1"), "total", "status", "lms_id", "overrides",
-                                     "isolation"]
+                                     "isolation", "student_id", "late", "late_penalty"]
     assert rows["correct"]["isolation"] == reports_by_student(out)["correct"]["isolation"] != ""
     for student in ("correct", "zipped", "flat_files"):
         assert (rows[student]["total"], rows[student]["status"]) == ("40", "graded"), rows[student]

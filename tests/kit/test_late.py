@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from grader.batch import late
-from grader.course import ConfigError, Late, load
+from grader.course import ConfigError, load
+from grader.late_policy import Late
 from tests.kit.conftest import ROOT
 
 DUE = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
@@ -110,7 +111,8 @@ def test_a_late_policy_is_read_from_course_toml(tmp_path):
     ("cutoff_days = 0", "late.cutoff_days: expected a number of days above 0, got 0"),
     ("penalty = 10", "late.penalty: unknown key (value 10)"),
     ("due = 3", "late.due: expected a table, got 3"),
-    ("[late.due]\nassignment9 = 2026-11-27T09:00:00Z", "late.due.assignment9: no assignment named 'assignment9'"),
+    ("[late.due]\nassignment9 = 2026-11-27T09:00:00Z",
+     "late.due.assignment9: expected the name of an assignment (assignment1, assignment2"),
     ("[late.due]\nassignment1 = 2026-11-27T09:00:00", "late.due.assignment1: expected a date and time with its "
      "offset"),
     ("[late.due]\nassignment1 = 2026-11-27", "late.due.assignment1: expected a date and time with its offset"),
