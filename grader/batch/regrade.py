@@ -15,7 +15,6 @@ import hashlib
 import io
 import json
 import re
-import tomllib
 from pathlib import Path
 
 from grader.batch import html, safe
@@ -39,11 +38,18 @@ def _tree_digest(folder: Path) -> str:
 
 
 def _course_digest(course: Course) -> str:
-    """course.toml's settings but [late], which decides no grading: a policy changed is applied again
-    to the graded points (grader.batch.late), as overrides are, without grading the class again."""
-    data = tomllib.loads(course.path.read_text())
-    data.pop("late", None)
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+    """course.toml's text but its [late] tables, which decide no grading: a policy changed is applied
+    again to the graded points (grader.batch.late), as overrides are, without grading the class again.
+    In TOML every line from a `[late]` or `[late.x]` header to the next header is that table's; a
+    [late] written otherwise (dotted keys) stays in the digest, which only grades again."""
+    kept, inside = [], False
+    for line in course.path.read_text().splitlines(keepends=True):
+        header = re.match(r"\s*\[\[?\s*([\w.\"' -]+?)\s*\]", line)
+        if header:
+            inside = re.fullmatch(r"late(\..*)?", header[1].replace(" ", "")) is not None
+        if not inside and line.strip():  # blank lines neither: the table's own often come with it
+            kept.append(line)
+    return hashlib.sha256("".join(kept).encode()).hexdigest()
 
 
 def course_digests(course: Course) -> dict[str, str]:

@@ -121,3 +121,16 @@ def test_a_bad_late_table_is_one_line_naming_the_key_and_value(tmp_path, table, 
     with pytest.raises(ConfigError) as error:
         load(course_with(tmp_path, f"[late]\n{table}\n"))
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_changed_late_table_grades_nothing_again_and_any_other_change_does(tmp_path):
+    from grader.batch.regrade import course_digests
+
+    def digest(text: str) -> str:
+        return course_digests(load(course_with(tmp_path, text)))["course"]
+
+    plain = digest("")
+    assert digest("[late]\ncap = 30\n[late.due]\nassignment1 = 2026-11-27T09:00:00Z\n") == plain
+    assert digest("[late]\ncap = 50\n") == plain
+    assert digest("# a comment\n") != plain
+    assert digest("[late]\ncap = 30\n[feedback]\nreveal = \"bug\"\n") != plain  # the table after [late] counts

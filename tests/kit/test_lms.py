@@ -82,7 +82,10 @@ def canvas_download(root: Path, tmp: Path) -> Path:
 
 
 def test_a_canvas_download_is_one_student_per_id(tmp_path):
-    folder, ids = lms.stage(canvas_download(tmp_path / "dl", tmp_path), tmp_path / "staged")
+    download = canvas_download(tmp_path / "dl", tmp_path)
+    assert lms.kind_and_late(download) == ("canvas", {"1002"})  # Bob's last submission is marked _LATE
+    assert lms.kind_and_late(tmp_path / "m") == ("", set())  # a folder of folders: no LMS's download
+    folder, ids = lms.stage(download, tmp_path / "staged")
     assert ids == {"lovelaceada": "1001", "babbagebob": "1002", "smithsam_1003": "1003", "smithsam_1004": "1004"}
     assert sorted(p.name for p in (folder / "babbagebob").iterdir()) == A1  # the -1 files, renamed
     assert (folder / "babbagebob" / "layer_norm.py").read_text() != "raise SystemExit\n"
@@ -123,7 +126,7 @@ def test_the_moodle_worksheet_gets_grades_and_a_one_line_comment(tmp_path):
     assert (rows[1]["Grade"], rows[1]["Feedback comments"]) == ("", "")  # no submission: as it was
     assert filled.unmatched == ["no submission graded: Ben D (Participant 502)", "not in the worksheet: Cy E (id 503)",
                                 "not in the worksheet: folder_student (no LMS id: graded from a folder, not an "
-                                "LMS download)"]
+                                "LMS download, and not in a roster)"]
 
 
 def test_canvas_gradebooks_with_first_and_last_names_and_a_manual_posting_row_are_filled(tmp_path):
