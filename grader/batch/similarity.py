@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,8 +99,15 @@ def read(tree: Path, assignment: str, files: tuple[str, ...]) -> dict[str, str]:
 
 
 def fingerprint(name: str, text: str, boilerplate=None) -> Fingerprint:
+    filtered, offsets, hashes, idx = _winnowed(name, text, boilerplate)
+    return _assemble(text, filtered, offsets, hashes, idx)
+
+
+def _winnowed(name: str, text: str, boilerplate):
+    """copydetect's filtered code, its offsets, and the winnowed hashes with their positions, the
+    boilerplate's left out."""
     import numpy as np
-    from copydetect.utils import filter_code, get_token_coverage, winnow
+    from copydetect.utils import filter_code, winnow
 
     filtered, offsets = filter_code(text, name, "python")
     kgrams = [filtered[i:i + K].encode() for i in range(len(filtered) - K + 1)]
@@ -109,29 +117,90 @@ def fingerprint(name: str, text: str, boilerplate=None) -> Fingerprint:
     if boilerplate is not None and len(boilerplate):
         keep = ~np.isin(hashes, boilerplate)
         hashes, idx = hashes[keep], idx[keep]
+    return filtered, offsets, hashes, idx
+
+
+def _assemble(text: str, filtered: str, offsets, hashes, idx, coverage: float | None = None) -> Fingerprint:
+    from copydetect.utils import get_token_coverage
+
     hash_idx: dict[int, list[int]] = {}
     for h, i in zip(hashes.tolist(), idx.tolist(), strict=True):
         hash_idx.setdefault(h, []).append(i)
-    return Fingerprint(text, filtered, offsets, set(hash_idx), hash_idx,
-                       float(get_token_coverage(hash_idx, K, len(filtered))))
+    if coverage is None:
+        coverage = float(get_token_coverage(hash_idx, K, len(filtered)))
+    return Fingerprint(text, filtered, offsets, set(hash_idx), hash_idx, coverage)
 
 
-def compare(*, sources: dict[str, dict[str, str]], stubs: dict[str, str], threshold: float) -> list[dict]:
+def compare(*, sources: dict[str, dict[str, str]], stubs: dict[str, str], threshold: float,
+            earlier: dict[str, dict[str, str]] | None = None, progress: Progress | None = None) -> list[dict]:
     """The pairs listed, most similar first. `sources`: student -> {file name: text}; `stubs`:
-    file name -> the stub's text; `threshold`: a fraction in (0, 1]."""
+    file name -> the stub's text; `threshold`: a fraction in (0, 1]. `earlier`: submissions of
+    earlier terms (names apart from `sources`'), each compared with `sources`, not with each other.
+    `progress(stage, done, total)`: told as the class is fingerprinted and indexed.
+
+    The pairs compared are only those an inverted index of the fingerprints names
+    (grader.batch.similarity_index, which says why no pair listed by comparing all is lost)."""
     import numpy as np
 
+    from grader.batch import similarity_index
+
+    earlier = earlier or {}
+    if set(earlier) & set(sources):
+        raise ValueError(f"earlier: names also in sources: {sorted(set(earlier) & set(sources))[:3]}")
     boiler = {name: np.array(sorted(fingerprint(name, text).hashes), dtype=np.int64) for name, text in stubs.items()}
-    prints = {student: {name: fingerprint(name, text, boiler.get(name)) for name, text in files.items()}
-              for student, files in sources.items()}
-    students = sorted(prints)
+    texts = {**earlier, **sources}
+    students = sorted(texts)  # the index's order is the pairs' (the first of a pair counts its tokens)
+    prints = []
+    for i, student in enumerate(students):
+        prints.append(similarity_index.Prints({name: _compact(*_winnowed(name, text, boiler.get(name)))
+                                               for name, text in texts[student].items()}))
+        _tell(progress, "fingerprinting", i + 1, len(students))
+    done = [0]
+
+    def indexed(k: int) -> None:
+        done[0] += k
+        _tell(progress, "comparing", done[0], len(students))
+
+    found = similarity_index.candidates(prints, threshold=threshold, min_match=MIN_MATCH, progress=indexed)
+    full: dict[str, dict[str, Fingerprint]] = {}
     pairs = []
-    for i, a in enumerate(students):
-        for b in students[i + 1:]:
-            pair = score(prints[a], prints[b])
-            if pair["matched_tokens"] >= MIN_MATCH and max(pair["similarity"]) >= threshold:
-                pairs.append({"students": [a, b], **score(prints[a], prints[b], stubs)})
+    for i, j in found:
+        a, b = students[i], students[j]
+        if a in earlier and b in earlier:  # two earlier terms' submissions: not this term's concern
+            continue
+        pair = score(_screening(prints[i]), _screening(prints[j]))
+        if pair["matched_tokens"] >= MIN_MATCH and max(pair["similarity"]) >= threshold:
+            for s in (a, b):
+                if s not in full:
+                    full[s] = {name: fingerprint(name, text, boiler.get(name)) for name, text in texts[s].items()}
+            pairs.append({"students": [a, b], **score(full[a], full[b], stubs)})
     return sorted(pairs, key=lambda p: (-max(p["similarity"]), p["students"]))
+
+
+Progress = Callable[[str, int, int], None]
+
+
+def _tell(progress: Progress | None, stage: str, done: int, total: int) -> None:
+    if progress is not None:
+        progress(stage, done, total)
+
+
+def _compact(filtered: str, offsets, hashes, idx) -> tuple:
+    """What the index keeps of a file: its hashes, their positions and its token coverage."""
+    return hashes, idx, _assemble("", filtered, offsets, hashes, idx).token_coverage
+
+
+def _screening(prints) -> dict[str, Fingerprint]:
+    """Fingerprints enough for score() without stubs: copydetect.compare_files reads of the code only
+    whether the filtered code is empty (never, where a hash is shared) and maps slices back to the
+    text with the offsets only when there are some (none here: screening shows no lines)."""
+    import numpy as np
+
+    found = {}
+    for name, (hashes, idx, coverage) in prints.files.items():
+        found[name] = _assemble("", "x" if len(hashes) else "", np.empty((0, 2), dtype=np.int64), hashes, idx,
+                                coverage)
+    return found
 
 
 def score(a: dict[str, Fingerprint], b: dict[str, Fingerprint], stubs: dict[str, str] | None = None) -> dict:
