@@ -50,14 +50,15 @@ def available() -> str:
     return ""
 
 
-def of_class(course, assignment: str, sources: dict[str, dict[str, str]], *, threshold: float) -> dict:
+def of_class(course, assignment: str, sources: dict[str, dict[str, str]], *, threshold: float,
+             jobs: int = 1) -> dict:
     """summary.json's "similarity": the pairs listed, or why none could be compared. `course`: a
-    grader.course.Course, whose stubs are the boilerplate."""
+    grader.course.Course, whose stubs are the boilerplate; `jobs`: processes that fingerprint."""
     why = available()
     if why:
         return {"threshold": threshold, "unavailable": why, "groups": [], "pairs": []}
     stubs = read(course.assignments_dir, assignment, course.assignment(assignment).files)
-    pairs = compare(sources=sources, stubs=stubs, threshold=threshold)
+    pairs = compare(sources=sources, stubs=stubs, threshold=threshold, jobs=jobs)
     return {"threshold": threshold, "min_match_tokens": MIN_MATCH, "groups": groups(pairs), "pairs": pairs}
 
 
@@ -132,11 +133,13 @@ def _assemble(text: str, filtered: str, offsets, hashes, idx, coverage: float | 
 
 
 def compare(*, sources: dict[str, dict[str, str]], stubs: dict[str, str], threshold: float,
-            earlier: dict[str, dict[str, str]] | None = None, progress: Progress | None = None) -> list[dict]:
+            earlier: dict[str, dict[str, str]] | None = None, progress: Progress | None = None,
+            jobs: int = 1) -> list[dict]:
     """The pairs listed, most similar first. `sources`: student -> {file name: text}; `stubs`:
     file name -> the stub's text; `threshold`: a fraction in (0, 1]. `earlier`: submissions of
     earlier terms (names apart from `sources`'), each compared with `sources`, not with each other.
-    `progress(stage, done, total)`: told as the class is fingerprinted and indexed.
+    `progress(stage, done, total)`: told as the class is fingerprinted and indexed. `jobs`: processes
+    that fingerprint (tokenising is most of the time; nothing of a submission is run).
 
     The pairs compared are only those an inverted index of the fingerprints names
     (grader.batch.similarity_index, which says why no pair listed by comparing all is lost)."""
@@ -150,11 +153,7 @@ def compare(*, sources: dict[str, dict[str, str]], stubs: dict[str, str], thresh
     boiler = {name: np.array(sorted(fingerprint(name, text).hashes), dtype=np.int64) for name, text in stubs.items()}
     texts = {**earlier, **sources}
     students = sorted(texts)  # the index's order is the pairs' (the first of a pair counts its tokens)
-    prints = []
-    for i, student in enumerate(students):
-        prints.append(similarity_index.Prints({name: _compact(*_winnowed(name, text, boiler.get(name)))
-                                               for name, text in texts[student].items()}))
-        _tell(progress, "fingerprinting", i + 1, len(students))
+    prints = list(_fingerprints([texts[s] for s in students], boiler, jobs, progress))
     done = [0]
 
     def indexed(k: int) -> None:
@@ -178,6 +177,31 @@ def compare(*, sources: dict[str, dict[str, str]], stubs: dict[str, str], thresh
 
 
 Progress = Callable[[str, int, int], None]
+CHUNK = 32  # submissions fingerprinted per task of a process
+
+
+def _fingerprints(texts: list[dict[str, str]], boiler: dict, jobs: int, progress: Progress | None):
+    """Each submission's compact fingerprints (in order), in `jobs` processes where the class is big."""
+    if jobs > 1 and len(texts) > 2 * CHUNK:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawned, not forked: a batch's process may hold threads (Dask's, rich's)
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for i, found in enumerate(pool.map(_prints_of, texts, [boiler] * len(texts), chunksize=CHUNK)):
+                _tell(progress, "fingerprinting", i + 1, len(texts))
+                yield found
+        return
+    for i, files in enumerate(texts):
+        yield _prints_of(files, boiler)
+        _tell(progress, "fingerprinting", i + 1, len(texts))
+
+
+def _prints_of(files: dict[str, str], boiler: dict):
+    from grader.batch import similarity_index
+
+    return similarity_index.Prints({name: _compact(*_winnowed(name, text, boiler.get(name)))
+                                    for name, text in files.items()})
 
 
 def _tell(progress: Progress | None, stage: str, done: int, total: int) -> None:

@@ -111,3 +111,14 @@ def test_an_honest_class_is_not_every_pair():
                                        for name, text in made.sources[s].items()}) for s in sorted(made.sources)]
     found = similarity_index.candidates(prints, threshold=similarity.THRESHOLD, min_match=similarity.MIN_MATCH)
     assert len(found) < 60 * 59 / 2 / 20, len(found)
+
+
+def test_fingerprinting_in_two_processes_lists_the_same_pairs():
+    made = generated_class.generate("assignment1", 2 * similarity.CHUNK + 6, seed=3)
+    stubs = generated_class.stub_files("assignment1")
+    told: list[tuple[str, int, int]] = []
+    two = similarity.compare(sources=made.sources, stubs=stubs, threshold=similarity.THRESHOLD, jobs=2,
+                             progress=lambda *a: told.append(a))
+    assert two == similarity.compare(sources=made.sources, stubs=stubs, threshold=similarity.THRESHOLD) and two
+    n = len(made.sources)
+    assert ("fingerprinting", n, n) in told and ("comparing", n, n) in told
