@@ -94,13 +94,16 @@ def _statements(body: list[ast.stmt], rng: random.Random, *, light: bool) -> lis
     renames = {name: f"{rng.choice(WORDS)}_{rng.randrange(100)}" for name in stored}
     read = sorted({n.id for s in body for n in ast.walk(s) if isinstance(n, ast.Name)} - stored) or ["self"]
     out: list[ast.stmt] = []
-    for stmt in body:
+    # every block gets a line of the student's own, one in two statements another: independent work
+    # shares less than half its code with anyone, so no two honest students are a pair at 60%
+    own = rng.randrange(len(body)) if not light else -1
+    for at, stmt in enumerate(body):
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and node.id in renames:
                 node.id = renames[node.id]
         if not light:
             out.extend(_restyle(stmt, rng))
-        if rng.random() < (0.15 if light else 0.5):
+        if at == own or rng.random() < (0.15 if light else 0.5):
             out.append(_added(rng, read))
         out.append(stmt)
     if len(out) > 2:  # two neighbours that do not read each other's names, the other way round
