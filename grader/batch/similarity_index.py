@@ -161,7 +161,7 @@ class _Index:
         """(len(rows), len(kid)): whether each b of `rows` has the key at each of s's positions."""
         shared = np.zeros((len(rows), len(kid)), dtype=bool)
         if common.any():
-            shared[:, common] = self.present[rows][:, self.column[kid[common]]]
+            shared[:, common] = self.present[np.ix_(rows, self.column[kid[common]])]
         rare_at = np.flatnonzero(~common)
         if len(rare_at):
             at = _slices(self.first, kid[rare_at])
