@@ -37,33 +37,41 @@ class Found:
         return {**self.listed, "students": self.students, "earlier": self.earlier, "unreadable": self.unreadable}
 
 
-def run_similarity(*, course: Course, assignment: str, root: Path, out: Path, against: tuple[Path, ...] = (),
-                   threshold: float = similarity.THRESHOLD, jobs: int = 1, console: Console | None = None) -> Found:
-    """Compare the submissions under `root` (and those under each of `against` with them) for
+@dataclass
+class Options:
+    """`grade similarity`'s options: the earlier terms' folders, the share that lists a pair, the
+    processes that fingerprint, where the progress goes."""
+
+    against: tuple[Path, ...] = ()
+    threshold: float = similarity.THRESHOLD
+    jobs: int = 1
+    console: Console | None = None
+
+
+def run_similarity(*, course: Course, assignment: str, root: Path, out: Path, options: Options | None = None) -> Found:
+    """Compare the submissions under `root` (and those under each of `options.against` with them) for
     `assignment`; write the outputs into `out`. Bad input (a folder missing or empty, an unknown
     assignment, copydetect missing, two earlier folders of one name) raises ConfigError."""
+    options = options or Options()
     spec = course.assignment(assignment)
     why = similarity.available()
     if why:
         raise ConfigError(why)
-    names = [p.name for p in against]
+    names = [p.name for p in options.against]
     if len(set(names)) != len(names):
         raise ConfigError(f"--against: two folders named {next(n for n in names if names.count(n) > 1)!r}")
-    found = Found({})
-    unreadable: list[str] = []
     work = Path(tempfile.mkdtemp(prefix="grade-similarity-"))
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=console or Console(stderr=True), transient=False)
+                        TimeElapsedColumn(), console=options.console or Console(stderr=True), transient=False)
     try:
         with progress:
-            sources = _read(root, "", course, spec.name, work / "term", progress, unreadable)
+            read = _read(root, "", course, assignment, work / "term", progress)
+            sources = {s: files for s, files in read.items() if files}
             if not sources:
                 raise ConfigError(f"DIR: no submission in {str(root)!r} holds any of {assignment}'s files")
-            earlier: dict[str, dict[str, str]] = {}
-            for i, folder in enumerate(against):
-                earlier.update(_read(folder, f"{folder.name}/", course, spec.name, work / str(i), progress,
-                                     unreadable))
-            stubs = similarity.read(course.assignments_dir, assignment, spec.files)
+            for i, folder in enumerate(options.against):
+                read.update(_read(folder, f"{folder.name}/", course, assignment, work / str(i), progress))
+            earlier = {s: files for s, files in read.items() if files and s not in sources}
             tasks: dict[str, object] = {}
 
             def told(stage: str, done: int, total: int) -> None:
@@ -71,31 +79,30 @@ def run_similarity(*, course: Course, assignment: str, root: Path, out: Path, ag
                     tasks[stage] = progress.add_task(stage, total=total)
                 progress.update(tasks[stage], completed=done)  # type: ignore[arg-type]
 
-            pairs = similarity.compare(sources=sources, stubs=stubs, threshold=threshold, earlier=earlier,
-                                       progress=told, jobs=jobs)
+            pairs = similarity.compare(sources=sources, stubs=similarity.read(course.assignments_dir, assignment,
+                                                                              spec.files),
+                                       threshold=options.threshold, earlier=earlier, progress=told, jobs=options.jobs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    found.listed = {"threshold": threshold, "min_match_tokens": similarity.MIN_MATCH,
-                    "groups": similarity.groups(pairs), "pairs": pairs}
-    found.students, found.earlier, found.unreadable = len(sources), len(earlier), unreadable
+    found = Found({"threshold": options.threshold, "min_match_tokens": similarity.MIN_MATCH,
+                   "groups": similarity.groups(pairs), "pairs": pairs}, students=len(sources), earlier=len(earlier),
+                  unreadable=sorted(s for s, files in read.items() if not files))
     write(out, assignment, found)
     return found
 
 
-def _read(root: Path, prefix: str, course: Course, assignment: str, work: Path, progress: Progress,
-          unreadable: list[str]) -> dict[str, dict[str, str]]:
-    """student (with `prefix`) -> the assignment's files, of every submission under `root`."""
+def _read(root: Path, prefix: str, course: Course, assignment: str, work: Path,
+          progress: Progress) -> dict[str, dict[str, str]]:
+    """student (with `prefix`) -> the assignment's files ({} where none), of every submission under `root`."""
     root, _ = lms.stage(root, work / "lms")
     sources = collect.find(root, course, assignment)
     task = progress.add_task(f"reading {prefix or 'this term'}", total=len(sources))
     read = {}
     for i, source in enumerate(sources):
         entry = collect.prepare(source, course=course, assignment=assignment, work=work / str(i))
-        files = similarity.read(entry.tree, assignment, course.assignment(assignment).files) if entry.tree else {}
-        if files:
-            read[prefix + entry.student] = files
-        else:
-            unreadable.append(prefix + entry.student)
+        tree = entry.tree
+        read[prefix + entry.student] = similarity.read(tree, assignment, course.assignment(assignment).files) \
+            if tree else {}
         progress.advance(task)
     return read
 

@@ -44,10 +44,10 @@ def main(argv: list[str]) -> int:
     from grader.batch import similar_class, summary
 
     console = Console(width=min(Console().width, 100))
+    options = similar_class.Options(against=tuple(Path(a) for a in args.against), threshold=args.similarity / 100,
+                                    jobs=args.jobs, console=console)
     found = similar_class.run_similarity(course=course, assignment=args.assignment, root=Path(args.dir), out=out,
-                                         against=tuple(Path(a) for a in args.against),
-                                         threshold=args.similarity / 100, jobs=args.jobs,
-                                         console=console)
+                                         options=options)
     console.print(summary._similar(found.listed, "similarity.json", "similarity.html"))
     skipped = f"; {len(found.unreadable)} without the assignment's files" if found.unreadable else ""
     earlier = f" with {found.earlier} of earlier terms" if found.earlier else ""
