@@ -57,6 +57,12 @@ def write_class(out: Path, summary: dict, rows: list[tuple[str, dict]]) -> Path:
     return out / "class.html"
 
 
+def similarity_page(assignment: str, found: dict) -> str:
+    """similarity.html (`grade similarity`): class.html's groups and pairs of `found` (similarity.json's)."""
+    return _env().get_template("similarity.html.j2").render(assignment=assignment, sim=found, shown=SHOWN_PAIRS,
+                                                             students=found["students"], earlier=found["earlier"])
+
+
 def student_page(student: str, report: dict, feedback_html: str) -> str:
     """A student's page: their score per component and the feedback report (rich's HTML of it)."""
     # as much of each diagnosis as course.toml [feedback] reveal allows (none with "check")

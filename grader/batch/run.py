@@ -105,7 +105,8 @@ def run_batch(*, course: Course, assignment: str, root: Path, out: Path, options
         run.close(granted)  # whatever happened, the class's files show every submission graded so far
     batch = run.batch
     if options.similar is not None and batch.rows:
-        batch.summary["similarity"] = similarity.of_class(course, assignment, run.code, threshold=options.similar)
+        batch.summary["similarity"] = similarity.of_class(course, assignment, run.code, threshold=options.similar,
+                                                                 jobs=options.jobs)
     return batch
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,14 +50,15 @@ def available() -> str:
     return ""
 
 
-def of_class(course, assignment: str, sources: dict[str, dict[str, str]], *, threshold: float) -> dict:
+def of_class(course, assignment: str, sources: dict[str, dict[str, str]], *, threshold: float,
+             jobs: int = 1) -> dict:
     """summary.json's "similarity": the pairs listed, or why none could be compared. `course`: a
-    grader.course.Course, whose stubs are the boilerplate."""
+    grader.course.Course, whose stubs are the boilerplate; `jobs`: processes that fingerprint."""
     why = available()
     if why:
         return {"threshold": threshold, "unavailable": why, "groups": [], "pairs": []}
     stubs = read(course.assignments_dir, assignment, course.assignment(assignment).files)
-    pairs = compare(sources=sources, stubs=stubs, threshold=threshold)
+    pairs = compare(sources=sources, stubs=stubs, threshold=threshold, jobs=jobs)
     return {"threshold": threshold, "min_match_tokens": MIN_MATCH, "groups": groups(pairs), "pairs": pairs}
 
 
@@ -98,8 +100,15 @@ def read(tree: Path, assignment: str, files: tuple[str, ...]) -> dict[str, str]:
 
 
 def fingerprint(name: str, text: str, boilerplate=None) -> Fingerprint:
+    filtered, offsets, hashes, idx = _winnowed(name, text, boilerplate)
+    return _assemble(text, filtered, offsets, hashes, idx)
+
+
+def _winnowed(name: str, text: str, boilerplate):
+    """copydetect's filtered code, its offsets, and the winnowed hashes with their positions, the
+    boilerplate's left out."""
     import numpy as np
-    from copydetect.utils import filter_code, get_token_coverage, winnow
+    from copydetect.utils import filter_code, winnow
 
     filtered, offsets = filter_code(text, name, "python")
     kgrams = [filtered[i:i + K].encode() for i in range(len(filtered) - K + 1)]
@@ -109,29 +118,113 @@ def fingerprint(name: str, text: str, boilerplate=None) -> Fingerprint:
     if boilerplate is not None and len(boilerplate):
         keep = ~np.isin(hashes, boilerplate)
         hashes, idx = hashes[keep], idx[keep]
+    return filtered, offsets, hashes, idx
+
+
+def _assemble(text: str, filtered: str, offsets, hashes, idx, coverage: float | None = None) -> Fingerprint:
+    from copydetect.utils import get_token_coverage
+
     hash_idx: dict[int, list[int]] = {}
     for h, i in zip(hashes.tolist(), idx.tolist(), strict=True):
         hash_idx.setdefault(h, []).append(i)
-    return Fingerprint(text, filtered, offsets, set(hash_idx), hash_idx,
-                       float(get_token_coverage(hash_idx, K, len(filtered))))
+    if coverage is None:
+        coverage = float(get_token_coverage(hash_idx, K, len(filtered)))
+    return Fingerprint(text, filtered, offsets, set(hash_idx), hash_idx, coverage)
 
 
-def compare(*, sources: dict[str, dict[str, str]], stubs: dict[str, str], threshold: float) -> list[dict]:
+def compare(*, sources: dict[str, dict[str, str]], stubs: dict[str, str], threshold: float,
+            earlier: dict[str, dict[str, str]] | None = None, progress: Progress | None = None,
+            jobs: int = 1) -> list[dict]:
     """The pairs listed, most similar first. `sources`: student -> {file name: text}; `stubs`:
-    file name -> the stub's text; `threshold`: a fraction in (0, 1]."""
+    file name -> the stub's text; `threshold`: a fraction in (0, 1]. `earlier`: submissions of
+    earlier terms (names apart from `sources`'), each compared with `sources`, not with each other.
+    `progress(stage, done, total)`: told as the class is fingerprinted and indexed. `jobs`: processes
+    that fingerprint (tokenising is most of the time; nothing of a submission is run).
+
+    The pairs compared are only those an inverted index of the fingerprints names
+    (grader.batch.similarity_index, which says why no pair listed by comparing all is lost)."""
     import numpy as np
 
+    from grader.batch import similarity_index
+
+    earlier = earlier or {}
+    if set(earlier) & set(sources):
+        raise ValueError(f"earlier: names also in sources: {sorted(set(earlier) & set(sources))[:3]}")
     boiler = {name: np.array(sorted(fingerprint(name, text).hashes), dtype=np.int64) for name, text in stubs.items()}
-    prints = {student: {name: fingerprint(name, text, boiler.get(name)) for name, text in files.items()}
-              for student, files in sources.items()}
-    students = sorted(prints)
+    texts = {**earlier, **sources}
+    students = sorted(texts)  # the index's order is the pairs' (the first of a pair counts its tokens)
+    prints = list(_fingerprints([texts[s] for s in students], boiler, jobs, progress))
+    done = [0]
+
+    def indexed(k: int) -> None:
+        done[0] += k
+        _tell(progress, "comparing", done[0], len(students))
+
+    found = similarity_index.candidates(prints, threshold=threshold, min_match=MIN_MATCH, progress=indexed)
+    full: dict[str, dict[str, Fingerprint]] = {}
     pairs = []
-    for i, a in enumerate(students):
-        for b in students[i + 1:]:
-            pair = score(prints[a], prints[b])
-            if pair["matched_tokens"] >= MIN_MATCH and max(pair["similarity"]) >= threshold:
-                pairs.append({"students": [a, b], **score(prints[a], prints[b], stubs)})
+    for i, j in found:
+        a, b = students[i], students[j]
+        if a in earlier and b in earlier:  # two earlier terms' submissions: not this term's concern
+            continue
+        pair = score(_screening(prints[i]), _screening(prints[j]))
+        if pair["matched_tokens"] >= MIN_MATCH and max(pair["similarity"]) >= threshold:
+            for s in (a, b):
+                if s not in full:
+                    full[s] = {name: fingerprint(name, text, boiler.get(name)) for name, text in texts[s].items()}
+            pairs.append({"students": [a, b], **score(full[a], full[b], stubs)})
     return sorted(pairs, key=lambda p: (-max(p["similarity"]), p["students"]))
+
+
+Progress = Callable[[str, int, int], None]
+CHUNK = 32  # submissions fingerprinted per task of a process
+
+
+def _fingerprints(texts: list[dict[str, str]], boiler: dict, jobs: int, progress: Progress | None):
+    """Each submission's compact fingerprints (in order), in `jobs` processes where the class is big."""
+    if jobs > 1 and len(texts) > 2 * CHUNK:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawned, not forked: a batch's process may hold threads (Dask's, rich's)
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for i, found in enumerate(pool.map(_prints_of, texts, [boiler] * len(texts), chunksize=CHUNK)):
+                _tell(progress, "fingerprinting", i + 1, len(texts))
+                yield found
+        return
+    for i, files in enumerate(texts):
+        yield _prints_of(files, boiler)
+        _tell(progress, "fingerprinting", i + 1, len(texts))
+
+
+def _prints_of(files: dict[str, str], boiler: dict):
+    from grader.batch import similarity_index
+
+    return similarity_index.Prints({name: _compact(*_winnowed(name, text, boiler.get(name)))
+                                    for name, text in files.items()})
+
+
+def _tell(progress: Progress | None, stage: str, done: int, total: int) -> None:
+    if progress is not None:
+        progress(stage, done, total)
+
+
+def _compact(filtered: str, offsets, hashes, idx) -> tuple:
+    """What the index keeps of a file: its hashes, their positions and its token coverage."""
+    return hashes, idx, _assemble("", filtered, offsets, hashes, idx).token_coverage
+
+
+def _screening(prints) -> dict[str, Fingerprint]:
+    """Fingerprints enough for score() without stubs: copydetect.compare_files reads of the code only
+    whether the filtered code is empty (never, where a hash is shared) and maps slices back to the
+    text with the offsets only when there are some (none here: screening shows no lines)."""
+    import numpy as np
+
+    found = {}
+    for name, (hashes, idx, coverage) in prints.files.items():
+        found[name] = _assemble("", "x" if len(hashes) else "", np.empty((0, 2), dtype=np.int64), hashes, idx,
+                                coverage)
+    return found
 
 
 def score(a: dict[str, Fingerprint], b: dict[str, Fingerprint], stubs: dict[str, str] | None = None) -> dict:

@@ -174,8 +174,9 @@ def _flagged(found: list[dict]) -> RenderableType:
     return table
 
 
-def _similar(found: dict) -> RenderableType:
-    """The pairs listed by grader.batch.similarity, with where they match (class.html shows the lines)."""
+def _similar(found: dict, data: str = "summary.json", page: str = "class.html") -> RenderableType:
+    """The pairs listed by grader.batch.similarity, with where they match (`data` has them all, `page`
+    shows the lines)."""
     share = f"{found['threshold'] * 100:g}%"
     if found.get("unavailable"):
         return Text(f"Similar submissions: not compared: {found['unavailable']}")
@@ -192,9 +193,9 @@ def _similar(found: dict) -> RenderableType:
             groups.add_row(str(len(g["students"])), f"{g['similarity'] * 100:.0f}%",
                            Text(", ".join(map(inert, g["students"]))))
         if len(found["groups"]) > GROUPS:
-            groups.caption = f"and {len(found['groups']) - GROUPS} more groups in summary.json and class.html"
+            groups.caption = f"and {len(found['groups']) - GROUPS} more groups in {data} and {page}"
         shown.append(groups)
-    table = Table(title=f"Similar pairs ({share} of either's code or more; the lines in class.html)",
+    table = Table(title=f"Similar pairs ({share} of either's code or more; the lines in {page})",
                   title_justify="left")
     table.add_column("students", overflow="fold")
     table.add_column("share", justify="right", no_wrap=True)
@@ -205,7 +206,7 @@ def _similar(found: dict) -> RenderableType:
         table.add_row(Text("\n".join(map(inert, p["students"]))),
                       "\n".join(f"{s * 100:.0f}%" for s in p["similarity"]), where)
     if len(found["pairs"]) > 10:
-        table.caption = f"and {len(found['pairs']) - 10} more pairs in summary.json and class.html"
+        table.caption = f"and {len(found['pairs']) - 10} more pairs in {data} and {page}"
     return Group(*shown, table)
 
 
