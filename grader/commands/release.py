@@ -25,7 +25,8 @@ class Shown:
         return self
 
     def __exit__(self, *exc):
-        self.progress.stop()
+        if self.live:  # a Progress never started prints an empty line when stopped
+            self.progress.stop()
 
     def step(self, what: str, total: int | None = None) -> None:
         if not self.live:
