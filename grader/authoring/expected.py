@@ -126,7 +126,7 @@ def bug_tree(course: Course, patches: dict[str, list[tuple[str, str]]], into: Pa
     return into
 
 
-def compute_bugs(course: Course) -> dict[str, dict]:
+def compute_bugs(course: Course, on_bug: Callable[[str], None] | None = None) -> dict[str, dict]:
     """name -> {component, message, fix, failing: what its component's failing public checks say, and
     repro where --repro has a recipe for one of them: check -> {"inputs": the failing example's data that
     the recipe reads} or {"refused": why it has none}; the kit writes each bug's scripts from these
@@ -147,6 +147,8 @@ def compute_bugs(course: Course) -> dict[str, dict]:
             found[name] = {"component": bug.component, "message": bug.message, "fix": bug.fix, "failing": failing}
             if repro := _repro_inputs(course, assignment, failing, results):
                 found[name]["repro"] = repro
+            if on_bug is not None:  # grade release's progress
+                on_bug(name)
     return found
 
 
@@ -188,7 +190,9 @@ def _public_results(course: Course, grader, assignment: str, component: str, tre
     return results
 
 
-def write_all(course: Course, check: bool = False) -> list[Path]:
+def write_all(course: Course, check: bool = False, on_bug: Callable[[str], None] | None = None) -> list[Path]:
+    """Write the stored outputs and bugs.json where they differ from what the course makes (`check`:
+    only list them); `on_bug(name)` once each bug of the table is graded."""
     from grader.judging import diagnosis
 
     stale = []
@@ -205,7 +209,7 @@ def write_all(course: Course, check: bool = False) -> list[Path]:
         if not check:
             path.parent.mkdir(parents=True, exist_ok=True)
             torch.save(fresh, path)
-    bugs = compute_bugs(course)
+    bugs = compute_bugs(course, on_bug)
     path = diagnosis.path_for(course)
     # compared as JSON reads back: a tuple of the data (a pair of a collate example) is a list there
     if bugs and (not path.exists() or json.loads(path.read_text()) != json.loads(json.dumps(bugs))):

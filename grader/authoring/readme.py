@@ -32,28 +32,21 @@ It must say 3.11 or more. Ubuntu 22.04 ships 3.10: install 3.11 beside it (`sudo
 python3.11 python3.11-venv`) and write `python3.11` where the lines below say `python3`.
 
 Make a virtual environment for the course, install the PyTorch version the grader is checked
-with, `torch=={torch}`, then this kit, from this folder:
+with, `torch=={torch}`, then this kit, from this folder. The course needs only PyTorch's CPU build,
+but on Linux `pip install torch` fetches the CUDA build (several GB); the third line installs the
+CPU build with uv (a pip-compatible installer that knows where PyTorch keeps each build):
 
 ```bash
 python3 -m venv .venv
 source .venv/bin/activate
-pip install torch=={torch}
+pip install uv && uv pip install --torch-backend=cpu torch=={torch}
 pip install -e .
 grade assignment1
 ```
 
-`pip install torch=={torch}` pins the version, not the build: on Linux pip picks the large
-CUDA build (several GB). The course needs only the CPU build. To get it, give pip PyTorch's
-CPU-only package index, whose address pytorch.org's install selector shows when you choose
-"CPU" as the compute platform:
-
-```bash
-CPU_INDEX=...  # paste here the address the selector shows for "CPU"
-pip install torch=={torch} --index-url "$CPU_INDEX"
-```
-
-Then run the other lines as above: pip keeps the CPU build. Opened a new terminal? Run
-`source .venv/bin/activate` again first.
+On macOS, or with an NVIDIA GPU you want to use (`--device cuda`), write
+`pip install torch=={torch}` as the third line instead: it installs the build for your machine.
+Opened a new terminal? Run `source .venv/bin/activate` again first.
 
 ## What to build
 

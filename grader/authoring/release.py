@@ -11,10 +11,13 @@ tests checked is what ships), into a new or empty folder outside the kit (inside
 pytest, ruff and `find_course` would pick it up), and is audited before it is left in place.
 """
 
+import hashlib
+import json
 import re
 import shutil
 import tomllib
 from pathlib import Path
+from typing import Protocol
 
 import tomli_w
 
@@ -27,29 +30,82 @@ from grader.course import ConfigError, Course, load
 INSTRUCTOR_EXTRAS = ("dev", "instructor", "docs")
 
 
-def write_release(*, course: Course, out: Path) -> list[Path]:
-    """Write the student kit of `course` to `out`; return the files written, under `out`."""
-    from grader.authoring import expected, stubs
+# what the student README's own steps create in the kit (a venv, --repro's scripts, --json's reports,
+# Hypothesis's and the kit's caches): `git status` in a student's repository shows their work only
+GITIGNORE = """__pycache__/
+*.egg-info/
+.hypothesis/
+.venv/
+venv/
+repro_*.py
+report.json
+.kit-cache/
+.ipynb_checkpoints/
+*.before-update
+"""
+MANIFEST = ".kit-release.json"  # the files a release wrote and their digests: what `--update` may replace
 
+
+class Steps(Protocol):
+    """What a release tells as it goes (the command line draws it with rich: grader.commands.release)."""
+
+    def step(self, what: str, total: int | None = None) -> None: ...  # a new step, of `total` items if counted
+
+    def advance(self, item: str) -> None: ...  # one item of the step done
+
+
+class Quiet:
+    def step(self, what: str, total: int | None = None) -> None:
+        pass
+
+    def advance(self, item: str) -> None:
+        pass
+
+
+def write_release(*, course: Course, out: Path, steps: Steps | None = None) -> list[Path]:
+    """Write the student kit of `course` to `out`; return the files written, under `out`. `steps` hears
+    of each step (the bug table's check, which grades every bug, is the long one)."""
     out = Path(out).resolve()
     package = Path(grader.__file__).resolve().parent
     _check_destination(out, kit=(course.root, package.parent))
+    steps = steps or Quiet()
+    check_current(course, steps)
+    return write_kit(course, out, steps)
+
+
+def check_current(course: Course, steps: Steps) -> None:
+    """A ConfigError unless the stubs, the stored outputs and the bug table are what the course makes."""
+    from grader.authoring import stubs
+
     if not course.reference.is_dir():
         raise ConfigError(f"release: no reference tree at {str(course.reference)!r}: grade release runs in the "
                           "instructors' kit")
     try:
-        stale = stubs.write_all(course, check=True) + expected.write_all(course, check=True)
+        steps.step("checking the stubs")
+        stale = stubs.write_all(course, check=True)
+        steps.step("loading PyTorch")
+        from grader.authoring import expected
+
+        steps.step("checking the stored outputs and the table of classic bugs (grades each bug)",
+                   total=len(expected.load_bugs(course)))
+        stale += expected.write_all(course, check=True, on_bug=steps.advance)
     except stubs.MarkerError as e:
         raise ConfigError(f"release: {e} (solution markers must pair up inside a function)") from None
     if stale:
         raise ConfigError(f"release: {len(stale)} generated file(s) are stale, first {str(stale[0])!r}: run "
                           "grade stubs and grade expected first")
 
+
+def write_kit(course: Course, out: Path, steps: Steps) -> list[Path]:
+    from grader.authoring import stubs
+
+    package = Path(grader.__file__).resolve().parent
+    steps.step("writing the kit")
     copies = {**{Path("grader") / p.relative_to(package): p for p in _files(package)}, **_public_tier(course),
               **{_relative(p, course): p for p in stubs.expected_stubs(course)}}
     texts = {Path("course.toml"): course_text(course, performance=True), Path("README.md"): readme_text(course),
              Path("pyproject.toml"): pyproject_text(package.parent / "pyproject.toml"),
-             Path(".gitignore"): "__pycache__/\n*.egg-info/\n.hypothesis/\n"}
+             Path(".gitignore"): GITIGNORE}
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -59,15 +115,23 @@ def write_release(*, course: Course, out: Path) -> list[Path]:
         for rel, text in texts.items():
             (out / rel).write_text(text)
         load(out / "course.toml")  # the release grades with it: it must read as the kit's does
+        steps.step("auditing the kit (no solution, no hidden check)")
         problems = audit(out, course)
         if problems:
             raise ConfigError(f"release: {problems[0]} ({len(problems)} problem(s); nothing was written)")
+        written = sorted(out / rel for rel in [*copies, *texts])
+        (out / MANIFEST).write_text(json.dumps(digests(out, written), indent=1, sort_keys=True) + "\n")
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)  # it was empty or missing: leave it so
         if not created:
             out.mkdir()
         raise
-    return sorted(out / rel for rel in [*copies, *texts])
+    return [*written, out / MANIFEST]
+
+
+def digests(root: Path, paths: list[Path]) -> dict[str, str]:
+    """relative path -> sha256 of each file (the manifest of a release)."""
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
 
 
 def _check_destination(out: Path, kit: tuple[Path, ...]) -> None:
@@ -75,7 +139,8 @@ def _check_destination(out: Path, kit: tuple[Path, ...]) -> None:
         if out.is_relative_to(folder.resolve()):
             raise ConfigError(f"release: {str(out)!r} is inside the kit ({folder}): write the release outside it")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ConfigError(f"release: {str(out)!r} is not an empty folder (grade release writes a fresh one)")
+        raise ConfigError(f"release: {str(out)!r} is not an empty folder (grade release writes a fresh one; "
+                          "--update brings a kit it wrote earlier to this release)")
 
 
 def _relative(path: Path, course: Course) -> Path:

@@ -35,6 +35,35 @@ def positive_int(text: str) -> int:
     return value
 
 
+def points(text: str) -> float:
+    """`--fail-under`'s value: a number of points, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of points, 0 or more, got {text!r}")
+    return value
+
+
+def below(score: float, bar: float) -> bool:
+    """`--fail-under`: a score under the bar; scores are sums of rounded points, so equal is not below."""
+    return score < bar - 1e-9
+
+
+def check_bar(bar: float | None, course, assignment: str) -> None:
+    """A ConfigError where `--fail-under` asks for more points than `assignment` has (its components',
+    and [performance]'s where the course gives points for the speed of its timed components)."""
+    if bar is None:
+        return
+    spec = course.assignment(assignment)
+    perf = course.performance
+    timed = perf is not None and any(c.name in perf.components for c in spec.components)
+    most = spec.max_score + (perf.points if perf is not None and timed else 0.0)
+    if bar > most + 1e-9:
+        raise ConfigError(f"--fail-under: {bar:g} is more than {assignment}'s {most:g} points")
+
+
 def find_course(given: str | None) -> Path:
     """`--course`, else the nearest course.toml upward from here, else the kit's own."""
     if given:

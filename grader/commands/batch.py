@@ -8,7 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
-from grader.commands import UsageParser, find_course, positive_int
+from grader.commands import UsageParser, below, check_bar, find_course, points, positive_int
 from grader.course import ConfigError
 
 
@@ -36,6 +36,9 @@ def parser() -> UsageParser:
     p.add_argument("--roster", metavar="FILE",
                    help="a CSV mapping folders, Gradescope and LMS identities to one student id (docs: How-to, LMS), "
                         "kept in OUT and used by every later run and by grade export (OUT/roster.csv)")
+    p.add_argument("--fail-under", type=points, metavar="POINTS",
+                   help="exit with status 1 when any submission's total (after overrides) is below POINTS, "
+                        "naming them on stderr; 0 when every one is at or above it")
     p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     return p
 
@@ -62,6 +65,7 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     course = load_course(find_course(args.course))
     course.assignment(args.assignment)
+    check_bar(args.fail_under, course, args.assignment)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out: {args.out!r} is not a directory")
@@ -115,7 +119,22 @@ def main(argv: list[str]) -> int:
         print(f"grade batch: no submission could be graded in this run ({batch.graded} graded, {batch.failed} "
               f"failed with a grader error); the first error: {shorten(batch.first_error)}", file=sys.stderr)
         return 1
-    return 0
+    return _bar(batch.rows, args.fail_under, out)
+
+
+def _bar(rows: list[tuple[str, dict]], bar: float | None, out: Path) -> int:
+    """`--fail-under`'s exit status: 1 where a student's total is below the bar, with one line on stderr
+    naming the first few (grades.csv has them all)."""
+    low = [(student, report["score"]) for student, report in rows if bar is not None and below(report["score"], bar)]
+    if not low:
+        return 0
+    from grader.batch.safe import inert
+
+    named = ", ".join(f"{inert(student)} ({score:g})" for student, score in low[:5])
+    more = f" and {len(low) - 5} more" if len(low) > 5 else ""
+    print(f"grade batch: {len(low)} of {len(rows)} submissions scored below --fail-under {bar:g}: {named}{more} "
+          f"(every total: {out / 'grades.csv'})", file=sys.stderr)
+    return 1
 
 
 def options(args, console, stop: threading.Event):

@@ -2,10 +2,11 @@
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
-from grader.commands import UsageParser, find_course
+from grader.commands import UsageParser, below, check_bar, find_course, points
 from grader.course import ConfigError
 
 
@@ -31,6 +32,9 @@ def parser() -> UsageParser:
                    help="write repro_CHECK.py here: a plain script (torch and your files only) that rebuilds the "
                         "check's failing example, runs your code on it and exits 0 once it is fixed (for a "
                         "check it cannot write, it names those it can)")
+    p.add_argument("--fail-under", type=points, metavar="POINTS",
+                   help="exit with status 1 when the score is below POINTS (0 at or above it): for autograding "
+                        "by exit status (GitHub Classroom, a CI job, a hook); with --only, the score of those checks")
     p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
     return p
 
@@ -43,6 +47,7 @@ def main(argv: list[str]) -> int:
     course = load_course(find_course(args.course))
     submission = Path(args.submission) if args.submission else course.assignments_dir
     course.assignment(args.assignment)
+    check_bar(args.fail_under, course, args.assignment)
     if not submission.is_dir():
         raise ConfigError(f"--submission: {str(submission)!r} is not a directory")
     to_stdout = args.json == "-"
@@ -56,12 +61,14 @@ def main(argv: list[str]) -> int:
 
         only = parse(args.only, course.assignment(args.assignment))
     if args.repro is not None:
-        if args.watch or args.only is not None or args.json:
-            raise ConfigError("--repro: cannot be combined with --watch, --only or --json")
+        if args.watch or args.only is not None or args.json or args.fail_under is not None:
+            raise ConfigError("--repro: cannot be combined with --watch, --only, --json or --fail-under")
         from grader.interactive import repro
 
         return repro.main(course=course, assignment=args.assignment, check=args.repro, submission=submission)
     if args.watch:
+        if args.fail_under is not None:
+            raise ConfigError("--fail-under: cannot be combined with --watch (it sets the exit status of one grade)")
         from grader.grading.split import spare_core
 
         watching = Grader(course, helper=spare_core(), reuse=True)
@@ -84,7 +91,15 @@ def main(argv: list[str]) -> int:
     report.render(result, console, verbose=args.verbose)
     if args.json:
         _write_json(result, args.json)
-    return 0
+    return _bar(result, args.fail_under)
+
+
+def _bar(result, bar: float | None) -> int:
+    """`--fail-under`'s exit status: 1, with one line on stderr, where the score is below the bar."""
+    if bar is None or not below(result.score, bar):
+        return 0
+    print(f"grade: {result.score:g} / {result.max_score:g} points is below --fail-under {bar:g}", file=sys.stderr)
+    return 1
 
 
 def _write_json(result, where: str) -> None:

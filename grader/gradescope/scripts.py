@@ -10,8 +10,9 @@ AUTOGRADER_VENV, AUTOGRADER_PYTHON), so that the same scripts run in a layout el
 SETUP = """\
 #!/usr/bin/env bash
 # Gradescope runs this once, as root, with the autograder's zip unpacked at $AUTOGRADER_ROOT/source.
-# It installs Python 3.11+ where the image has none, CPU torch and the kit (all from this zip but
-# torch and the kit's dependencies) into a virtual environment of its own.
+# It installs Python 3.11+ where the image has none, torch's CPU build (with uv; pip's default build
+# where uv cannot reach it, said so) and the kit (all from this zip but torch and the kit's
+# dependencies) into a virtual environment of its own.
 set -euo pipefail
 ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 VENV="${{AUTOGRADER_VENV:-$ROOT/venv}}"
@@ -35,8 +36,16 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
   fi
 fi
-# the CPU build is enough (and far smaller): `grade gradescope --torch-index-url URL` names its index
-"$VENV/bin/python" -m pip install ${{TORCH_INDEX:+--index-url "$TORCH_INDEX"}} "torch=={torch}"
+# torch's CPU build: enough here, and far smaller than the CUDA build pip installs by default on Linux.
+# uv knows where PyTorch keeps each build (--torch-backend=cpu); `grade gradescope --torch-index-url URL`
+# names an index for pip instead. Where uv cannot reach PyTorch's CPU index, pip's default build, said so.
+if [ -n "$TORCH_INDEX" ]; then
+  "$VENV/bin/python" -m pip install --index-url "$TORCH_INDEX" "torch=={torch}"
+elif ! {{ "$VENV/bin/python" -m pip install uv && \\
+         "$VENV/bin/uv" pip install --python "$VENV/bin/python" --torch-backend=cpu "torch=={torch}"; }}; then
+  echo "setup.sh: uv could not install torch's CPU build; installing pip's default build of torch=={torch}" >&2
+  "$VENV/bin/python" -m pip install "torch=={torch}"
+fi
 "$VENV/bin/python" -m pip install "$ROOT/source/kit"
 "$VENV/bin/python" -c "import torch, grader.gradescope.runner"
 # the course (reference, hidden suite) and this zip: root's alone; the submission runs as another user

@@ -159,6 +159,16 @@ def pytest_configure(config):
 
     for name, what in TIERS.items():
         config.addinivalue_line("markers", f"{name}: {what}")
+    config.addinivalue_line("markers", "needs(what): the test needs root, chromium or docker: skipped where it is "
+                            "missing, saying how to get it; failed instead under CI (tests/kit/needs.py)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before the test's fixtures are set up
+def pytest_runtest_setup(item):
+    from tests.kit import needs
+
+    for mark in item.iter_markers("needs"):
+        needs.require(*mark.args)
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by them

@@ -234,7 +234,7 @@ def test_nan_and_inf_never_compare_equal(got, expected):
                  mask=torch.tensor([False, True]))  # where the check does not look, nothing is judged
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="a sandbox has a uid of its own only under a root grader")
+@pytest.mark.needs("root")  # a sandbox has a uid of its own only under a root grader
 def test_sandbox_uids_are_never_reused():
     from grader.sandbox import isolation
 

@@ -9,7 +9,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -21,6 +20,7 @@ import pytest
 from grader import load_course
 from grader.authoring.readme import readme_text
 from grader.authoring.torch_pin import TORCH
+from tests.kit import needs
 from tests.kit.chromium import Browser
 from tests.kit.conftest import ROOT
 
@@ -240,10 +240,9 @@ class Links(HTMLParser):
                 self.refs.append((tag, a[key] or ""))
 
 
+@pytest.mark.needs("chromium")  # checked before the site is built
 def test_the_site_opens_in_chromium_with_no_broken_link_or_image(site, tmp_path):
-    exe = shutil.which("chromium")
-    if exe is None:
-        pytest.fail("this test needs headless Chromium: apt-get install chromium")
+    exe = needs.chromium()
     pages = sorted(p for p in site.rglob("index.html") if "search" not in p.parts)
     assert len(pages) >= 20, pages
     broken = []

@@ -1,10 +1,10 @@
 """`grade batch`'s HTML (grader.batch.html): class.html and feedback/STUDENT.html from a real batch
-(conftest.graded), opened in headless Chromium (Debian's `chromium`; .ci/run installs it)."""
+(conftest.graded), opened in headless Chromium (Debian's `chromium`; .ci/run installs it; elsewhere
+skipped without it, before the class is graded, saying how to get it: tests/kit/needs.py)."""
 
 import html
 import json
 import re
-import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -13,17 +13,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.kit import needs
 from tests.kit.conftest import HOSTILE, HOSTILE_OUTPUT
 from tests.kit.test_batch import hidden_ids
 
-pytestmark = pytest.mark.xdist_group("batch_class")  # the graded class, graded once on one worker
+# the graded class, graded once on one worker
+pytestmark = [pytest.mark.xdist_group("batch_class"), pytest.mark.needs("chromium")]
 PLOT_BLUE = (0x4C, 0x78, 0xA8)  # the plots' and the bars' colour (grader/batch/html.py, base.html.j2)
 
 
 def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    exe = shutil.which("chromium")
-    if exe is None:
-        pytest.fail("these tests need headless Chromium: apt-get install chromium")
+    exe = needs.chromium()
     # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start
     return subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                            f"--user-data-dir={tmp_path / 'profile'}", *args],

@@ -1,5 +1,6 @@
 """`grade release`: the student kit holds no solution code and no hidden material, and grades once installed."""
 
+import hashlib
 import json
 import os
 import re
@@ -177,3 +178,106 @@ def test_installed_release_grades_the_stubs_and_a_correct_tree(release, installe
         tests = [t for c in solved["components"] for t in c["tests"]]
         assert solved["score"] == solved["max_score"] > 0, [t for t in tests if t["status"] != "passed"]
         assert {t["status"] for t in tests} == {"passed"} and {t["tier"] for t in tests} == {"public"}
+
+
+def test_the_released_gitignore_covers_what_the_readme_s_steps_create(release):
+    """A student who follows the README (a venv, --repro's scripts, --json's report) sees only their own
+    work in `git status`: git itself reads the .gitignore."""
+    made = [".venv/bin/python", "repro_layer_norm_matches_torch.py", "report.json", ".hypothesis/x",
+            "assignments/assignment1/__pycache__/x.pyc", ".kit-cache/reports/x"]
+    tree = release.parent / "gitignored"
+    shutil.copytree(release, tree)
+    for rel in made:
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text("made by the README's steps")
+    (tree / "notes.md").write_text("mine")
+    subprocess.run(["git", "init", "-q", str(tree)], check=True, timeout=60)
+    shown = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=tree, check=True,
+                           capture_output=True, text=True, timeout=60).stdout.splitlines()
+    untracked = {line[3:] for line in shown}
+    assert "notes.md" in untracked and not {rel for rel in made if rel in untracked}, sorted(untracked)
+
+
+def test_update_keeps_a_students_work_and_brings_the_new_kit_files(release, tmp_path):
+    """`grade release DIR --update`'s overlay (grader.authoring.update._overlay; the command checks the kit
+    as a release does first, a minute of grading that test_stored_expected_outputs_are_up_to_date pays
+    once) on a student's copy of an older release: their edited assignment files and their own files
+    stay, untouched stubs and kit files become this release's, new files arrive, dropped ones go."""
+    from grader.authoring import release as releasing
+    from grader.authoring import update
+
+    student = tmp_path / "student"
+    shutil.copytree(release, student)
+    manifest = json.loads((student / releasing.MANIFEST).read_text())
+    mine = "assignments/assignment1/layer_norm.py"
+    (student / mine).write_text((student / mine).read_text() + "\n# my LayerNorm, half done\n")
+    (student / "notes.md").write_text("mine")
+    (student / "README.md").write_text("my notes on the README")
+
+    def older(rel: str, text: str) -> None:  # the older release had another version of this file
+        (student / rel).write_text(text)
+        manifest[rel] = hashlib.sha256(text.encode()).hexdigest()
+
+    older("grader/render/words.py", "# an older grader\n")
+    older("assignments/assignment2/attention.py", "# an older stub, untouched\n")
+    manifest[mine] = hashlib.sha256(b"# an older stub of the file the student edited\n").hexdigest()
+    older("grader/dropped.py", "# a module this release no longer has\n")
+    new_file = "tests/grading/public/test_assignment3.py"
+    (student / new_file).unlink()
+    (student / releasing.MANIFEST).write_text(json.dumps(manifest))
+
+    done = update._overlay(release, student, manifest, "assignments")
+    assert (student / mine).read_text().endswith("# my LayerNorm, half done\n")
+    assert (student / "notes.md").read_text() == "mine"
+    assert (student / "README.md.before-update").read_text() == "my notes on the README"
+    for rel in ("README.md", "grader/render/words.py", "assignments/assignment2/attention.py", new_file):
+        assert (student / rel).read_bytes() == (release / rel).read_bytes(), rel
+    assert not (student / "grader/dropped.py").exists()
+    assert (done.kept, done.stale_stubs, done.added, done.removed, done.set_aside) == \
+        ([mine], [mine], [new_file], ["grader/dropped.py"], ["README.md"])
+    assert done.replaced == ["README.md", "assignments/assignment2/attention.py", "grader/render/words.py"]
+    assert json.loads((student / releasing.MANIFEST).read_text()) == \
+        json.loads((release / releasing.MANIFEST).read_text())
+    again = update._overlay(release, student, json.loads((student / releasing.MANIFEST).read_text()), "assignments")
+    assert (again.added, again.replaced, again.removed, again.kept) == ([], [], [], [mine])  # nothing more to do
+
+
+def test_update_refuses_a_folder_that_is_no_release(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    proc = run_grade("release", str(tmp_path), "--update")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("grade: release: --update:") \
+        and ".kit-release.json" in lines[0], proc.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_the_student_kit_offers_nbgrader_for_the_nbgrader_page(release):
+    """docs/how-to/nbgrader.md's students run `nbgrader fetch_assignment` and `submit`: the kit they get
+    installs nbgrader with `pip install -e ".[nbgrader]"`, the version the instructors' extra pins."""
+    kit = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    shipped = tomllib.loads((release / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    pinned = [d for d in kit["instructor"] if d.startswith("nbgrader")]
+    assert pinned and shipped["nbgrader"] == pinned
+    assert 'pip install -e ".[nbgrader]"' in (ROOT / "docs/how-to/nbgrader.md").read_text()
+
+
+def test_the_readme_s_report_is_what_a_student_kit_prints_today(release, installed, tmp_path):
+    """README.md opens with a student's `grade assignment1` on a kit made by `grade release`, with
+    LayerNorm's eps outside the square root: the installed release prints it, line for line, at 80
+    columns; but where the machine shows (the submission's folder, the time, the isolation tier)."""
+    from tests.grading.bugs import BUGS
+    from tests.kit.conftest import mutant
+
+    grade, env = installed
+    tree = mutant(tmp_path, BUGS["layer_norm_eps_outside_sqrt"].patches)
+    proc = subprocess.run([grade, "assignment1", "--submission", str(tree)], cwd=release,
+                          env={**env, "COLUMNS": "80"}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    shown = re.search(r"```text\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert shown
+
+    def steady(lines: list[str]) -> list[str]:
+        machine = ("submission ", "isolation ")
+        return [re.sub(r", graded in [\d.]+ s", "", line.rstrip()) for line in lines if not line.startswith(machine)]
+
+    assert steady(shown.group(1).splitlines()) == steady(proc.stdout.splitlines()), proc.stdout

@@ -16,8 +16,10 @@ COURSE = load_course(ROOT / "course.toml")
 
 def test_student_readme_says_how_to_set_up_grade_and_debug():
     text = readme_text(COURSE)
-    assert f"pip install torch=={TORCH}\n" in text  # the kit's pin (what CI installs), not the torch here
-    assert f"pip install torch=={TORCH} --index-url" in text  # the CPU build, as a command
+    # the kit's pin (what CI installs), not the torch here; its CPU build as a command, before the kit's install
+    cpu = f"pip install uv && uv pip install --torch-backend=cpu torch=={TORCH}\npip install -e .\n"
+    assert cpu in text and "CPU_INDEX" not in text
+    assert f"`pip install torch=={TORCH}` as the third line instead" in text  # the build for a GPU or a Mac
     for words in ("python3 -m venv .venv", "source .venv/bin/activate", "pip install -e .",
                   "grade assignmentN --watch", "grade assignmentN --verbose", "grade assignmentN --only CHECK",
                   "grade assignmentN --repro CHECK", "python -m pdb repro_CHECK.py", 'grader.check("assignment1")',
