@@ -72,7 +72,11 @@ class Assignment:
 
 # what grader.sandbox.child.profile knows how to time (its KINDS; grader.grading.performance checks they agree)
 # top-level tables that are not assignments
-RESERVED = ("course", "limits", "hypothesis", "performance", "feedback")
+RESERVED = ("course", "limits", "hypothesis", "performance", "feedback", "policy")
+# [policy] flagged: what a flag (code that reaches torch's or the kit's internals without naming them,
+# grader.judging.forbidden) does to its component: "hold" its points at 0 for review, or "count" them (the
+# default for now: the kit's own attack tests are to be checked under "hold" before it becomes the default)
+FLAGGED = ("hold", "count")
 PERFORMANCE_KINDS = ("attention", "multi_head_attention", "encoder_layer")
 
 
@@ -98,6 +102,7 @@ class Course:
     assignments: dict[str, Assignment] = field(default_factory=dict)
     performance: Performance | None = None
     reveal: Reveal = Reveal.FIX  # [feedback] reveal: how much a report tells of a diagnosed bug
+    flagged: str = "count"  # [policy] flagged: one of FLAGGED
 
     @property
     def root(self) -> Path:
@@ -196,11 +201,16 @@ def load(path: Path) -> Course:
     if reveal not in {r.value for r in Reveal}:
         raise feedback.bad("reveal", reveal, " or ".join(f'"{r.value}"' for r in Reveal))
     feedback.done()
+    policy = top.table("policy")
+    flagged = policy.get("flagged", "str", "count")
+    if flagged not in FLAGGED:
+        raise policy.bad("flagged", flagged, " or ".join(f'"{f}"' for f in FLAGGED))
+    policy.done()
     top.done(extra=list(assignments))
     if not assignments:
         raise ConfigError(f"{path.name}: defines no assignments")
     return Course(path.resolve(), name, reference, assignments_dir, suites, limits, max_examples,
-                  hidden_seed, assignments, performance, Reveal(reveal))
+                  hidden_seed, assignments, performance, Reveal(reveal), flagged)
 
 
 def _read(path: Path) -> dict:
