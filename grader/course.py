@@ -5,15 +5,13 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from grader.course_table import ConfigError as ConfigError  # raised by load; where the kit imports it from
+from grader.course_table import _Table
 from grader.late_policy import Late, read_late
 from grader.results import Reveal
 
 # a forbidden API: a dotted name under torch, optionally "(keyword)" (forbidden only when that keyword is given)
 _API = re.compile(r"torch(\.\w+)+(\(\w+\))?")
-
-
-class ConfigError(Exception):
-    """A one-line complaint that names the file, the key and the value."""
 
 
 @dataclass(frozen=True)
@@ -71,8 +69,14 @@ class Assignment:
         return sum(c.points for c in self.components)
 
 
-RESERVED = ("course", "limits", "hypothesis", "performance", "feedback", "late")  # top-level tables, not assignments
-PERFORMANCE_KINDS = ("attention", "multi_head_attention", "encoder_layer")  # = grader.sandbox.child.profile's KINDS
+# what grader.sandbox.child.profile knows how to time (its KINDS; grader.grading.performance checks they agree)
+# top-level tables that are not assignments
+RESERVED = ("course", "limits", "hypothesis", "performance", "feedback", "policy", "late")
+# [policy] flagged: what a flag (code that reaches torch's or the kit's internals without naming them,
+# grader.judging.forbidden) does to its component: "hold" its points at 0 for review, or "count" them (the
+# default for now: the kit's own attack tests are to be checked under "hold" before it becomes the default)
+FLAGGED = ("hold", "count")
+PERFORMANCE_KINDS = ("attention", "multi_head_attention", "encoder_layer")
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,7 @@ class Course:
     assignments: dict[str, Assignment] = field(default_factory=dict)
     performance: Performance | None = None
     reveal: Reveal = Reveal.FIX  # [feedback] reveal: how much a report tells of a diagnosed bug
+    flagged: str = "count"  # [policy] flagged: one of FLAGGED
     late: Late | None = None  # [late] (grader.late_policy): None where course.toml has none (no penalty)
 
     @property
@@ -119,52 +124,6 @@ class Course:
                 seen.append(n)
         visit(name)
         return [self.assignments[n] for n in seen]
-
-
-class _Table:
-    """A TOML table being read: remembers its dotted key and refuses keys nobody asked for."""
-
-    def __init__(self, file: str, key: str, data: object):
-        if not isinstance(data, dict):
-            raise ConfigError(f"{file}: {key}: expected a table, got {data!r}")
-        self.file, self.key, self.data = file, key, data
-        self.used: set[str] = set()
-
-    def where(self, name):
-        return f"{self.key}.{name}" if self.key else name
-
-    def bad(self, name, value, expected):
-        return ConfigError(f"{self.file}: {self.where(name)}: expected {expected}, got {value!r}")
-
-    def get(self, name, kind, default=None, required=False):
-        self.used.add(name)
-        if name not in self.data:
-            if required:
-                raise ConfigError(f"{self.file}: {self.where(name)}: missing")
-            return default
-        value = self.data[name]
-        checks = {
-            "str": (lambda v: isinstance(v, str) and v, "a non-empty string"),
-            "int": (lambda v: type(v) is int and v > 0, "a positive integer"),
-            "number": (lambda v: type(v) in (int, float) and v > 0, "a positive number"),
-            "points": (lambda v: type(v) in (int, float) and v >= 0, "a number >= 0"),
-            "ids": (lambda v: isinstance(v, list) and all(isinstance(x, str) and x.isidentifier() for x in v),
-                    "a list of check ids"),
-            "names": (lambda v: isinstance(v, list) and all(isinstance(x, str) and x for x in v), "a list of names"),
-        }
-        ok, expected = checks[kind]
-        if not ok(value):
-            raise self.bad(name, value, expected)
-        return value
-
-    def table(self, name):
-        self.used.add(name)
-        return _Table(self.file, self.where(name), self.data.get(name, {}))
-
-    def done(self, extra=()):
-        for name in self.data:
-            if name not in self.used and name not in extra:
-                raise ConfigError(f"{self.file}: {self.where(name)}: unknown key (value {self.data[name]!r})")
 
 
 def load(path: Path) -> Course:
@@ -196,11 +155,17 @@ def load(path: Path) -> Course:
     if reveal not in {r.value for r in Reveal}:
         raise feedback.bad("reveal", reveal, " or ".join(f'"{r.value}"' for r in Reveal))
     feedback.done()
+    policy = top.table("policy")
+    flagged = policy.get("flagged", "str", "count")
+    if flagged not in FLAGGED:
+        raise policy.bad("flagged", flagged, " or ".join(f'"{f}"' for f in FLAGGED))
+    policy.done()
     top.done(extra=[*assignments, "late"])
     if not assignments:
         raise ConfigError(f"{path.name}: defines no assignments")
     return Course(path.resolve(), name, reference, assignments_dir, suites, limits, max_examples,
-                  hidden_seed, assignments, performance, Reveal(reveal), read_late(top, assignments))
+                  hidden_seed, assignments, performance, Reveal(reveal), flagged,
+                  read_late(top, assignments))
 
 
 def _read(path: Path) -> dict:

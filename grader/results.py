@@ -120,6 +120,9 @@ class ComponentResult:
     # flagged: tools that could hide one, left to the instructor (grader.judging.forbidden)
     forbidden: list[dict] = field(default_factory=list)
     flagged: list[dict] = field(default_factory=list)
+    # the points its checks earned, held at 0 for the instructor's review because it is flagged (the course's
+    # `[policy] flagged = "hold"`); an override releases them (grader.batch.regrade). None: not held
+    held: float | None = None
     # the classic bug that explains every failing public check ({"bug", "message"}; grader.judging.diagnosis)
     diagnosis: dict | None = None
     # the check whose failure says most about the bug (grader.judging.telling); None: as the renderer ranks them
@@ -132,7 +135,7 @@ class ComponentResult:
     @property
     def status(self) -> ComponentStatus:
         counted = self.counted
-        if self.forbidden:
+        if self.forbidden or self.held is not None:
             return ComponentStatus.FAILED
         if counted and all(c.outcome.reason == Reason.NOT_ATTEMPTED and not c.excused_by for c in counted):
             return ComponentStatus.NOT_ATTEMPTED
@@ -151,7 +154,8 @@ class ComponentResult:
         total = sum(c.weight for c in counted)
         waits = sum(c.weight for c in counted
                     if c.outcome.status != Status.PASSED and c.waiting_on and not c.excused_by)
-        return round(self.max_score * waits / total, 2) if total and waits and not self.forbidden else 0.0
+        scored = not self.forbidden and self.held is None
+        return round(self.max_score * waits / total, 2) if total and waits and scored else 0.0
 
     @property
     def waiting_on(self) -> tuple[str, ...]:
@@ -275,7 +279,8 @@ def _document(report: Report) -> dict:
                         **({"note": t.note} if t.note else {}),
                         **({"output": t.outcome.output} if t.outcome.output else {})}
                        for t in c.checks],
-             "forbidden": c.forbidden, "flagged": c.flagged, "diagnosis": diagnosis(c),
+             "forbidden": c.forbidden, "flagged": c.flagged, **({"held": c.held} if c.held is not None else {}),
+             "diagnosis": diagnosis(c),
              "waiting_on": list(c.waiting_on), "provisional": c.provisional, "telling": c.telling}
             for c in report.components],
         "start_here": report.start_at(),

@@ -108,7 +108,10 @@ def write_changes(path: Path, rows: list[dict]) -> None:
     write_atomic(path, buffer.getvalue())
 
 
-Overrides = dict[str, dict[str, tuple[float, str]]]  # student -> component -> (points, reason)
+# student -> component -> (points, reason); points None: "release", the points a component held for review
+# earned (its `held`: grader.judging.scoring, a flag under the course's `[policy] flagged = "hold"`)
+Overrides = dict[str, dict[str, tuple[float | None, str]]]
+RELEASE = "release"
 
 
 def load_overrides(path: Path, spec: Assignment, students: set[str]) -> Overrides:
@@ -133,22 +136,24 @@ def load_overrides(path: Path, spec: Assignment, students: set[str]) -> Override
         if component not in maxima:
             raise ConfigError(f"{where}: no component {safe.inert(component)!r} in {spec.name} "
                               f"({', '.join(maxima)})")
+        given = (row.get("points") or "").strip()
         try:
-            points = float((row.get("points") or "").strip())
+            points: float | None = None if given.lower() == RELEASE else float(given)
         except ValueError:
             points = float("nan")
-        if not 0 <= points <= maxima[component]:
+        if points is not None and not 0 <= points <= maxima[component]:
             raise ConfigError(f"{where}: points {safe.inert(row.get('points') or '')!r} for {component} must be "
-                              f"a number from 0 to {maxima[component]:g}")
+                              f"a number from 0 to {maxima[component]:g}, or {RELEASE!r} (the points held for review)")
         if component in found.get(student, {}):
             raise ConfigError(f"{where}: a second override of {component} for {safe.inert(student)!r}")
         found.setdefault(student, {})[component] = (points, (row.get("reason") or "").strip())
     return found
 
 
-def apply_overrides(report: dict, mine: dict[str, tuple[float, str]]) -> dict:
+def apply_overrides(report: dict, mine: dict[str, tuple[float | None, str]]) -> dict:
     """`report` with the overrides `mine` (component -> (points, reason)) in place of any earlier ones:
-    the graded points are put back first, so applying is the same whatever the report held."""
+    the graded points are put back first, so applying is the same whatever the report held. Points
+    None release what a component held for review earned (`held`; a component not held keeps its own)."""
     components = []
     graded_total = report.get("graded_score", report["score"])
     for c in report["components"]:
@@ -157,6 +162,9 @@ def apply_overrides(report: dict, mine: dict[str, tuple[float, str]]) -> dict:
             c["score"] = c.pop("override")["graded"]
         if c["name"] in mine:
             points, reason = mine[c["name"]]
+            if points is None:
+                held = c.get("held")
+                points = float(held) if isinstance(held, (int, float)) and 0 <= held <= c["max_score"] else c["score"]
             c["override"] = {"points": points, "reason": reason, "graded": c["score"]}
             c["score"] = points
         components.append(c)

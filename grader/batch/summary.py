@@ -81,8 +81,9 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
         if abs(r["score"] - public) / max_score * 100 >= GAP:
             gaps.append({"student": student, "score": r["score"], "public": public})
     # what grader.judging.forbidden flagged for review, and what it scored 0, student by student, with the line
+    # (held: its points held at 0 for review, the course's `[policy] flagged = "hold"`; an override releases them)
     flagged = [{"student": student, "component": c["name"], "what": f.get("what"), "where": f.get("where"),
-                "scored_0": kind == "forbidden"}
+                "scored_0": kind == "forbidden", "held": kind == "flagged" and c.get("held") is not None}
                for student, r in rows for c in r["components"] for kind in ("forbidden", "flagged")
                for f in c.get(kind, []) if isinstance(f, dict)]
     # the tiers the submissions ran in, and what each kept from them (grader.sandbox.isolation.describe)
@@ -162,12 +163,14 @@ def render(summary: dict) -> RenderableType:
 
 def _flagged(found: list[dict]) -> RenderableType:
     """grader.judging.forbidden's findings, for the instructor to review (summary.json has them all)."""
-    table = Table(title="Forbidden APIs (scored 0) and code flagged for review", title_justify="left")
+    table = Table(title="Forbidden APIs (scored 0) and code flagged for review (held: its points are held at 0 "
+                        "until an override releases them)", title_justify="left")
     table.add_column("student", overflow="fold")
     table.add_column("component", no_wrap=True)
     table.add_column("what, where", overflow="fold")
     for f in found[:20]:
-        what = f"{'scored 0: ' if f['scored_0'] else ''}{inert(str(f['what']))} at {inert(str(f['where']))}"
+        mark = "scored 0: " if f["scored_0"] else "held: " if f.get("held") else ""
+        what = f"{mark}{inert(str(f['what']))} at {inert(str(f['where']))}"
         table.add_row(Text(inert(f["student"])), f["component"], Text(what))
     if len(found) > 20:
         table.caption = f"and {len(found) - 20} more in summary.json"

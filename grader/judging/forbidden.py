@@ -9,11 +9,14 @@ Each layer alone is easy to evade, so there are two:
 - executed: the worker records the forbidden APIs the submission's code runs, however it reached
   them (grader.sandbox.child.record); its record is checked here, entry by entry.
 
-A hit scores its component 0. The tools of evasion are only flagged for the instructor, since they
-have honest uses (`getattr(self, f"w_{n}")`) and what they reach is caught when it runs: getattr with
-a computed name, eval/exec/compile, __import__/importlib/builtins, torch.ops, torch._C,
-torch.overrides and torch.utils._python_dispatch (which could switch the recorder off), and the
-grader's own package.
+A hit scores its component 0. The tools of evasion are flagged: getattr with a computed name,
+eval/exec/compile, __import__/importlib/builtins, torch.ops, torch._C, torch.library, torch.overrides
+and torch.utils._python_dispatch (which could switch the recorder off), operator.attrgetter and
+methodcaller, work in another process (os.fork, multiprocessing, subprocess: the recorder sees
+nothing there), and the grader's own package. What they reach may never show in the worker's
+record, which the submission can switch off (docs/explanation/security.md, the threat model), so a
+flag can be a score: the course's `[policy] flagged = "hold"` holds the component's points at 0 for the
+instructor's review (an override releases them); "count" (the default for now) only reports it.
 
 What is scanned is what grading can run: the whole file but a top-level `if __name__ ==
 "__main__":` block, which runs only when the file is run as a script (a student's self-test that
@@ -23,7 +26,7 @@ Every Python file of the staged submission is read, not only the components' own
 package's `__init__.py` or in a sibling's file is the submission's code all the same. A finding
 inside a top-level class or function named after a component of the file belongs to that component
 alone; anywhere else in the file (module level, helpers) it belongs to every component of the file
-that forbids it (for flags: that forbids anything). A finding that no component of its file takes
+that forbids it (a flag: to every component of the file). A finding that no component of its file takes
 (an `__init__.py`, another assignment's file, a sibling that allows it) goes to the components that
 reach it: from the source, those whose files import it (directly or not, packages' `__init__.py`
 included); run, the component whose check made the call.
@@ -60,7 +63,7 @@ def executed(record: list, apis: set[str], checks: Sequence[str] = ()) -> list[t
 
 
 def _owners(components: list[Component], f: Finding, hit: bool) -> list[Component]:
-    mine = [c for c in components if f"{c.assignment}/{c.file}" == f.file and c.forbidden]
+    mine = [c for c in components if f"{c.assignment}/{c.file}" == f.file]
     if hit:
         mine = [c for c in mine if f.what in c.forbidden]
     if f.scope in {c.name for c in components if f"{c.assignment}/{c.file}" == f.file}:
@@ -109,7 +112,7 @@ def _charged(components: list[Component], f: Finding, hit: bool, reached: dict[s
     owners = _owners(components, f, hit)
     if owners:
         return owners
-    wants = [c for c in components if (f.what in c.forbidden if hit else c.forbidden)]
+    wants = [c for c in components if f.what in c.forbidden] if hit else components
     if f.how == "executed" and check is not None:
         return [c for c in wants if check in {chk.id for chk in c.checks}]
     return [c for c in wants if f"{c.assignment}/{c.file}" != f.file and f.file in reached.get(c.name, set())]

@@ -9,7 +9,10 @@ _EVAL = {"eval", "exec", "compile", "__import__"}
 _SUSPECT_MODULES = ("importlib", "builtins", "grader", "torch.ops", "torch._C", "torch.overrides",
                     "torch.utils._python_dispatch", "sys.modules", "sys._getframe", "sys._current_frames",
                     "sys.settrace", "sys.setprofile", "sys.meta_path", "sys.path_hooks", "gc", "inspect",
-                    "ctypes", "_ctypes")
+                    "ctypes", "_ctypes", "torch.library", "operator.attrgetter", "operator.methodcaller",
+                    # work done in another process, where the recorder and the watch see nothing (issue 51)
+                    "os.fork", "os.forkpty", "os.register_at_fork", "os.posix_spawn", "os.posix_spawnp",
+                    "posix", "multiprocessing", "subprocess", "concurrent.futures.process")
 # introspection by name or attribute: what it reaches is not in the source (flag -> what the report says)
 _INTROSPECTION = {"vars": "vars()", "globals": "globals()", "locals": "locals()", "__builtins__": "__builtins__"}
 _FRAMES = {"__dict__": "__dict__", "__globals__": "__globals__", "__builtins__": "__builtins__",

@@ -27,12 +27,14 @@ class Judged:
     """What scoring is given. `results`: check id -> outcome; `unavailable`: checks that could not run
     here for reasons outside the submission (an Outcome to show, or None to leave the check out);
     `blame`: the attribution of composites' checks (grader.judging.attribution); `forbidden`: component
-    -> (hits, flags) (grader.judging.forbidden)."""
+    -> (hits, flags) (grader.judging.forbidden); `hold`: a flag holds its component's points at 0 for
+    review (the course's `[policy] flagged = "hold"`)."""
 
     results: Mapping[str, Outcome]
     unavailable: Mapping[str, Outcome | None] = field(default_factory=dict)
     blame: Mapping[str, Blame] = field(default_factory=dict)
     forbidden: Mapping[str, tuple[list[dict], list[dict]]] = field(default_factory=dict)
+    hold: bool = False
 
 
 def score(course: Course, assignment: Assignment, submission: Path, judged: Judged, duration: float = 0.0) -> Report:
@@ -57,6 +59,8 @@ def components(assignment: Assignment, judged: Judged) -> list[ComponentResult]:
     reasons outside the submission (the hidden tier, no GPU) are left out of the proportion
     rather than counted as failed. A component found using an API that course.toml forbids it
     (`forbidden`: name -> (hits, flags), grader.judging.forbidden) scores 0; its checks keep their outcomes.
+    One flagged, where the course holds flags (`hold`), scores 0 for the instructor's review: the points
+    its checks earned are kept beside (`held`), for an override to release.
     """
     found: list[ComponentResult] = []
     waiting: dict[str, tuple[str, ...]] = {}  # a component here that waits -> the parts it waits on
@@ -76,8 +80,10 @@ def components(assignment: Assignment, judged: Judged) -> list[ComponentResult]:
         earned = sum(c.weight for c in counted if c.earned)
         points = round(comp.points * earned / total, 2) if total else 0.0
         hits, flags = judged.forbidden.get(comp.name, ([], []))
-        found.append(ComponentResult(comp.name, f"{assignment.name}/{comp.file}", 0.0 if hits else points,
-                                     comp.points, checks, comp.depends, hits, flags))
+        held = points if flags and judged.hold and not hits else None
+        found.append(ComponentResult(comp.name, f"{assignment.name}/{comp.file}",
+                                     0.0 if hits or held is not None else points, comp.points, checks, comp.depends,
+                                     hits, flags, held=held))
         if found[-1].status == ComponentStatus.WAITING:
             waiting[comp.name] = found[-1].waiting_on
     return found

@@ -95,6 +95,13 @@ def build_vocabs(task: Task, Vocab):
     return Vocab([s for s, _ in task.train]), Vocab([t for _, t in task.train])
 
 
+def distinct_tokens(task: Task) -> tuple[list[str], list[str]]:
+    """The distinct source and target tokens of the training and test splits, each sorted: what a
+    numbering of the tokens is asked about (grader.suite.trained: the grader encodes with the run's own)."""
+    pairs = task.train + task.test
+    return sorted({w for s, _ in pairs for w in s}), sorted({w for _, t in pairs for w in t})
+
+
 def encode_pairs(pairs: list[Pair], src_vocab, tgt_vocab) -> list[tuple[list[int], list[int]]]:
     """Token pairs -> id pairs (no specials: collate adds <sos>/<eos>)."""
     return [(src_vocab.encode(s), tgt_vocab.encode(t)) for s, t in pairs]

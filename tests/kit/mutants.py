@@ -233,3 +233,27 @@ ACCEPTED_VARIANTS: dict[str, tuple[str, dict[str, list[tuple[str, str]]]]] = {
     "pe_buffer_not_persistent": ("assignment1", NON_PERSISTENT_PE),
     "pe_buffer_not_persistent_in_a_transformer": ("assignment3", NON_PERSISTENT_PE),
 }
+
+
+# Correct data pipelines written another way (issue 51): the contract numbers the words after the
+# specials in any order, and collate may pad however it likes. Each must keep every point of
+# assignment4, its end-to-end training included (tests/kit/test_boundary_verdicts.py): whatever the
+# grader recomputes of a training run, it recomputes on the submission's own numbering of the tokens.
+VOCAB_ORDER = "words.sort(key=lambda w: (-counts[w], w))  # frequent first, then alphabetical: deterministic"
+COLLATE_BODY = (
+    "    src = pad([s for s, _ in pairs])  # (B, S)\n"
+    "    tgt_in = pad([[Vocab.SOS] + list(t) for _, t in pairs])  # (B, T)\n"
+    "    tgt_out = pad([list(t) + [Vocab.EOS] for _, t in pairs])  # (B, T)\n")
+PAD_SEQUENCE = (COLLATE_BODY,
+                "    from torch.nn.utils.rnn import pad_sequence\n\n"
+                "    def padded(rows):\n"
+                "        rows = [torch.tensor(list(r), dtype=torch.long) for r in rows]\n"
+                "        return pad_sequence(rows, batch_first=True, padding_value=pad_idx)\n\n"
+                "    src = padded([s for s, _ in pairs])  # (B, S)\n"
+                "    tgt_in = padded([[Vocab.SOS, *t] for _, t in pairs])  # (B, T)\n"
+                "    tgt_out = padded([[*t, Vocab.EOS] for _, t in pairs])  # (B, T)\n")
+DATA_PIPELINE_VARIANTS: dict[str, dict[str, list[tuple[str, str]]]] = {
+    "vocab_numbers_words_in_first_seen_order": {DATA: [(VOCAB_ORDER, "pass  # Counter keeps the order first seen")]},
+    # two in one grading (each grading of assignment4 trains twice): the words sorted, collate by pad_sequence
+    "vocab_in_sorted_order_and_collate_by_pad_sequence": {DATA: [(VOCAB_ORDER, "words.sort()"), PAD_SEQUENCE]},
+}

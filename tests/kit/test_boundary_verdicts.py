@@ -1,7 +1,10 @@
 """The trust boundary, verdicts: what the kit computes beside the submission is judged in the grader
-(issue 43, item 3)."""
+(issue 43, item 3; issue 51, item 2)."""
 
-from tests.kit.conftest import grade_json, mutant, scores
+import pytest
+
+from tests.kit.conftest import full_marks, grade_json, mutant, scores
+from tests.kit.mutants import DATA_PIPELINE_VARIANTS
 
 NO_STEP = ("        optimizer.step()\n        if scheduler is not None:\n", "        if scheduler is not None:\n")
 # the submission replaces the kit's training run, in its own process, by one that reports a trained
@@ -40,6 +43,38 @@ def test_a_forged_training_report_earns_what_the_training_earns(tmp_path):
         f.write(FORGE_TRAINING)
     forged = scores(grade_json(forger, "assignment4"))
     assert forged == honest and forged["train_epoch"] < 14, (forged, honest)
+
+
+# the same loop that never steps, reporting large losses for its first steps of the end-to-end run (one
+# batch of 32 pairs a call): its own curve falls, its weights do not move
+INFLATE = ("    return sum(losses) / max(len(losses), 1)",
+           "    mean = sum(losses) / max(len(losses), 1)\n"
+           "    if len(losses) == 1 and src.size(0) >= 32:  # the end-to-end run: one batch a call\n"
+           "        model.calls = getattr(model, \"calls\", 0) + 1  # each run's own model\n"
+           "        if model.calls <= 10:\n"
+           "            return mean * 20  # a curve that falls: large losses for its first steps\n"
+           "    return mean")
+
+
+def test_a_loss_curve_that_falls_without_training_earns_what_the_training_earns(tmp_path):
+    """train_epoch never steps the optimizer and reports large losses for its first steps (4.2/14 on main
+    against 1.4 without the cheat: the grader compared only the tail of the reported curve with its own
+    loss of the weights). The grader's own loss of the step-0 and the returned weights decides."""
+    honest = scores(grade_json(mutant(tmp_path / "honest", {"assignment4/training.py": [NO_STEP]}), "assignment4"))
+    cheat = scores(grade_json(mutant(tmp_path / "cheat", {"assignment4/training.py": [NO_STEP, INFLATE]}),
+                              "assignment4"))
+    assert cheat == honest and honest["train_epoch"] < 14, (cheat, honest)
+
+
+@pytest.mark.parametrize("variant", sorted(DATA_PIPELINE_VARIANTS))
+def test_a_data_pipeline_written_another_way_keeps_every_training_point(tmp_path, variant):
+    """A Vocab that numbers its words in another order than the reference's (the contract leaves it open),
+    collate by pad_sequence: full marks, the end-to-end training included (7/14 for train_epoch on main,
+    where the grader encoded the batches of its own loss with the reference's Vocab)."""
+    report = grade_json(mutant(tmp_path, DATA_PIPELINE_VARIANTS[variant]), "assignment4")
+    assert scores(report) == full_marks(report), [
+        (t["id"], t["message"], t.get("got")) for c in report["components"] for t in c["tests"]
+        if t["status"] != "passed"]
 
 
 # LayerNorm makes a CPU tensor in forward: right on the CPU, wrong on a GPU (its placement check fails)

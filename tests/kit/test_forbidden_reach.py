@@ -124,3 +124,38 @@ def test_graded_layer_norm_from_another_file_or_a_patched_recorder_is_zeroed(tmp
                                  [("mallory", {**report, "batch": {"status": "graded"}})])
         assert {(r["student"], r["component"], r["what"]) for r in rows["flagged"]} >= {
             ("mallory", "LayerNorm", "sys.modules"), ("mallory", "LayerNorm", "vars()")}
+
+
+# LayerNorm by the aten kernel, reached through operator.attrgetter with a computed name: no forbidden name
+# in the source, and the recorder watches Python functions, not kernels (10/10 on main, nothing flagged)
+ATTRGETTER = {LN: [(
+    "        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n"
+    "        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1)\n" + LN_RETURN,
+    "        import operator\n\n"
+    "        kernel = operator.attrgetter('ops.aten.' + 'native_layer_norm')(torch)\n"
+    "        return kernel(x, [x.size(-1)], self.gamma, self.beta, self.eps)[0]\n")]}
+
+
+@pytest.fixture(scope="module")
+def holding_course(tmp_path_factory) -> Path:
+    """The kit's course with `[policy] flagged = "hold"`, its folders named absolutely."""
+    text = (ROOT / "course.toml").read_text()
+    for key, folder in (("reference", "solutions"), ("assignments", "assignments"), ("suites", "tests/grading")):
+        text = text.replace(f'{key} = "{folder}"', f'{key} = "{ROOT / folder}"', 1)
+    path = tmp_path_factory.mktemp("course") / "course.toml"
+    path.write_text(text + '\n[policy]\nflagged = "hold"\n')
+    assert config.load(path).flagged == "hold"
+    return path
+
+
+def test_a_kernel_reached_through_attrgetter_is_flagged_and_held_for_review(tmp_path, holding_course):
+    """Issue 51: the flag is found, and where the course holds flags LayerNorm's points are held at 0 for
+    review (`held`: what its checks earned, for an override to release); nothing else loses a point."""
+    tree = mutant(tmp_path, ATTRGETTER)
+    report = grade_json(tree, "assignment1", course=holding_course)
+    got, full = scores(report), full_marks(report)
+    layer_norm = next(c for c in report["components"] if c["name"] == "LayerNorm")
+    assert got["LayerNorm"] == 0 and layer_norm["held"] == full["LayerNorm"], layer_norm
+    assert ("operator.attrgetter", f"{LN}:{_line(tree, LN, 'attrgetter')}") in {
+        (f["what"], f["where"]) for f in layer_norm["flagged"]}
+    assert {n: s for n, s in got.items() if n != "LayerNorm" and s != full[n]} == {}

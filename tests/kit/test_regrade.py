@@ -73,6 +73,28 @@ def test_overrides_replace_graded_points_and_come_off_again():
     assert "Changed by your instructor" in regrade.feedback_section(again)
 
 
+def test_an_override_releases_what_a_component_held_for_review_earned(tmp_path):
+    """A flagged component under `[policy] flagged = "hold"` scores 0 and keeps its earned points in
+    `held`; the overrides file's `release` gives them back, and the batch summary lists it held."""
+    from grader.batch import summary
+
+    report = {"score": 30, "max_score": 40, "components": [
+        {"name": c.name, "score": p, "max_score": c.points, "forbidden": [], "tests": [], "diagnosis": None,
+         "flagged": [{"what": "operator.attrgetter", "where": "assignment1/layer_norm.py:7", "how": "source"}]
+         if c.name == "LayerNorm" else [], **({"held": 10.0} if c.name == "LayerNorm" else {})}
+        for c, p in zip(SPEC.components, [0, 8, 10, 6, 6], strict=True)]}
+    path = tmp_path / "overrides.csv"
+    path.write_text("student,component,points,reason\nada,LayerNorm,release,reviewed: honest getattr\n")
+    granted = regrade.load_overrides(path, SPEC, {"ada"})
+    assert granted == {"ada": {"LayerNorm": (None, "reviewed: honest getattr")}}
+    released = regrade.apply_overrides(report, granted["ada"])
+    assert released["score"] == 40 and released["components"][0]["override"]["points"] == 10.0
+    assert regrade.apply_overrides(released, {}) == report
+    rows = summary.summarise(SPEC, [("ada", {**report, "batch": {"status": "graded"}})])["flagged"]
+    assert [(r["component"], r["held"], r["where"]) for r in rows] == [
+        ("LayerNorm", True, "assignment1/layer_norm.py:7")]
+
+
 @pytest.mark.parametrize("rows, bad", [
     ("nobody,LayerNorm,5,x", "'nobody'"), ("ada,RMSNorm,5,x", "'RMSNorm'"), ("ada,LayerNorm,11,x", "'11'"),
     ("ada,LayerNorm,-1,x", "'-1'"), ("ada,LayerNorm,many,x", "'many'"), ("ada,LayerNorm,nan,x", "'nan'"),

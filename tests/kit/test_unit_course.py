@@ -100,3 +100,12 @@ def test_a_missing_or_unreadable_course_file_is_one_line_naming_it(tmp_path):
         load(tmp_path / "course.toml")
     with pytest.raises(ConfigError, match="unknown assignment 'assignment9'"):
         s.COURSE.assignment("assignment9")
+
+
+def test_the_policy_on_flags_is_hold_or_count_and_anything_else_is_refused_naming_it():
+    assert loaded(edited(policy__flagged="hold")).flagged == "hold"
+    assert loaded(edited(policy__flagged="count")).flagged == "count"
+    said = loaded(edited(policy__flagged="zero"))
+    assert isinstance(said, str) and "policy.flagged" in said and "'zero'" in said and '"hold"' in said
+    said = loaded(edited(policy__other=1))
+    assert isinstance(said, str) and "unknown key" in said and "other" in said

@@ -69,3 +69,40 @@ def test_a_forbidden_api_seen_running_is_charged_to_the_component_whose_check_ra
     assert set(verdict) == {"LayerNorm"} and verdict["LayerNorm"][0][0]["how"] == "executed"
     other = next(chk.id for c in A1.components if c.name != "LayerNorm" for chk in c.checks)
     assert forbidden.judge(A1, staged(tmp_path / "b", {}), record, [other]) == {}
+
+
+def honest_trees() -> dict[str, tuple[str, dict[str, list[tuple[str, str]]]]]:
+    """Every correct variant the kit has, as (assignment, patches of solutions/): written differently,
+    placed differently, accepted by the contract, data pipelines, PyTorch's own functions wrapped."""
+    from tests.kit import mutants
+    from tests.kit.test_torch_backed import VARIANTS as TORCH_BACKED
+
+    trees = {name: (next(iter(p)).partition("/")[0], p) for table in (mutants.VARIANTS, mutants.DEVICE_VARIANTS,
+                                                                       mutants.DATA_PIPELINE_VARIANTS)
+             for name, p in table.items()}
+    return {**trees, **mutants.ACCEPTED_VARIANTS, **TORCH_BACKED}
+
+
+def test_honest_code_is_never_flagged(tmp_path):
+    """A flag holds a component's points for review (issue 51): no file of a correct variant, an
+    independent implementation, the reference or the stubs carries one. A variant's files are read
+    where it changes them (the others are the reference's)."""
+    from tests.kit.conftest import ROOT, mutant
+    from tests.kit.test_similarity import independent
+
+    apis = {api for a in s.COURSE.assignments.values() for c in a.components for api in c.forbidden}
+    whole = {tree: sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*.py"))
+             for tree in (SOLUTIONS, ROOT / "assignments")}
+    trees = [(tree, files) for tree, files in whole.items()]
+    for name, (_, patches) in honest_trees().items():
+        trees.append((mutant(tmp_path / name, patches), sorted(patches)))
+    own = mutant(tmp_path / "independent", {})
+    for file, text in independent().items():
+        (own / "assignment1" / file).write_text(text)
+    trees.append((own, [f"assignment1/{file}" for file in independent()]))
+    flagged = {f"{tree.parent.name}/{rel}": [f.as_dict() for f in flags] for tree, files in trees for rel in files
+               if (flags := forbidden.scan(tree, rel, apis)[1])}
+    assert len(trees) > 15 and sum(len(files) for _, files in trees) > 50 and not flagged, flagged
+    bad = mutant(tmp_path / "bad", {})  # and the scan does find one: the test can fail
+    (bad / "assignment4" / "extra.py").write_text("import operator\nget = operator.attrgetter('a' + 'b')\n")
+    assert [f.what for f in forbidden.scan(bad, "assignment4/extra.py", apis)[1]] == ["operator.attrgetter"]

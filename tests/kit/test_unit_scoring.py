@@ -106,6 +106,32 @@ def test_a_forbidden_api_scores_its_component_zero_and_keeps_its_checks_outcomes
     assert all(report[n].score == clean[n].score for n in report if n != comp.name)
 
 
+@s.KIT
+@given(s.graded(), st.data())
+def test_a_flag_holds_its_components_points_at_zero_for_review_where_the_course_holds_flags(graded, data):
+    """`[policy] flagged = "hold"`: a flagged component scores 0 and keeps what its checks earned in
+    `held` (an override releases it); "count": the flag costs nothing. Its checks keep their outcomes."""
+    from pathlib import Path
+
+    from grader.judging.scoring import Judged, score
+
+    assignment, outcomes = graded
+    comp = data.draw(st.sampled_from(assignment.components))
+    flag = {"what": "operator.attrgetter", "where": f"{assignment.name}/{comp.file}:3", "how": "source"}
+    clean = by_name(s.scored(assignment, outcomes))
+
+    def judged(hold: bool) -> dict:
+        return by_name(score(s.COURSE, assignment, Path("submission"),
+                             Judged(outcomes, forbidden={comp.name: ([], [flag])}, hold=hold), 1.0))
+
+    held, counted = judged(True), judged(False)
+    assert held[comp.name].score == 0 and held[comp.name].held == clean[comp.name].score
+    assert held[comp.name].status == "failed" and held[comp.name].provisional == 0
+    assert counted[comp.name].score == clean[comp.name].score and counted[comp.name].held is None
+    assert [t.outcome for t in held[comp.name].checks] == [t.outcome for t in clean[comp.name].checks]
+    assert all(held[n].score == clean[n].score and held[n].held is None for n in held if n != comp.name)
+
+
 def _one_check_of(composite, outcome: Outcome, blame: Blame):
     """The composite's assignment, every check passed but the composite's first graded check, which says
     `outcome` and is blamed on `blame`'s parts; the composite's result."""

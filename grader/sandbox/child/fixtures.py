@@ -133,9 +133,14 @@ def train_date_task(*, seed: int = 0, n_train: int = 4000, n_test: int = 200, ta
     metrics = scored.get(len(history.losses)) or score(model, history)
     samples = [[" ".join(s), " ".join(t), " ".join(h)]
                for (s, t), h in zip(task.test[:3], metrics["hypotheses"][:3], strict=True)]
-    # the trained weights go back too: the grader judges them itself (grader.suite.trained)
+    # the trained weights go back too, with the run's own numbering of the tokens (the contract leaves the
+    # order of the words open): the grader judges the weights itself, on that numbering (grader.suite.trained)
+    numbering = {side: {"encode": [int(i) for i in vocab.encode(tokens)],
+                        "decode": [str(t) for t in vocab.decode(list(range(len(vocab))))]}
+                 for side, vocab, tokens in zip(("src", "tgt"), (history.src_vocab, history.tgt_vocab),
+                                                toytask.distinct_tokens(task), strict=True)}
     return {"losses": [float(x) for x in history.losses], "exact_match": float(metrics["exact_match"]),
-            "bleu": float(metrics["bleu"]), "samples": samples,
+            "bleu": float(metrics["bleu"]), "samples": samples, "numbering": numbering,
             "state": {k: v.detach().clone() for k, v in model.state_dict().items()}}
 
 
