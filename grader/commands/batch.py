@@ -105,10 +105,7 @@ def main(argv: list[str]) -> int:
     console.print(summary.render(batch.summary))
     if batch.changes is not None:
         console.print(f"{summary.changed_line(batch.summary)}: {out / 'changes.csv'}")
-    for student in batch.not_in_roster:  # graded all the same; their rows have no student_id
-        console.print(f"not in the roster: {shorten(student)} (graded; no student_id)", markup=False, highlight=False)
-    for student in batch.no_submission:
-        console.print(f"no submission: {shorten(student)} (in the roster)", markup=False, highlight=False)
+    _roster_gaps(batch, console)
     failed = f", {batch.failed} failed with a grader error (status grader_error, retried by the next run)"
     console.print(f"{batch.graded} graded{failed if batch.failed else ''}, {batch.reused} unchanged since the last "
                   f"run; grades in {out / 'grades.csv'}, reports in {out / 'reports'}, "
@@ -120,6 +117,15 @@ def main(argv: list[str]) -> int:
               f"failed with a grader error); the first error: {shorten(batch.first_error)}", file=sys.stderr)
         return 1
     return _bar(batch.rows, args.fail_under, out)
+
+
+def _roster_gaps(batch, console) -> None:
+    """The folders the roster does not name (graded all the same; their rows have no student_id) and the
+    roster's students with no submission."""
+    for student in batch.not_in_roster:
+        console.print(f"not in the roster: {shorten(student)} (graded; no student_id)", markup=False, highlight=False)
+    for student in batch.no_submission:
+        console.print(f"no submission: {shorten(student)} (in the roster)", markup=False, highlight=False)
 
 
 def _bar(rows: list[tuple[str, dict]], bar: float | None, out: Path) -> int:
