@@ -282,3 +282,4 @@ def _document(report: Report) -> dict:
         "performance": report.performance,
         "gpu": report.gpu,
     }
+
