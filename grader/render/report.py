@@ -6,6 +6,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from grader.judging import warned
 from grader.render import layout, words
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Reason, Report, Reveal, Status
 
@@ -262,6 +263,8 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         console.print(_speed(report.performance))
     for note in report.notes:
         console.print(plain(note), style="dim")
+    for found in warned.found(report):  # PyTorch's own among them: one line each, in passing checks too
+        console.print(plain(words.warning(found)), style="yellow")
     first, start = report.start_here(), report.start_at()
     if start is not None and (first is None or start["name"] != first.name):
         # a part of an earlier assignment fails its own checks: everything here that runs through it waits

@@ -72,6 +72,14 @@ def shown(found: dict | None, reveal: Reveal | str = Reveal.FIX) -> dict | None:
     return kept
 
 
+def warning(found: dict) -> str:
+    """A warning the submission's code raised (grader.judging.warned), on one line: where, its category
+    and its first sentence (the rest is in the check's output: grade --verbose)."""
+    first = re.split(r"(?<=[.!?])\s", str(found.get("message", "")), maxsplit=1)[0]
+    return (f"Warning in {found.get('component')} ({found.get('file')}:{found.get('line')}, during "
+            f"{found.get('check')}): {found.get('category')}: {first}")
+
+
 def for_now(parts: str, one: bool, checks: int = 2) -> str:
     """What waiting points are, the same words in a component's panel and under the table."""
     they = "they are" if checks > 1 else "it is"
