@@ -49,6 +49,21 @@ def summary(report: Report) -> Table:
     return table
 
 
+def weighed(report: Report) -> list[dict]:
+    """The components whose points differ from their count of checks passed (their checks weigh
+    differently): what words.weighed says under the table."""
+    found = []
+    for c in report.components:
+        counted = c.counted
+        earned, total = sum(t.weight for t in counted if t.earned), sum(t.weight for t in counted)
+        passed = sum(t.earned for t in counted)
+        if total and counted and passed < len(counted) and not c.forbidden \
+                and abs(earned / total - passed / len(counted)) > 1e-9:
+            found.append({"component": c.name, "passed": passed, "checks": len(counted), "earned": earned,
+                          "total": total})
+    return found
+
+
 def title(c: ComponentResult, width: int) -> str:
     """A component panel's title, whole at `width` columns: it keeps the file to open, and gives up the
     assignment's folder, then the points (the table has them) before it would be cut."""

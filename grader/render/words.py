@@ -80,6 +80,15 @@ def warning(found: dict) -> str:
             f"{found.get('check')}): {found.get('category')}: {first}")
 
 
+def weighed(found: list[dict]) -> str:
+    """Where a component's points are not its count of checks passed: its checks weigh differently
+    (course.toml `weights`; grader.judging.scoring). `found`: {"component", "passed", "checks", "earned",
+    "total"} each (earned and total: weights)."""
+    said = [f"{f['component']}'s {f['passed']} of {f['checks']} checks passed weigh {f['earned']:g} of "
+            f"{f['total']:g}" for f in found]
+    return f"Points follow check weights: {'; '.join(said)}." if said else ""
+
+
 def for_now(parts: str, one: bool, checks: int = 2) -> str:
     """What waiting points are, the same words in a component's panel and under the table."""
     they = "they are" if checks > 1 else "it is"
