@@ -5,6 +5,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from grader.render import words
 from grader.results import ComponentResult, ComponentStatus, Report, Status
 
 STYLES: dict[str, str] = {
@@ -28,8 +29,10 @@ def summary(report: Report) -> Table:
         checks = f"{passed} / {len(c.counted)}" + (f" (+{excused} excused)" if excused else "") \
             + (f" (+{waiting} waiting)" if waiting else "")
         # waiting points are in the score, credited for now: the row says how many
-        said = status(c.status) if not c.provisional else \
-            Text(f"waiting: {c.provisional:g} pts for now", style=STYLES[ComponentStatus.WAITING])
+        # excused and waiting points count: the row says on which parts, and how many are for now
+        parts = excused_on(c, report.components) if c.status == ComponentStatus.EXCUSED else list(c.waiting_on)
+        said = Text(words.standing(c.status, parts, c.provisional),
+                    style=STYLES[ComponentStatus.WAITING] if c.provisional else STYLES.get(c.status, ""))
         rows.append((c.name, f"{c.score:g} / {c.max_score:g}", checks, said))
     total = f"{report.score:g} / {report.max_score:g}"
     table = Table(title=f"{report.assignment}: {report.title}", expand=False)
@@ -39,7 +42,8 @@ def summary(report: Report) -> Table:
     table.add_column("checks passed", justify="right", overflow="fold")
     # a status wraps between its words, never inside one ("not attempted" is two lines, not "not att…")
     table.add_column("status", overflow="fold",
-                     min_width=max([len("status"), *(len(w) for r in rows for w in str(r[3]).split())]))
+                     min_width=max([len("status"), *(len(w) + 1 for c in report.components
+                                                     for w in str(c.status).split())]))
     for row in rows:
         table.add_row(*row)
     table.add_section()
@@ -47,6 +51,28 @@ def summary(report: Report) -> Table:
     now = Text(f"{report.provisional:g} pts of it for now", style=blue) if report.provisional else ""
     table.add_row(Text("total", style="bold"), Text(total, style="bold"), "", now)
     return table
+
+
+def _excused_by(c: ComponentResult) -> list[str]:
+    return sorted({p for t in c.counted if t.outcome.status != Status.PASSED for p in t.excused_by})
+
+
+def excused_on(c: ComponentResult, components: list[ComponentResult]) -> list[str]:
+    """The failing parts `c`'s excused checks come from, followed down through parts that are themselves
+    only excused here (an EncoderLayer excused on a ResidualConnection excused on LayerNorm: LayerNorm)."""
+    by = {x.name: x for x in components}
+    found: list[str] = []
+    todo, seen = _excused_by(c), set()
+    while todo:
+        part = todo.pop(0)
+        if part in seen:
+            continue
+        seen.add(part)
+        if part in by and by[part].status == ComponentStatus.EXCUSED:
+            todo += _excused_by(by[part])
+        else:
+            found.append(part)
+    return sorted(found)
 
 
 def weighed(report: Report) -> list[dict]:

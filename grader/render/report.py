@@ -167,13 +167,14 @@ def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, rev
     return Panel(Group(*panels), title=title, title_align="left", border_style=STYLES.get(c.status, ""))
 
 
-def _folded(components: list[ComponentResult]) -> Text:
+def _folded(components: list[ComponentResult], report: Report) -> Text:
     said = []
     for c in components:
         excused = [t for t in c.checks if t.excused_by and t.outcome.status != Status.PASSED]
-        parts = " and ".join(sorted({p for t in excused for p in t.excused_by}))
+        parts = " and ".join(layout.excused_on(c, report.components))
         said.append(f"{c.name} ({len(excused)} excused: fix your {parts})")
-    return Text(f"Full marks with checks excused, which pass with the reference's parts (grade --verbose lists "
+    # not "full marks": the parts these checks run through do not work yet
+    return Text(f"No points lost for checks that pass with the reference's parts (grade --verbose lists "
                 f"them): {'; '.join(said)}.", style="cyan")
 
 
@@ -257,7 +258,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         console.print(_component_panel(c, verbose, tight=len(full) > 1 and not verbose, reveal=report.reveal,
                                        width=console.width))
     if folded:
-        console.print(_folded(folded))
+        console.print(_folded(folded, report))
     if waiting:
         console.print(_waiting_footer(report, waiting))
     # informational timings are for --verbose: the report's one screen is for what costs points
@@ -270,8 +271,11 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     first, start = report.start_here(), report.start_at()
     if start is not None and (first is None or start["name"] != first.name):
         # a part of an earlier assignment fails its own checks: everything here that runs through it waits
+        if first is None:  # every failure here excused or waiting: not "Full marks" while the model fails
+            console.print(Text(words.not_working(start["name"], start["file"], report.student), style="bold yellow"))
         head = Text.assemble(("Start here: ", "bold"), (start["name"], "bold red"), f" in {start['file']}")
-        console.print(layout.unbroken(console.width, head, Text("(fails its own public checks)", style="red")))
+        own = f"(fails its own {'public ' * report.student}checks)"
+        console.print(layout.unbroken(console.width, head, Text(own, style="red")))
     elif first is None:
         console.print(Text(f"All checks passed: {report.score:g} / {report.max_score:g}.", style="bold green")
                       if all(c.status == ComponentStatus.PASSED for c in report.components) else

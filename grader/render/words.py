@@ -89,6 +89,24 @@ def weighed(found: list[dict]) -> str:
     return f"Points follow check weights: {'; '.join(said)}." if said else ""
 
 
+def standing(status: str, parts: list[str], provisional: float = 0.0) -> str:
+    """A component's status in the table, with what its points depend on: "excused: LayerNorm" (its failures
+    pass with the reference's LayerNorm), "waiting on LayerNorm: 4.5 pts for now"; else the status."""
+    names = " and ".join(parts)
+    if status == "excused" and names:
+        return f"excused: {names}"
+    if status == "waiting" or provisional:
+        return f"waiting on {names}: {provisional:g} pts for now" if names else f"waiting: {provisional:g} pts for now"
+    return str(status)
+
+
+def not_working(name: str, file: str, student: bool) -> str:
+    """Where every failure here is excused or waits on a part of an earlier assignment: the points are
+    whole, the model is not."""
+    return (f"The points here are whole, but the model does not work yet: your {name} ({file}) fails its own "
+            f"{'public ' * student}checks, and the checks here that failed run through it.")
+
+
 def for_now(parts: str, one: bool, checks: int = 2) -> str:
     """What waiting points are, the same words in a component's panel and under the table."""
     they = "they are" if checks > 1 else "it is"
