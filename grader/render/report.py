@@ -103,22 +103,13 @@ def _found(c: ComponentResult) -> list[Panel]:
 
 
 def _also(others: list[CheckResult], explained, tight: bool) -> Text:
-    """The failures not shown in full; those the diagnosis accounts for (`explained`: public checks) said
-    to be the same bug, the hidden ones apart (the diagnosis reads the public checks only)."""
-    n = len(others)
+    """The failures not shown in full, each named: those the diagnosis accounts for (`explained`: public
+    checks) as the same bug, the other public ones as not explained by it, the hidden ones apart (the
+    diagnosis reads the public checks only)."""
     same = [t.id for t in others if t.id in explained]
-    if tight:
-        return Text(f"Also failed: {n} other check{'s' * (n > 1)}" + (f", {len(same)} of them by the same bug"
-                    if same else "") + " (grade --verbose shows each).", style="dim")
     rest = [t.id for t in others if t.id not in explained and t.tier != "hidden"]
     hidden = [t.id for t in others if t.id not in explained and t.tier == "hidden"]
-    if same:  # the diagnosis names their cause: counted, not listed (--verbose shows each)
-        said = [f"{len(same)} other public check{'s' * (len(same) > 1)}, by the same bug"]
-        said += [f"not by it: {', '.join(rest)}"] if rest else []
-        said += [f"{len(hidden)} hidden"] if hidden else []
-        return Text(f"Also failed ({n}): {'; '.join(said)}. grade --verbose shows each.", style="dim")
-    ids = [*rest, *(f"{i} (hidden)" for i in hidden)]
-    return Text(f"Also failed ({n}): {', '.join(ids)}. grade --verbose shows each.", style="dim")
+    return Text(words.also(same, rest, hidden, diagnosed=bool(explained), tight=tight), style="dim")
 
 
 def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, reveal: Reveal = Reveal.FIX,

@@ -107,6 +107,23 @@ def not_working(name: str, file: str, student: bool) -> str:
             f"{'public ' * student}checks, and the checks here that failed run through it.")
 
 
+def also(same: list[str], rest: list[str], hidden: list[str], *, diagnosed: bool, tight: bool = False) -> str:
+    """The other failed checks of a component: those the diagnosed bug explains (`same`: counted, the
+    diagnosis names their cause), each public one it does not explain by name (`rest`: it is a failure
+    of its own to look at), the hidden ones (the diagnosis does not read them) by name, or where several
+    panels share one screen (`tight`) counted."""
+    n = len(same) + len(rest) + len(hidden)
+    more = " (grade --verbose shows each)." if tight else ". grade --verbose shows each."
+    hid = [f"{len(hidden)} hidden"] if tight and hidden else [f"{i} (hidden)" for i in hidden]
+    if not diagnosed:
+        return f"Also failed ({n}): {', '.join([*rest, *hid])}{more}"
+    said = [f"{len(same)} by the same bug"] if same else []
+    said += [f"not explained by it: {', '.join(rest)}"] if rest else []
+    unread = f"{len(hidden)} hidden" if tight else f"hidden, which the diagnosis does not read: {', '.join(hidden)}"
+    said += [unread] if hidden else []
+    return f"Also failed ({n}): {'; '.join(said)}{more}"
+
+
 def for_now(parts: str, one: bool, checks: int = 2) -> str:
     """What waiting points are, the same words in a component's panel and under the table."""
     they = "they are" if checks > 1 else "it is"
