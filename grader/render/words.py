@@ -57,6 +57,8 @@ def diagnosis(found: dict | None, reveal: Reveal | str = Reveal.FIX) -> str:
     else:  # forensics or placement: what the values or the line show, in the check named
         checks = f" (in {', '.join(explains)})" if explains else ""
         said = f"{what}{checks}."
+    # a one-line bug: the whole expression to put in place of the bug's (grader.authoring.fixes); else the table's words
+    fix = str(found.get("expression") or fix)
     return said + (f" Should be: {fix}." if fix and Reveal(reveal) is Reveal.FIX else "")
 
 
@@ -67,7 +69,7 @@ def shown(found: dict | None, reveal: Reveal | str = Reveal.FIX) -> dict | None:
         return None
     if Reveal(reveal) is Reveal.FIX:
         return found
-    kept = {k: v for k, v in found.items() if k not in ("fix", "line")}
+    kept = {k: v for k, v in found.items() if k not in ("fix", "line", "expression")}
     kept["message"] = diagnosis(found, Reveal.BUG) or ""
     return kept
 
@@ -108,10 +110,8 @@ def not_working(name: str, file: str, student: bool) -> str:
 
 
 def also(same: list[str], rest: list[str], hidden: list[str], *, diagnosed: bool, tight: bool = False) -> str:
-    """The other failed checks of a component: those the diagnosed bug explains (`same`: counted, the
-    diagnosis names their cause), each public one it does not explain by name (`rest`: it is a failure
-    of its own to look at), the hidden ones (the diagnosis does not read them) by name, or where several
-    panels share one screen (`tight`) counted."""
+    """The other failed checks: those the diagnosed bug explains counted (`same`), each public one it does
+    not explain named (`rest`), the hidden ones (it does not read them) named, counted where `tight`."""
     n = len(same) + len(rest) + len(hidden)
     more = " (grade --verbose shows each)." if tight else ". grade --verbose shows each."
     hid = [f"{len(hidden)} hidden"] if tight and hidden else [f"{i} (hidden)" for i in hidden]
