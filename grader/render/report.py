@@ -237,8 +237,10 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     # the summary's title names the assignment: one screen has no room for the same line twice
     console.print(Panel(header, title="grade", title_align="left") if verbose else header)
     console.print(layout.summary(report))
-    if weights := words.weighed(layout.weighed(report)):  # "4 / 8 checks" read as half the points otherwise
-        console.print(Text(weights, style="dim"))
+    failing = sum(c.status not in (ComponentStatus.PASSED, ComponentStatus.EXCUSED) for c in report.components)
+    weights = words.weighed(layout.weighed(report))
+    if weights and (verbose or failing <= 1):  # "4 / 8 checks" read as half the points otherwise; one screen
+        console.print(Text(weights, style="dim"))  # for two panels or more (the README says the rule)
     shown = [c for c in report.components if c.status != ComponentStatus.PASSED or c.flagged]
     # one screen: components that lose nothing, their failures all excused by failing parts, in one line
     folded = [] if verbose else [c for c in shown if c.status == ComponentStatus.EXCUSED and not c.flagged]

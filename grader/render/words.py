@@ -75,8 +75,7 @@ def shown(found: dict | None, reveal: Reveal | str = Reveal.FIX) -> dict | None:
 
 
 def warning(found: dict) -> str:
-    """A warning the submission's code raised (grader.judging.warned), on one line: where, its category
-    and its first sentence (the rest is in the check's output: grade --verbose)."""
+    """A warning the code raised (grader.judging.warned) on one line: where, its category, its first sentence."""
     first = re.split(r"(?<=[.!?])\s", str(found.get("message", "")), maxsplit=1)[0]
     return (f"Warning in {found.get('component')} ({found.get('file')}:{found.get('line')}, during "
             f"{found.get('check')}): {found.get('category')}: {first}")
@@ -115,6 +114,8 @@ def also(same: list[str], rest: list[str], hidden: list[str], *, diagnosed: bool
     n = len(same) + len(rest) + len(hidden)
     more = " (grade --verbose shows each)." if tight else ". grade --verbose shows each."
     hid = [f"{len(hidden)} hidden"] if tight and hidden else [f"{i} (hidden)" for i in hidden]
+    if tight and len(rest) > 2:  # panels share one screen: a few names, else a count
+        rest = [f"{len(rest)} public"]
     if not diagnosed:
         return f"Also failed ({n}): {', '.join([*rest, *hid])}{more}"
     said = [f"{len(same)} by the same bug"] if same else []
