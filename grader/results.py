@@ -287,3 +287,4 @@ def _document(report: Report) -> dict:
         "performance": report.performance,
         "gpu": report.gpu,
     }
+

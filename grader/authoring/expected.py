@@ -126,6 +126,17 @@ def bug_tree(course: Course, patches: dict[str, list[tuple[str, str]]], into: Pa
     return into
 
 
+def expression_of(course: Course, patches: dict[str, list[tuple[str, str]]]) -> str:
+    """A one-line bug's complete fix (grader.authoring.fixes), from the reference's file; "" for others."""
+    from grader.authoring.fixes import complete
+
+    if len(patches) != 1 or len(next(iter(patches.values()))) != 1:
+        return ""
+    (file, [(old, new)]), = patches.items()
+    path = course.reference / file
+    return complete(path.read_text(), old, new) if path.is_file() else ""
+
+
 def compute_bugs(course: Course, on_bug: Callable[[str], None] | None = None) -> dict[str, dict]:
     """name -> {component, message, fix, failing: what its component's failing public checks say, and
     repro where --repro has a recipe for one of them: check -> {"inputs": the failing example's data that
@@ -145,6 +156,8 @@ def compute_bugs(course: Course, on_bug: Callable[[str], None] | None = None) ->
             results = _public_results(course, grader, assignment, bug.component, tree)
             failing = diagnosis.failing_public(course.assignment(assignment), bug.component, results)
             found[name] = {"component": bug.component, "message": bug.message, "fix": bug.fix, "failing": failing}
+            if expression := expression_of(course, bug.patches):
+                found[name]["expression"] = expression
             if repro := _repro_inputs(course, assignment, failing, results):
                 found[name]["repro"] = repro
             if on_bug is not None:  # grade release's progress

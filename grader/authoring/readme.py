@@ -75,7 +75,7 @@ Each component has a status in the report's table:
 | status | what it means |
 |---|---|
 | passed | every check passed |
-| partial | some checks failed: points in proportion to those that passed |
+| partial | some checks failed: {partial} |
 | failed | no point: every check failed, or the code uses what its docstring forbids |
 | not attempted | still the stub: it raises `NotImplementedError` |
 | waiting | it fails through a part of yours that fails its own checks (named): its points count for now, {waiting_tail}
@@ -169,6 +169,12 @@ TIMED_AGAINST = {"attention": "F.scaled_dot_product_attention", "multi_head_atte
                  "encoder_layer": "nn.TransformerEncoderLayer"}
 
 
+# grader.judging.scoring's rule: a check's weight, not its count (a report's line under the table says
+# where they differ)
+PARTIAL = ("points in proportion to the weight of the checks passed, not their number (a check weighs 1 unless "
+           "the course gives it more; the report says where that matters)")
+
+
 def torch_version() -> str:
     """The torch version students are told to install: the kit's pin, whatever torch is installed here."""
     return TORCH
@@ -212,7 +218,8 @@ def readme_text(course: Course) -> str:
                 if check in repro.known(course, a.name).examples]
     timings, performance = _performance_text(course)
     return README.format(diagnosis=_DIAGNOSIS[str(getattr(course, "reveal", "fix"))],
-                         waiting_tail="and it is graded again once that part passes |", name=course.name,
+                         waiting_tail="and it is graded again once that part passes |",
+                         partial=PARTIAL, name=course.name,
                          assignments=rows, torch=torch_version(), timings=timings,
                          performance=performance, stored="`*_matches_stored_reference`" if stored else "none here",
                          examples=", ".join(examples) or "no other")

@@ -69,7 +69,8 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
         for c in r["components"]:
             # a "looks like" (grader.suite.forensics) describes values, it names no classic bug of the table
             if c.get("diagnosis") and not str(c["diagnosis"].get("bug", "")).startswith("looks_like:"):
-                what = c["diagnosis"]["message"].removeprefix("matches ").partition(" on all ")[0]
+                # the diagnosis's data ("what": the bug alone), never its sentence parsed back
+                what = str(c["diagnosis"].get("what") or c["diagnosis"]["bug"])
                 bugs[(c["name"], c["diagnosis"]["bug"], what)] += 1
     diagnoses = [{"component": comp, "bug": bug, "what": what, "students": n}
                  for (comp, bug, what), n in bugs.most_common()]

@@ -124,7 +124,7 @@ def report(run: GradingRun) -> Report:
         notes.append(gpu["note"])
     return Report(spec.name, spec.title, run.submission, rec.components, time.monotonic() - run.sandbox.created,
                   notes, isolation=run.sandbox.isolation, isolation_detail=isolation.describe(run.sandbox.isolation),
-                  performance=rec.performance, gpu=gpu, upstream=[] if run.has_reference else _upstream(run),
+                  performance=rec.performance, gpu=gpu, upstream=_upstream(run),
                   reveal=getattr(course, "reveal", Reveal.FIX), student=scoring.student(course))
 
 
@@ -135,7 +135,9 @@ def _judged(run: GradingRun) -> scoring.Judged:
 
 
 def _upstream(run: GradingRun) -> list[dict]:
-    """The student's copy starts at the earliest failing part, whatever its assignment."""
+    """The report starts at the earliest failing part, whatever its assignment: in the instructor's grade
+    too, where the reference excuses every failure here that runs through it (its points are whole, the
+    model does not work yet)."""
     components = {c.name: c for a in run.course.assignments.values() for c in a.components}
     return [{"name": n, "file": f"{components[n].assignment}/{components[n].file}"} for n in run.record.upstream]
 

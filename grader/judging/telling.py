@@ -95,6 +95,8 @@ def completed(diagnosis: dict | None, table: dict[str, dict]) -> dict | None:
     if entry is not None:
         done.setdefault("what", entry.get("message", ""))
         done.setdefault("fix", entry.get("fix", ""))
+        if entry.get("expression"):  # a one-line bug's complete fix (grader.authoring.fixes)
+            done.setdefault("expression", entry["expression"])
         done.setdefault("explains", sorted(entry.get("failing", {})))
     elif bug.startswith("looks_like:"):
         done.setdefault("explains", [bug.removeprefix("looks_like:")])

@@ -6,13 +6,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from grader.render import words
+from grader.judging import warned
+from grader.render import layout, words
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Reason, Report, Reveal, Status
 
-STYLES: dict[str, str] = {
-    ComponentStatus.PASSED: "green", ComponentStatus.EXCUSED: "cyan", ComponentStatus.WAITING: "blue",
-    ComponentStatus.PARTIAL: "yellow", ComponentStatus.FAILED: "red", ComponentStatus.NOT_ATTEMPTED: "dim",
-    Status.ERROR: "red", Status.TIMEOUT: "magenta", Status.SKIPPED: "dim"}
+STYLES = layout.STYLES
 ELIDE_LINES = 6  # of a value (a tensor's rows) shown without --verbose
 MESSAGE_ROWS = 4  # of a check's message without --verbose (the course's are 2 at most; names and frames fill more)
 # the same where two components or more fail, the line that says how many more follows (two failing
@@ -31,42 +29,18 @@ def plain(text: str, limit: int = 2000) -> Text:
     return Text(text)
 
 
-def _status(status: str) -> Text:
-    return Text(status, style=STYLES.get(status, ""))
-
-
-def _summary(report: Report) -> Table:
-    table = Table(title=f"{report.assignment}: {report.title}", expand=False)
-    table.add_column("component", no_wrap=True)
-    table.add_column("points", justify="right", no_wrap=True)
-    table.add_column("checks passed", justify="right", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    for c in report.components:
-        passed = sum(t.outcome.status == Status.PASSED for t in c.counted)
-        excused = sum(t.outcome.status != Status.PASSED and t.earned and not t.waiting_on for t in c.counted)
-        waiting = sum(t.outcome.status != Status.PASSED and bool(t.waiting_on) for t in c.counted)
-        checks = f"{passed} / {len(c.counted)}" + (f" (+{excused} excused)" if excused else "") \
-            + (f" (+{waiting} waiting)" if waiting else "")
-        # waiting points are in the score, credited for now: the row says how many
-        status = _status(c.status) if not c.provisional else \
-            Text(f"waiting: {c.provisional:g} pts for now", style=STYLES[ComponentStatus.WAITING])
-        table.add_row(c.name, f"{c.score:g} / {c.max_score:g}", checks, status)
-    table.add_section()
-    blue = STYLES[ComponentStatus.WAITING]
-    now = Text(f"{report.provisional:g} pts of it for now", style=blue) if report.provisional else ""
-    table.add_row(Text("total", style="bold"), Text(f"{report.score:g} / {report.max_score:g}", style="bold"), "", now)
-    return table
-
-
 def _details(t: CheckResult, verbose: bool = True, hint: bool = True, tight: bool = False,
-             named: bool = False) -> Table:
+             named: bool = False, check: str = "") -> Table:
     """`tight`: several components fail, each panel gets a share of the one screen (values cut to
-    TIGHT_LINES lines; the largest error's size and place, which --verbose shows, left out)."""
+    TIGHT_LINES lines; the largest error's size and place, which --verbose shows, left out). `check`: the
+    check's name, shown in the first row where the panel's title has no room for it."""
     o = t.outcome
     rows = Table.grid(padding=(0, 1))
     rows.add_column(style="bold", no_wrap=True)
     rows.add_column()
     # the submission's text (a message, frames, names) gets a value's share of rows; --verbose shows all
+    if check:  # the check's name, where the panel's title is too narrow for it
+        rows.add_row("check", Text(check, overflow="fold"))
     rows.add_row("message", plain(o.message if verbose else words.rows(o.message, MESSAGE_ROWS)))
     if t.note:
         rows.add_row("parts", plain(t.note))
@@ -129,26 +103,18 @@ def _found(c: ComponentResult) -> list[Panel]:
 
 
 def _also(others: list[CheckResult], explained, tight: bool) -> Text:
-    """The failures not shown in full; those the diagnosis accounts for (`explained`: public checks) said
-    to be the same bug, the hidden ones apart (the diagnosis reads the public checks only)."""
-    n = len(others)
+    """The failures not shown in full, each named: those the diagnosis accounts for (`explained`: public
+    checks) as the same bug, the other public ones as not explained by it, the hidden ones apart (the
+    diagnosis reads the public checks only)."""
     same = [t.id for t in others if t.id in explained]
-    if tight:
-        return Text(f"Also failed: {n} other check{'s' * (n > 1)}" + (f", {len(same)} of them by the same bug"
-                    if same else "") + " (grade --verbose shows each).", style="dim")
     rest = [t.id for t in others if t.id not in explained and t.tier != "hidden"]
     hidden = [t.id for t in others if t.id not in explained and t.tier == "hidden"]
-    if same:  # the diagnosis names their cause: counted, not listed (--verbose shows each)
-        said = [f"{len(same)} other public check{'s' * (len(same) > 1)}, by the same bug"]
-        said += [f"not by it: {', '.join(rest)}"] if rest else []
-        said += [f"{len(hidden)} hidden"] if hidden else []
-        return Text(f"Also failed ({n}): {'; '.join(said)}. grade --verbose shows each.", style="dim")
-    ids = [*rest, *(f"{i} (hidden)" for i in hidden)]
-    return Text(f"Also failed ({n}): {', '.join(ids)}. grade --verbose shows each.", style="dim")
+    return Text(words.also(same, rest, hidden, diagnosed=bool(explained), tight=tight), style="dim")
 
 
-def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, reveal: Reveal = Reveal.FIX) -> Panel:
-    title = f"{c.name}: {c.score:g} / {c.max_score:g}  ({c.file})"
+def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, reveal: Reveal = Reveal.FIX,
+                     width: int = 100) -> Panel:
+    title = layout.title(c, width)
     if c.status == ComponentStatus.NOT_ATTEMPTED:
         return Panel(Text(f"Not attempted: every check raised NotImplementedError. Start in {c.file}.", style="dim"),
                      title=title, title_align="left", border_style="dim")
@@ -173,9 +139,12 @@ def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, rev
         # a diagnosis says the cause: the check's list of likely ones is for --verbose
         # ("looks like" says what the values are, not why: the hint stays)
         bug = str((c.diagnosis or {}).get("bug", ""))
+        # the check's name in the title where it fits whole (a nested panel: the outer one's borders too),
+        # else in the panel's first row: a name cut short names no check
+        whole = len(f"{t.outcome.status}  {t.id}{tier}") <= width - 10
         details = _details(t, verbose, hint=verbose or not said or bug.startswith("looks_like:"), tight=tight,
-                           named=bool(said))
-        panels.append(Panel(details, title=Text.assemble(_status(t.outcome.status), f"  {t.id}{tier}"),
+                           named=bool(said), check="" if whole else t.id + tier)
+        panels.append(Panel(details, title=Text.assemble(layout.status(t.outcome.status), f"  {t.id}{tier}" * whole),
                             title_align="left", border_style=STYLES.get(t.outcome.status, "")))
     others = [t for t in failed if t not in shown]
     if others:
@@ -189,13 +158,14 @@ def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, rev
     return Panel(Group(*panels), title=title, title_align="left", border_style=STYLES.get(c.status, ""))
 
 
-def _folded(components: list[ComponentResult]) -> Text:
+def _folded(components: list[ComponentResult], report: Report) -> Text:
     said = []
     for c in components:
         excused = [t for t in c.checks if t.excused_by and t.outcome.status != Status.PASSED]
-        parts = " and ".join(sorted({p for t in excused for p in t.excused_by}))
+        parts = " and ".join(layout.excused_on(c, report.components))
         said.append(f"{c.name} ({len(excused)} excused: fix your {parts})")
-    return Text(f"Full marks with checks excused, which pass with the reference's parts (grade --verbose lists "
+    # not "full marks": the parts these checks run through do not work yet
+    return Text(f"No points lost for checks that pass with the reference's parts (grade --verbose lists "
                 f"them): {'; '.join(said)}.", style="cyan")
 
 
@@ -266,7 +236,11 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         header.add_row("isolation", plain(report.isolation_detail or report.isolation))
     # the summary's title names the assignment: one screen has no room for the same line twice
     console.print(Panel(header, title="grade", title_align="left") if verbose else header)
-    console.print(_summary(report))
+    console.print(layout.summary(report))
+    failing = sum(c.status not in (ComponentStatus.PASSED, ComponentStatus.EXCUSED) for c in report.components)
+    weights = words.weighed(layout.weighed(report))
+    if weights and (verbose or failing <= 1):  # "4 / 8 checks" read as half the points otherwise; one screen
+        console.print(Text(weights, style="dim"))  # for two panels or more (the README says the rule)
     shown = [c for c in report.components if c.status != ComponentStatus.PASSED or c.flagged]
     # one screen: components that lose nothing, their failures all excused by failing parts, in one line
     folded = [] if verbose else [c for c in shown if c.status == ComponentStatus.EXCUSED and not c.flagged]
@@ -274,9 +248,10 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     waiting = [] if verbose else [c for c in shown if c.status == ComponentStatus.WAITING and not c.flagged]
     full = [c for c in shown if c not in folded and c not in waiting]
     for c in full:
-        console.print(_component_panel(c, verbose, tight=len(full) > 1 and not verbose, reveal=report.reveal))
+        console.print(_component_panel(c, verbose, tight=len(full) > 1 and not verbose, reveal=report.reveal,
+                                       width=console.width))
     if folded:
-        console.print(_folded(folded))
+        console.print(_folded(folded, report))
     if waiting:
         console.print(_waiting_footer(report, waiting))
     # informational timings are for --verbose: the report's one screen is for what costs points
@@ -284,15 +259,22 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         console.print(_speed(report.performance))
     for note in report.notes:
         console.print(plain(note), style="dim")
+    for found in warned.found(report):  # PyTorch's own among them: one line each, in passing checks too
+        console.print(plain(words.warning(found)), style="yellow")
     first, start = report.start_here(), report.start_at()
     if start is not None and (first is None or start["name"] != first.name):
         # a part of an earlier assignment fails its own checks: everything here that runs through it waits
-        console.print(Text.assemble(("Start here: ", "bold"), (start["name"], "bold red"), f" in {start['file']} ",
-                                    ("(fails its own public checks)", "red")))
+        if first is None:  # every failure here excused or waiting: not "Full marks" while the model fails
+            console.print(Text(words.not_working(start["name"], start["file"], report.student), style="bold yellow"))
+        head = Text.assemble(("Start here: ", "bold"), (start["name"], "bold red"), f" in {start['file']}")
+        own = f"(fails its own {'public ' * report.student}checks)"
+        console.print(layout.unbroken(console.width, head, Text(own, style="red")))
     elif first is None:
         console.print(Text(f"All checks passed: {report.score:g} / {report.max_score:g}.", style="bold green")
                       if all(c.status == ComponentStatus.PASSED for c in report.components) else
                       Text(f"Full marks: {report.score:g} / {report.max_score:g}.", style="bold green"))
     else:
-        console.print(Text.assemble(("Start here: ", "bold"), (first.name, "bold red"), f" in {first.file} ",
-                                    (f"({first.status})", STYLES.get(first.status, ""))))
+        head = Text.assemble(("Start here: ", "bold"), (first.name, "bold red"), f" in {first.file}")
+        tail = Text(f"({first.status})", style=STYLES.get(first.status, ""))
+        console.print(layout.unbroken(console.width, head, tail))
+

@@ -57,6 +57,8 @@ def diagnosis(found: dict | None, reveal: Reveal | str = Reveal.FIX) -> str:
     else:  # forensics or placement: what the values or the line show, in the check named
         checks = f" (in {', '.join(explains)})" if explains else ""
         said = f"{what}{checks}."
+    # a one-line bug: the whole expression to put in place of the bug's (grader.authoring.fixes); else the table's words
+    fix = str(found.get("expression") or fix)
     return said + (f" Should be: {fix}." if fix and Reveal(reveal) is Reveal.FIX else "")
 
 
@@ -67,9 +69,60 @@ def shown(found: dict | None, reveal: Reveal | str = Reveal.FIX) -> dict | None:
         return None
     if Reveal(reveal) is Reveal.FIX:
         return found
-    kept = {k: v for k, v in found.items() if k not in ("fix", "line")}
+    kept = {k: v for k, v in found.items() if k not in ("fix", "line", "expression")}
     kept["message"] = diagnosis(found, Reveal.BUG) or ""
     return kept
+
+
+def warning(found: dict) -> str:
+    """A warning the code raised (grader.judging.warned) on one line: where, its category, its first sentence."""
+    first = re.split(r"(?<=[.!?])\s", str(found.get("message", "")), maxsplit=1)[0]
+    return (f"Warning in {found.get('component')} ({found.get('file')}:{found.get('line')}, during "
+            f"{found.get('check')}): {found.get('category')}: {first}")
+
+
+def weighed(found: list[dict]) -> str:
+    """Where a component's points are not its count of checks passed: its checks weigh differently
+    (course.toml `weights`; grader.judging.scoring). `found`: {"component", "passed", "checks", "earned",
+    "total"} each (earned and total: weights)."""
+    said = [f"{f['component']}'s {f['passed']} of {f['checks']} checks passed weigh {f['earned']:g} of "
+            f"{f['total']:g}" for f in found]
+    return f"Points follow check weights: {'; '.join(said)}." if said else ""
+
+
+def standing(status: str, parts: list[str], provisional: float = 0.0) -> str:
+    """A component's status in the table, with what its points depend on: "excused: LayerNorm" (its failures
+    pass with the reference's LayerNorm), "waiting on LayerNorm: 4.5 pts for now"; else the status."""
+    names = " and ".join(parts)
+    if status == "excused" and names:
+        return f"excused: {names}"
+    if status == "waiting" or provisional:
+        return f"waiting on {names}: {provisional:g} pts for now" if names else f"waiting: {provisional:g} pts for now"
+    return str(status)
+
+
+def not_working(name: str, file: str, student: bool) -> str:
+    """Where every failure here is excused or waits on a part of an earlier assignment: the points are
+    whole, the model is not."""
+    return (f"The points here are whole, but the model does not work yet: your {name} ({file}) fails its own "
+            f"{'public ' * student}checks, and the checks here that failed run through it.")
+
+
+def also(same: list[str], rest: list[str], hidden: list[str], *, diagnosed: bool, tight: bool = False) -> str:
+    """The other failed checks: those the diagnosed bug explains counted (`same`), each public one it does
+    not explain named (`rest`), the hidden ones (it does not read them) named, counted where `tight`."""
+    n = len(same) + len(rest) + len(hidden)
+    more = " (grade --verbose shows each)." if tight else ". grade --verbose shows each."
+    hid = [f"{len(hidden)} hidden"] if tight and hidden else [f"{i} (hidden)" for i in hidden]
+    if tight and len(rest) > 2:  # panels share one screen: a few names, else a count
+        rest = [f"{len(rest)} public"]
+    if not diagnosed:
+        return f"Also failed ({n}): {', '.join([*rest, *hid])}{more}"
+    said = [f"{len(same)} by the same bug"] if same else []
+    said += [f"not explained by it: {', '.join(rest)}"] if rest else []
+    unread = f"{len(hidden)} hidden" if tight else f"hidden, which the diagnosis does not read: {', '.join(hidden)}"
+    said += [unread] if hidden else []
+    return f"Also failed ({n}): {'; '.join(said)}{more}"
 
 
 def for_now(parts: str, one: bool, checks: int = 2) -> str:

@@ -666,6 +666,12 @@ _REACH: dict[str, Bug] = {
          "        loss.backward()\n        optimizer.zero_grad()  # fresh gradients for the step\n" + _TRAIN_STEP)]},
         "an epoch that zeroes the gradients after backward, before the step (the step sees none: no update)",
         "optimizer.zero_grad() before the forward pass, then loss.backward(), optimizer.step()"),
+    "train_epoch_steps_the_scheduler_before_the_optimizer": Bug("train_epoch", {TRAINING: [
+        ("        loss.backward()\n" + _TRAIN_STEP,
+         "        loss.backward()\n        if scheduler is not None:\n            scheduler.step()\n"
+         "        optimizer.step()\n")]},
+        "an epoch that steps the scheduler before the optimizer (every batch updated at the next batch's rate)",
+        "optimizer.step(), then scheduler.step()"),
     "train_epoch_returns_the_total_loss": _one(
         "train_epoch", TRAINING, "return sum(losses) / max(len(losses), 1)", "return sum(losses, 0.0)",
         "an epoch that returns the sum of its batch losses, not their mean", "return sum(losses) / len(losses)"),

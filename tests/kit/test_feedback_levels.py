@@ -18,7 +18,7 @@ from tests.grading.bugs import BUGS
 from tests.kit.conftest import ROOT, grade_report, mutant, report_lines, run_grade
 
 SWAP = BUGS["layer_norm_gamma_and_beta_swapped"]
-FIX = "gamma * (x - mean) / sqrt(var + eps) + beta"  # the table's fix for the swap
+FIX = "self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta"  # the whole expression (bugs.json)
 WHAT = "LayerNorm with gamma and beta swapped"
 
 

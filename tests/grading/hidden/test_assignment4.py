@@ -13,10 +13,7 @@ from tests.grading.helpers.names import COLLATE, LOSS, NOAM, VOCAB
 from tests.grading.helpers.training import (
     check_greedy,
     expect_number,
-    run_train_epoch,
-    tiny_batches,
     train_date_task,
-    train_epoch_expected,
 )
 
 
@@ -59,18 +56,6 @@ def test_noam_lr_matches_reference(student, reference, step, d_model, warmup):
     if not math.isclose(got, want, rel_tol=1e-9):
         raise Mismatch("noam_lr differs from the reference", expected=f"{want:.10g}", got=f"{got:.10g}",
                        example=example)
-
-
-def test_train_epoch_steps_the_scheduler_after_the_optimizer(student):
-    batches = tiny_batches(7)
-    _, want = train_epoch_expected(batches, 7, 0.4, gamma=0.5)
-    _, model, _ = run_train_epoch(student, batches, 7, 0.4, scheduler="step", gamma=0.5)
-    state = model.state()
-    for name, value in want.items():
-        assert_close(state.get(name), value, name=f"parameter {name} after the epoch", atol=1e-5,
-                     example=describe(optimizer="SGD(lr=0.4, momentum=0.5)",
-                                      scheduler="StepLR(step_size=1, gamma=0.5)"),
-                     hint="optimizer.step() first, then scheduler.step(): the first batch uses the initial rate.")
 
 
 def test_greedy_decode_uses_the_given_special_ids(student):

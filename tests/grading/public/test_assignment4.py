@@ -323,6 +323,29 @@ def test_train_epoch_steps_the_scheduler_once_per_batch(student):
                   hint="The scheduler is optional: step it only when it is not None.")
 
 
+def test_train_epoch_steps_the_scheduler_after_the_optimizer(student):
+    # StepLR(step_size=1, gamma=0.5) halves the rate at each scheduler.step(): batch k must be updated at
+    # 0.4 * 0.5 ** k. The rates the optimizer used show in the parameters: a scheduler stepped before
+    # optimizer.step() updates every batch at half its rate (PyTorch warns of it, and goes on)
+    batches = tiny_batches(7)
+    _, want = train_epoch_expected(batches, 7, 0.4, gamma=0.5)
+    _, model, _ = run_train_epoch(student, batches, 7, 0.4, scheduler="step", gamma=0.5)
+    state = model.state()
+    rates = [0.4 * 0.5 ** k for k in range(len(batches))]
+    example = describe(batches=f"{len(batches)} batches of 3 pairs", optimizer="SGD(lr=0.4, momentum=0.5)",
+                       scheduler="StepLR(step_size=1, gamma=0.5)")
+    hint = "optimizer.step() first, then scheduler.step(): the first batch uses the initial rate."
+    _, early = train_epoch_expected(batches, 7, 0.2, gamma=0.5)  # each batch at the next batch's rate
+    if all(k in state and torch.allclose(state[k], early[k], atol=1e-5) for k in early) \
+            and not all(torch.allclose(state[k], want[k], atol=1e-5) for k in want):
+        raise Mismatch("train_epoch's updates used each batch's learning rate halved: the scheduler was stepped "
+                       "before optimizer.step()", expected=f"rates {', '.join(f'{r:g}' for r in rates)}",
+                       got=f"rates {', '.join(f'{r / 2:g}' for r in rates)}", example=example, hint=hint)
+    for name, value in want.items():
+        assert_close(state.get(name), value, name=f"parameter {name} after the epoch", atol=1e-5,
+                     example=example, hint=hint)
+
+
 # greedy_decode ----------------------------------------------------------------------------
 
 def test_greedy_decode_matches_teacher_forced_argmax(student):
