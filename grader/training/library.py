@@ -184,6 +184,7 @@ class Decoding:
     max_len: int = 32
     batch_size: int = 256
     decode: Callable | None = None
+    bleu: bool = True  # evaluate() scores BLEU (sacreBLEU; the sandbox never does)
 
 
 def translate(pkg: str, model, sources: list[list[str]], src_vocab, tgt_vocab, *,
@@ -205,12 +206,11 @@ def translate(pkg: str, model, sources: list[list[str]], src_vocab, tgt_vocab, *
     return results
 
 
-def evaluate(pkg: str, model, pairs, src_vocab, tgt_vocab, *, decoding: Decoding = Decoding(),
-             bleu: bool = True) -> dict:
+def evaluate(pkg: str, model, pairs, src_vocab, tgt_vocab, *, decoding: Decoding = Decoding()) -> dict:
     """Greedy-decode every source of `pairs` (with `decoding`'s batch size and decode) and score it.
 
     Returns {"exact_match": fraction of outputs equal to the reference, token for token,
-    "bleu": sacreBLEU's corpus BLEU in 0..100 (grader.training.bleu), None without `bleu`,
+    "bleu": sacreBLEU's corpus BLEU in 0..100 (grader.training.bleu), None without `decoding.bleu`,
     "n": len(pairs), "hypotheses": list of token lists}. The sandbox asks for none: sacreBLEU is
     not imported there, and the grader scores the run's weights itself (grader.suite.trained).
     """
@@ -219,7 +219,7 @@ def evaluate(pkg: str, model, pairs, src_vocab, tgt_vocab, *, decoding: Decoding
                      decoding=replace(decoding, max_len=max_len))
     refs = [list(t) for _, t in pairs]
     exact = sum(h == r for h, r in zip(hyps, refs, strict=True)) / max(len(pairs), 1)
-    return {"exact_match": exact, "bleu": corpus_bleu(hyps, refs) if bleu else None, "n": len(pairs),
+    return {"exact_match": exact, "bleu": corpus_bleu(hyps, refs) if decoding.bleu else None, "n": len(pairs),
             "hypotheses": hyps}
 
 

@@ -118,7 +118,7 @@ def train_date_task(*, seed: int = 0, n_train: int = 4000, n_test: int = 200, ta
         was_training = model.training
         with torch.random.fork_rng(devices=[]):  # a model that draws in eval mode leaves training's draws alone
             metrics = library.evaluate(SUBMISSION, model, task.test, history.src_vocab, history.tgt_vocab,
-                                       decoding=library.Decoding(decode=library.greedy_by_forward), bleu=False)
+                                       decoding=library.Decoding(decode=library.greedy_by_forward, bleu=False))
         model.train(was_training)
         return metrics
 
