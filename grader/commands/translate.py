@@ -39,7 +39,10 @@ def main(argv: list[str]) -> int:
                    help="draw the cross-attention of the last decoder layer for the (one) sentence")
     p.add_argument("--submission", metavar="DIR",
                    help="the tree whose Transformer the checkpoint holds (default: the one it was trained with)")
-    args = p.parse_args(argv)
+    args = p.parse_intermixed_args(argv)  # sentences before or after the options
+    checkpoint = Path(args.checkpoint)
+    if not (checkpoint / "checkpoint.pt" if checkpoint.is_dir() else checkpoint).is_file():
+        raise ConfigError(f"{checkpoint}: no such checkpoint (grade train assignment4 --data writes one)")
     sentences = args.sentences or [line.strip() for line in sys.stdin if line.strip()]
     if not sentences:
         raise ConfigError("no sentence to translate: give them as arguments or a line each on standard input")
@@ -53,7 +56,7 @@ def main(argv: list[str]) -> int:
         except ImportError:
             raise ConfigError("--attention-map: needs matplotlib (pip install matplotlib, or the kit's "
                               "[plots] extra)") from None
-    return translate(checkpoint=Path(args.checkpoint), sentences=sentences, beam=args.beam,
+    return translate(checkpoint=checkpoint, sentences=sentences, beam=args.beam,
                      length_penalty=args.length_penalty, attention_map=args.attention_map,
                      submission=Path(args.submission) if args.submission else None)
 

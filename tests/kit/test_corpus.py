@@ -211,7 +211,7 @@ def test_translate_reads_arguments_or_stdin_with_greedy_or_beam_and_draws_attent
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["translate", "missing-folder"], "missing-folder/checkpoint.pt: no such checkpoint"),
+    (["translate", "missing-folder"], "missing-folder: no such checkpoint"),
     (["translate", "{run}", "a", "b", "--attention-map", "x.png"], "--attention-map: one sentence"),
     (["translate", "{run}", "--beam", "0", "a"], "--beam: expected a positive whole number"),
 ])
