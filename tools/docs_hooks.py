@@ -46,18 +46,20 @@ def _capture(module: str, argv: list[str]) -> argparse.ArgumentParser:
     """The parser `grader.commands.MODULE.main(argv)` builds, taken where it would parse: nothing runs."""
     from grader.commands import UsageParser
 
-    original = UsageParser.parse_args
+    original, intermixed = UsageParser.parse_args, UsageParser.parse_intermixed_args
 
     def grab(self, *args, **kwargs):
         raise _Captured(self)
 
     UsageParser.parse_args = grab  # type: ignore[method-assign]
+    UsageParser.parse_intermixed_args = grab  # type: ignore[method-assign]  # grade translate's
     try:
         importlib.import_module(f"grader.commands.{module}").main(argv)
     except _Captured as captured:
         return captured.parser
     finally:
         UsageParser.parse_args = original  # type: ignore[method-assign]
+        UsageParser.parse_intermixed_args = intermixed  # type: ignore[method-assign]
     raise RuntimeError(f"grader.commands.{module}.main built no parser")
 
 
@@ -83,6 +85,8 @@ def parse(line: str) -> argparse.Namespace:
     argv = argv[1:]
     if argv[:2] == ["nbgrader", "prepare"]:
         return parsers()["grade nbgrader prepare"].parse_args(argv[2:])
+    if argv and argv[0] == "translate":  # its sentences may follow its options
+        return parsers()["grade translate"].parse_intermixed_args(argv[1:])
     if argv and argv[0] in COMMANDS:
         return parsers()[f"grade {argv[0]}"].parse_args(argv[1:])
     return parsers()["grade"].parse_args(argv)

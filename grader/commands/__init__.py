@@ -13,8 +13,8 @@ from pathlib import Path
 from grader.course import ConfigError
 
 # `grade NAME ...` runs grader.commands.NAME; anything else is `grade assignmentN ...`
-COMMANDS = ("stubs", "expected", "train", "batch", "release", "nbgrader", "gradescope", "doctor", "export", "adequacy",
-            "similarity")
+COMMANDS = ("stubs", "expected", "train", "translate", "batch", "release", "nbgrader", "gradescope", "doctor", "export",
+            "adequacy", "similarity")
 
 
 class UsageParser(argparse.ArgumentParser):

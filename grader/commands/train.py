@@ -1,4 +1,5 @@
-"""`grade train assignment4`: train a tree's Transformer on the bundled date task, live.
+"""`grade train assignment4`: train a tree's Transformer on the bundled date task, live (with --data, on a
+corpus of the user's: grader.commands.train_corpus).
 
 The tree's code runs in this process, without the grader's sandbox: it is a student's
 command, run on the student's own code. Grading never does that (the hidden end-to-end
@@ -22,24 +23,34 @@ if TYPE_CHECKING:
 
 def main(argv: list[str]) -> int:
     from grader import load_course
+    from grader.commands.train_corpus import add_corpus_options, corpus_main
     from grader.training.library import TrainConfig
 
-    p = UsageParser(prog="grade train", description="Train your Transformer on the bundled translation task.")
+    p = UsageParser(prog="grade train", description="Train your Transformer on the bundled translation task, or "
+                    "on a parallel corpus of your own (--data).")
     p.add_argument("assignment", choices=("assignment4",), help="the assignment whose Transformer trains")
     p.add_argument("--submission", metavar="DIR", help="the tree to train (default: the course's assignments/)")
     p.add_argument("--out", metavar="DIR", default="training-output",
-                   help="where the pictures (PNG) go (default: %(default)s)")
-    p.add_argument("--steps", type=positive_int, default=TrainConfig.steps,
-                   help="optimiser steps (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="the random seed of training (default: %(default)s)")
+                   help="where the pictures (PNG) go, and with --data the checkpoint (default: %(default)s)")
+    p.add_argument("--steps", type=positive_int, default=None,
+                   help=f"optimiser steps (default: {TrainConfig.steps}; with --data 4000, or the checkpoint's "
+                        "with --resume)")
+    p.add_argument("--seed", type=int, default=None, help="the random seed of training (default: 0)")
     p.add_argument("--course", metavar="PATH", help="course.toml (default: found from the current folder)")
+    add_corpus_options(p)
     args = p.parse_args(argv)
+    if args.data or args.resume:
+        return corpus_main(args)
+    corpus_only = [flag for flag, value in vars(args).items() if flag.startswith("corpus_") and value is not None]
+    if corpus_only:
+        raise ConfigError(f"--{corpus_only[0].removeprefix('corpus_').replace('_', '-')}: only with --data or "
+                          "--resume (a corpus of your own)")
     course = load_course(find_course(args.course))
     submission = Path(args.submission) if args.submission else course.assignments_dir
     if not submission.is_dir():
         raise ConfigError(f"--submission: {str(submission)!r} is not a directory")
-    return train_tree(submission=submission, out=Path(args.out), config=TrainConfig(steps=args.steps),
-                      seed=args.seed)
+    return train_tree(submission=submission, out=Path(args.out),
+                      config=TrainConfig(steps=args.steps or TrainConfig.steps), seed=args.seed or 0)
 
 
 def train_tree(*, submission: Path, out: Path, config: TrainConfig, seed: int = 0, console=None) -> int:
@@ -87,35 +98,17 @@ def _introduce(console, task, submission: Path, config: TrainConfig, seed: int) 
         title="grade train assignment4"))
 
 
-def _progress(console):
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    return Progress(
-        TextColumn("[bold blue]training"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("loss [bold]{task.fields[loss]:.3f}"),
-        TextColumn("lr {task.fields[lr]:.2e}"),
-        TextColumn("{task.fields[tps]:,.0f} tok/s"),
-        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-        console=console)
-
-
 def _train(console, submission: Path, pkg: str, task, config: TrainConfig, seed: int) -> _Trained | None:
     """Import the tree, train it under a live bar, decode the test split; None (said why) if the tree fails."""
     from rich.panel import Panel
 
+    from grader.commands.live import progress_bar
     from grader.sandbox.child.tree import import_tree
     from grader.training.library import FitOptions, evaluate, fit
 
     try:
         import_tree(submission, pkg)
-        progress = _progress(console)
+        progress = progress_bar(console)
         t0 = time.perf_counter()
         seen = [0]
         with progress:

@@ -1,11 +1,12 @@
 """The training library: train a tree's Transformer on the bundled date task and score it.
 
 Torch and the standard library only: it also runs inside the sandbox, where the hidden
-end-to-end check calls fit() on the submission (grader.sandbox.child.fixtures).
+end-to-end check calls fit() on the submission (grader.sandbox.child.fixtures). BLEU is
+sacreBLEU's (grader.training.bleu), imported only when a score is asked for, never there.
 
     fit(pkg, task, config, *, seed, options)                   -> (model, History)
     evaluate(pkg, model, pairs, src_vocab, tgt_vocab)          -> {"exact_match", "bleu", ...}
-    corpus_bleu(hypotheses, references)                        -> float in [0, 100]
+    corpus_bleu(hypotheses, references)                        -> float in [0, 100] (sacreBLEU's)
 
 `pkg` is the package name an assignment tree was imported under with
 grader.sandbox.child.tree.import_tree; everything trained or decoded here goes through
@@ -15,16 +16,15 @@ train_epoch, greedy_decode).
 
 from __future__ import annotations
 
-import math
 import os
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import torch
 
 from grader.sandbox.child.tree import resolve
+from grader.training.bleu import corpus_bleu
 from grader.training.toytask import BatchOrder, Task, build_vocabs, encode_pairs, iterate_batches
 
 
@@ -184,6 +184,7 @@ class Decoding:
     max_len: int = 32
     batch_size: int = 256
     decode: Callable | None = None
+    bleu: bool = True  # evaluate() scores BLEU (sacreBLEU; the sandbox never does)
 
 
 def translate(pkg: str, model, sources: list[list[str]], src_vocab, tgt_vocab, *,
@@ -205,50 +206,26 @@ def translate(pkg: str, model, sources: list[list[str]], src_vocab, tgt_vocab, *
     return results
 
 
-def _ngrams(tokens, n):
-    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
-
-
-def corpus_bleu(hypotheses: list[list[str]], references: list[list[str]], max_n: int = 4) -> float:
-    """Corpus BLEU-4 (Papineni et al., 2002), one reference per sentence, 0..100.
-
-    Clipped n-gram counts are summed over the corpus for n = 1..4; BLEU is the
-    geometric mean of the four precisions times the brevity penalty
-    exp(1 - r / c) when the hypotheses are shorter in total (c) than the references (r).
-    No smoothing: a corpus with no matching 4-gram scores 0.
-    """
-    matches, totals = [0] * max_n, [0] * max_n
-    hyp_len = ref_len = 0
-    for hyp, ref in zip(hypotheses, references, strict=True):
-        hyp_len += len(hyp)
-        ref_len += len(ref)
-        for n in range(1, max_n + 1):
-            h, r = _ngrams(hyp, n), _ngrams(ref, n)
-            matches[n - 1] += sum(min(c, r[g]) for g, c in h.items())
-            totals[n - 1] += max(len(hyp) - n + 1, 0)
-    if hyp_len == 0 or min(matches) == 0:
-        return 0.0
-    log_precision = sum(math.log(m / t) for m, t in zip(matches, totals, strict=True)) / max_n
-    brevity = 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / hyp_len)
-    return 100.0 * brevity * math.exp(log_precision)
-
-
 def evaluate(pkg: str, model, pairs, src_vocab, tgt_vocab, *, decoding: Decoding = Decoding()) -> dict:
     """Greedy-decode every source of `pairs` (with `decoding`'s batch size and decode) and score it.
 
     Returns {"exact_match": fraction of outputs equal to the reference, token for token,
-    "bleu": corpus BLEU-4 in 0..100, "n": len(pairs), "hypotheses": list of token lists}.
+    "bleu": sacreBLEU's corpus BLEU in 0..100 (grader.training.bleu), None without `decoding.bleu`,
+    "n": len(pairs), "hypotheses": list of token lists}. The sandbox asks for none: sacreBLEU is
+    not imported there, and the grader scores the run's weights itself (grader.suite.trained).
     """
     max_len = max(len(t) for _, t in pairs) + 2  # <sos> + the longest reference + <eos>
     hyps = translate(pkg, model, [s for s, _ in pairs], src_vocab, tgt_vocab,
                      decoding=replace(decoding, max_len=max_len))
     refs = [list(t) for _, t in pairs]
     exact = sum(h == r for h, r in zip(hyps, refs, strict=True)) / max(len(pairs), 1)
-    return {"exact_match": exact, "bleu": corpus_bleu(hyps, refs), "n": len(pairs), "hypotheses": hyps}
+    return {"exact_match": exact, "bleu": corpus_bleu(hyps, refs) if decoding.bleu else None, "n": len(pairs),
+            "hypotheses": hyps}
 
 
-def cross_attention(pkg: str, model, src_tokens, src_vocab, tgt_vocab):
-    """(weights (T_out, S) averaged over heads, output tokens) for one sentence.
+def cross_attention(pkg: str, model, src_tokens, src_vocab, tgt_vocab, *, max_len: int = 32):
+    """(weights (T_out, S) averaged over heads, output tokens) for one sentence, translated to at
+    most `max_len` ids (<sos> counted: not more than the model's positional table holds).
 
     The sentence is translated greedily, then run once more teacher-forced on its own
     output so that the last decoder layer's cross_attn.attention_weights hold the
@@ -260,7 +237,7 @@ def cross_attention(pkg: str, model, src_tokens, src_vocab, tgt_vocab):
     greedy_decode = resolve(pkg, "assignment4.decoding:greedy_decode")
     Vocab = type(src_vocab)
     src = torch.tensor([src_vocab.encode(src_tokens)], dtype=torch.long)
-    ys = greedy_decode(model, src, 32, getattr(Vocab, "SOS", 1), getattr(Vocab, "EOS", 2))  # (1, L)
+    ys = greedy_decode(model, src, max_len, getattr(Vocab, "SOS", 1), getattr(Vocab, "EOS", 2))  # (1, L)
     out_tokens = tgt_vocab.decode(ys[0, 1:].tolist())
     if "<eos>" in out_tokens:
         out_tokens = out_tokens[:out_tokens.index("<eos>") + 1]

@@ -1,10 +1,14 @@
 """Assignment 4 through the real command line: solutions, stubs, one-bug mutants, the training command."""
 
+import math
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 import torch
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from grader.sandbox.child import fixtures
 from grader.suite.kit import TinyTranslator
@@ -98,11 +102,49 @@ def test_the_task_is_fixed_by_its_seed_and_its_splits_are_disjoint():
     assert len({tuple(s[:1]) for s, _ in a.train}) > 1  # several wordings
 
 
-def test_corpus_bleu():
+def textbook_bleu(hypotheses, references) -> float:
+    """Corpus BLEU-4 as Papineni et al. (2002) define it, unsmoothed: the kit's own until sacreBLEU."""
+    def grams(tokens, n):
+        return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+
+    matches, totals, hyp_len, ref_len = [0] * 4, [0] * 4, 0, 0
+    for hyp, ref in zip(hypotheses, references, strict=True):
+        hyp_len, ref_len = hyp_len + len(hyp), ref_len + len(ref)
+        for n in range(1, 5):
+            matches[n - 1] += sum(min(c, grams(ref, n)[g]) for g, c in grams(hyp, n).items())
+            totals[n - 1] += max(len(hyp) - n + 1, 0)
+    if min(matches) == 0:
+        return 0.0
+    brevity = 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / hyp_len)
+    return 100 * brevity * math.exp(sum(math.log(m / t) for m, t in zip(matches, totals, strict=True)) / 4)
+
+
+def test_corpus_bleu_is_sacrebleus():
     ref = [list("1994-03-03"), list("2001-12-25")]
     assert train.corpus_bleu(ref, ref) == pytest.approx(100.0)
-    assert train.corpus_bleu([list("9999")] * 2, ref) == 0.0
+    assert train.corpus_bleu([list("abcd")] * 2, ref) == 0.0
+    # no 3-gram matches: the textbook BLEU-4 is 0, sacreBLEU's exponential smoothing gives a little
+    assert textbook_bleu([list("9999")] * 2, ref) == 0.0 < train.corpus_bleu([list("9999")] * 2, ref) < 5
     assert 0 < train.corpus_bleu([list("1994-03-04"), list("2001-12-25")], ref) < 100
+
+
+@st.composite
+def translated_dates(draw):
+    """(hypothesis, reference): an ISO date's tokens, and the same with a few tokens changed or cut."""
+    ref = list(draw(st.dates()).isoformat())
+    hyp = list(ref)
+    for i in draw(st.lists(st.integers(0, len(ref) - 1), max_size=3)):
+        hyp[i] = draw(st.sampled_from(list("0123456789-")))
+    return hyp[:draw(st.integers(4, len(hyp)))], ref
+
+
+@settings(derandomize=True, max_examples=60, deadline=None, database=None)
+@given(st.lists(translated_dates(), min_size=1, max_size=6))
+def test_on_date_tokens_sacrebleu_gives_the_textbook_figure_whenever_every_order_matches(pairs):
+    hyps, refs = [h for h, _ in pairs], [r for _, r in pairs]
+    textbook = textbook_bleu(hyps, refs)
+    assume(textbook > 0)  # every n-gram order matched somewhere: sacreBLEU's smoothing changes nothing
+    assert train.corpus_bleu(hyps, refs) == pytest.approx(textbook, rel=1e-9)
 
 
 def test_training_command_runs_end_to_end(tmp_path):

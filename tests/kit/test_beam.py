@@ -1,0 +1,87 @@
+"""Beam search (grader.translation.beam) on small random Transformers built from the reference solutions:
+what it returns is the model's own probability, it is greedy decoding at beam size 1, and it never
+ends on a less probable translation than greedy decoding does."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grader.sandbox.child.tree import import_tree, resolve
+from grader.translation.beam import BeamOptions, beam_search
+from tests.kit.conftest import SOLUTIONS
+
+PKG = "_beam_reference"
+import_tree(SOLUTIONS, PKG)
+SOS, EOS, PAD = 1, 2, 0
+SETTINGS = settings(derandomize=True, max_examples=40, deadline=None, database=None)
+
+
+@st.composite
+def tiny_models(draw):
+    """(model, source ids, max_len): a random 1-layer reference Transformer whose output layer is scaled
+    by a drawn factor (from nearly uniform to peaked next-token distributions: <eos> early or never)."""
+    seed = draw(st.integers(0, 2**16))
+    n_src, n_tgt = draw(st.integers(5, 12)), draw(st.integers(4, 9))
+    torch.manual_seed(seed)
+    model = resolve(PKG, "assignment3.transformer:Transformer")(
+        n_src, n_tgt, d_model=8, n_heads=2, n_layers=1, d_ff=16, dropout=0.0, max_len=16, pad_idx=PAD)
+    with torch.no_grad():
+        model.projection.weight.mul_(draw(st.sampled_from([1.0, 4.0, 12.0])))
+    src = draw(st.lists(st.integers(3, n_src - 1), min_size=1, max_size=7))
+    return model.eval(), src, draw(st.integers(2, 10))
+
+
+def greedy(model, src: list[int], max_len: int) -> list[int]:
+    """The reference greedy_decode on the one sentence, without its <sos>."""
+    greedy_decode = resolve(PKG, "assignment4.decoding:greedy_decode")
+    return greedy_decode(model, torch.tensor([src]), max_len, SOS, EOS)[0, 1:].tolist()
+
+
+def log_prob(model, src: list[int], ids) -> float:
+    """The model's log-probability of `ids` after <sos>, teacher-forced through forward()."""
+    if not ids:
+        return 0.0
+    with torch.no_grad():
+        logits = model(torch.tensor([src]), torch.tensor([[SOS, *ids[:-1]]]))  # (1, T, V)
+        return float(torch.log_softmax(logits.double(), -1)[0, range(len(ids)), list(ids)].sum())
+
+
+@SETTINGS
+@given(tiny_models())
+def test_beam_size_one_is_greedy_decoding(drawn):
+    model, src, max_len = drawn
+    (best,) = beam_search(model, src, BeamOptions(beam_size=1, max_len=max_len, sos=SOS, eos=EOS))
+    assert list(best.ids) == greedy(model, src, max_len)
+
+
+@SETTINGS
+@given(tiny_models(), st.integers(2, 5))
+def test_the_best_beam_is_never_less_probable_than_greedy_decoding(drawn, beam):
+    model, src, max_len = drawn
+    found = beam_search(model, src, BeamOptions(beam_size=beam, max_len=max_len, sos=SOS, eos=EOS))
+    assert log_prob(model, src, found[0].ids) >= log_prob(model, src, greedy(model, src, max_len)) - 1e-5
+
+
+@SETTINGS
+@given(tiny_models(), st.integers(1, 5), st.sampled_from([0.0, 0.6, 1.0]))
+def test_hypotheses_carry_the_models_own_log_probability_ranked_best_first(drawn, beam, alpha):
+    model, src, max_len = drawn
+    found = beam_search(model, src, BeamOptions(beam_size=beam, length_penalty=alpha, max_len=max_len,
+                                                sos=SOS, eos=EOS))
+    assert 1 <= len(found) <= beam
+    assert len({h.ids for h in found}) == len(found)
+    assert [h.score for h in found] == sorted((h.score for h in found), reverse=True)
+    for h in found:
+        assert h.log_prob == pytest.approx(log_prob(model, src, h.ids), abs=1e-4)
+        assert h.score == pytest.approx(h.log_prob / ((5 + len(h.ids)) / 6) ** alpha)
+        assert (h.ids[-1:] == (EOS,) and EOS not in h.ids[:-1]) or (len(h.ids) == max_len - 1 and EOS not in h.ids)
+
+
+@pytest.mark.parametrize("options, src, name", [
+    (dict(beam_size=0), [3], "beam_size"), (dict(length_penalty=-0.5), [3], "length_penalty"),
+    (dict(max_len=1), [3], "max_len"), ({}, [], "src_ids")])
+def test_bad_arguments_raise_value_errors_naming_them(options, src, name):
+    model = resolve(PKG, "assignment3.transformer:Transformer")(6, 6, d_model=8, n_heads=2, n_layers=1, d_ff=16)
+    with pytest.raises(ValueError, match=name):
+        beam_search(model, src, BeamOptions(**options))
