@@ -5,7 +5,7 @@ submission can replace what reports on it: a train_epoch that never stepped the 
 the numbers of a trained model (8.4/14 against 1.4). The run sends back its trained weights with its
 numbers; in the instructors' tier (the reference is there) the grader loads them into the reference's
 Transformer and judges them itself: the exact match and the samples are its own decoding of the
-held-out dates (the kit's greedy decoding), and the reported losses must agree with the loss the
+held-out dates (the reference's greedy_decode), and the reported losses must agree with the loss the
 grader finds for those weights on the first training batches. In the student's own tier (no
 reference) the numbers are the run's, as before: a student can only deceive themself there.
 """
@@ -65,8 +65,7 @@ def _judge(got: dict, pkg: str, weights: dict, kwargs: dict) -> dict:
     for k, p in own.items():
         p.copy_(weights[k])
     model.eval()
-    metrics = library.evaluate(pkg, model, task.test, src_vocab, tgt_vocab,
-                               decoding=library.Decoding(decode=library.greedy_by_forward))
+    metrics = library.evaluate(pkg, model, task.test, src_vocab, tgt_vocab)  # the reference's greedy_decode
     _check_losses(got, pkg, model, task, (src_vocab, tgt_vocab), config)
     samples = [[" ".join(s), " ".join(t), " ".join(h)]
                for (s, t), h in zip(task.test[:3], metrics["hypotheses"][:3], strict=True)]
