@@ -8,33 +8,11 @@ from pathlib import Path
 from grader.course_table import ConfigError as ConfigError  # raised by load; where the kit imports it from
 from grader.course_table import _Table
 from grader.late_policy import Late, read_late
+from grader.limits import Limits  # re-exported: grader.course.Limits
 from grader.results import Reveal
 
 # a forbidden API: a dotted name under torch, optionally "(keyword)" (forbidden only when that keyword is given)
 _API = re.compile(r"torch(\.\w+)+(\(\w+\))?")
-
-
-@dataclass(frozen=True)
-class Limits:
-    timeout_seconds: float = 20.0
-    startup_seconds: float = 90.0
-    memory_mb: int = 4096
-    cpu_seconds: int = 300
-    processes: int = 256
-    file_size_mb: int = 16
-    output_kb: int = 4
-    scratch_mb: int = 64  # what the submission may write, in namespaces (a tmpfs of this size)
-    # what the submission's answers may take in all, per component and per grading (README: "How
-    # grading is kept fair and safe"); the grader's own work is not counted
-    component_seconds: float = 300.0
-    grading_seconds: float = 900.0
-    isolation: str = "auto"  # "auto", "namespaces", "seccomp" or "process" (grader.sandbox.isolation)
-    source: str = field(default="course.toml", compare=False)  # the file they were read from, for messages
-
-    def where(self, name: str) -> str:
-        """Where limit `name` is set, with its value: "course.toml [limits] startup_seconds = 90"."""
-        value = getattr(self, name)
-        return f"{self.source} [limits] {name} = " + (f"{value!r}" if isinstance(value, str) else f"{value:g}")
 
 
 @dataclass(frozen=True)
@@ -181,7 +159,7 @@ def _read(path: Path) -> dict:
 
 def _limits(lim: _Table, source: str) -> Limits:
     defaults = Limits()
-    kinds = {float: "number", int: "int", str: "str"}
+    kinds = {float: "number", int: "int", str: "str", type(None): "number"}  # None: unset, a number if set
     limits = Limits(source=source, **{
         f.name: lim.get(f.name, kinds[type(getattr(defaults, f.name))], getattr(defaults, f.name))
         for f in fields(Limits) if f.name != "source"})

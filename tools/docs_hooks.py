@@ -161,7 +161,8 @@ def figures() -> dict[str, str]:
     found = {"bugs_total": str(len(bugs)), "torch_pin": TORCH,
              "components": str(len(where)), "assignments": str(len(course.assignments)),
              **{f"bugs_{a}": str(per.get(a, 0)) for a in course.assignments},
-             **{f"limit_{k}": str(v) for k, v in limits.items()}}
+             **{f"limit_{k}": str(v) for k, v in limits.items()},
+             "limit_component_seconds": f"{course.limits.component_budget:g}"}  # set or not (grader.limits)
     found.update(_heldout(course))
     return found
 
@@ -211,7 +212,9 @@ LIMITS = {
     "file_size_mb": "the largest file it may write",
     "output_kb": "what the report keeps of its printing, per check",
     "scratch_mb": "what it may write (its folder, /tmp, HOME), in namespaces",
-    "component_seconds": "all of a component's requests (its own time, not the grader's): past it, its checks time out",
+    "component_seconds": "all of a component's requests (its own time, not the grader's): past it, its checks time "
+                         "out. Unset, a few deadlines, so that code answering each request just under its deadline "
+                         "holds a grading for seconds; a check's own longer deadline (the training's) adds its excess",
     "grading_seconds": "all of a grading's requests",
     "isolation": '`"auto"` (the highest tier that works), `"namespaces"`, `"seccomp"` or `"process"`',
 }
@@ -222,6 +225,7 @@ def limits_table() -> str:
     from dataclasses import fields
 
     from grader.course import Limits
+    from grader.limits import COMPONENT_TIMEOUTS
 
     kit = tomllib.loads((ROOT / "course.toml").read_text()).get("limits", {})
     rows = ["| key | default | the kit's course | what it bounds |", "|---|---|---|---|"]
@@ -230,7 +234,8 @@ def limits_table() -> str:
             continue
         if f.name not in LIMITS:
             raise KeyError(f"[limits] {f.name} has no description in tools/docs_hooks.py LIMITS")
-        default = f'"{f.default}"' if isinstance(f.default, str) else f"{f.default:g}"
+        default = f'"{f.default}"' if isinstance(f.default, str) else f"{f.default:g}" if f.default is not None \
+            else f"{COMPONENT_TIMEOUTS} x timeout_seconds"  # component_seconds, unset: grader.limits
         value = kit.get(f.name, "")
         shown = f'"{value}"' if isinstance(value, str) and value else str(value)
         rows.append(f"| `{f.name}` | `{default}` | {shown and f'`{shown}`'} | {LIMITS[f.name]} |")

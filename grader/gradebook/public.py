@@ -12,7 +12,6 @@ to the assignment.
 
 from __future__ import annotations
 
-import json
 import tomllib
 from pathlib import Path
 
@@ -59,7 +58,8 @@ def files(course: Course, assignment: str) -> dict[str, bytes]:
         # the classic bugs of this assignment's components only
         components = {c.name for a in course.closure(assignment) for c in a.components}
         table = {k: v for k, v in diagnosis.load(course).items() if v.get("component") in components}
-        out[bugs.relative_to(root).as_posix()] = (json.dumps(table, indent=1, sort_keys=True) + "\n").encode()
+        # in the student form of the instructor's [feedback] reveal, as `grade release` ships it
+        out[bugs.relative_to(root).as_posix()] = diagnosis.student_text(table, course.reveal).encode()
     return out
 
 

@@ -9,7 +9,7 @@ import time
 
 from grader.grading.run import GradingRun
 from grader.judging import attribution, diagnosis, forbidden, scoring, telling
-from grader.results import Fault, Outcome, Reason, Report, Reveal, Status
+from grader.results import Fault, Outcome, Reason, Report, Status
 from grader.sandbox import isolation
 
 
@@ -125,7 +125,8 @@ def report(run: GradingRun) -> Report:
     return Report(spec.name, spec.title, run.submission, rec.components, time.monotonic() - run.sandbox.created,
                   notes, isolation=run.sandbox.isolation, isolation_detail=isolation.describe(run.sandbox.isolation),
                   performance=rec.performance, gpu=gpu, upstream=_upstream(run),
-                  reveal=getattr(course, "reveal", Reveal.FIX), student=scoring.student(course))
+                  # the course's level, never past what a student kit's bug table holds
+                  reveal=diagnosis.told(course), student=scoring.student(course))
 
 
 def _judged(run: GradingRun) -> scoring.Judged:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from grader.course import Assignment, Course
+from grader.judging.reveal import Reveal
 from grader.results import Drawn, Outcome, Reason, Status
 
 KEYS = ("status", "reason", "message", "expected", "got", "example")
@@ -50,9 +51,53 @@ def failing_public(spec: Assignment, component: str, results: dict[str, Outcome]
             and results[chk.id].details.get("drawn") != Drawn.AFRESH}
 
 
+# the order of the levels, least told first: a student form of the table holds what its level shows
+LEVELS = (Reveal.CHECK, Reveal.BUG, Reveal.FIX)
+
+
 def load(course: Course) -> dict[str, dict]:
+    """The bug table: the instructors' (`grade expected`), or a student kit's form of it (`student_form`)."""
     path = path_for(course)
-    return json.loads(path.read_text()) if path.is_file() else {}
+    data = json.loads(path.read_text()) if path.is_file() else {}
+    return data["bugs"] if _is_student_form(data) else data
+
+
+def shipped_level(course: Course) -> Reveal:
+    """The level of [feedback] reveal that the course's bug table was written for: a student form's own
+    (the instructor's, baked in by `grade release` or `grade nbgrader`); the instructors' table holds all."""
+    path = path_for(course)
+    data = json.loads(path.read_text()) if path.is_file() else {}
+    return Reveal(data["reveal"]) if _is_student_form(data) else Reveal.FIX
+
+
+def told(course: Course) -> Reveal:
+    """What a report tells of a diagnosis: the course's [feedback] reveal, never past what its table
+    holds (a student who edits their course.toml's "check" into "fix" has no fix to be shown)."""
+    level = getattr(course, "reveal", Reveal.FIX)
+    return min(level, shipped_level(course), key=LEVELS.index)
+
+
+def _is_student_form(data: dict) -> bool:
+    return set(data) == {"reveal", "bugs"} and isinstance(data["reveal"], str)
+
+
+def student_form(table: dict[str, dict], reveal: Reveal) -> dict:
+    """The table as a student kit ships it at the instructor's level `reveal`: each bug's component and
+    the signatures that name it (what its public checks say, which the student's own run shows too),
+    with its message ("bug" and "fix") and its fix ("fix") only where the level shows them. At "check"
+    the bugs' names, which say what each is, become numbers. The data a test of --repro reads stays home."""
+    kept = {"bug": ("message",), "fix": ("message", "fix")}.get(Reveal(reveal), ())
+    bugs = {}
+    for n, name in enumerate(sorted(table), start=1):
+        entry = table[name]
+        key = name if Reveal(reveal) is not Reveal.CHECK else f"bug{n:03d}"
+        bugs[key] = {"component": entry["component"], "failing": entry["failing"],
+                     **{k: entry[k] for k in kept if k in entry}}
+    return {"reveal": str(Reveal(reveal)), "bugs": bugs}
+
+
+def student_text(table: dict[str, dict], reveal: Reveal) -> str:
+    return json.dumps(student_form(table, reveal), indent=1, sort_keys=True) + "\n"
 
 
 def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
@@ -80,11 +125,12 @@ def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
             bug = table[matches[0]]
             n = len(failing)
             # "what" (the bug alone) and "fix" are the table's own fields, for a report that names the bug
-            # without the code to write (course.toml [feedback] reveal = "bug")
-            found[comp.name] = {"bug": matches[0],
-                                "message": f"matches {bug['message']} on all {n} failing public check"
-                                           f"{'s' * (n > 1)}: {bug['fix']}.",
-                                "what": bug["message"], "fix": bug["fix"]}
+            # without the code to write (course.toml [feedback] reveal = "bug"); a student form of the table
+            # holds only what its level shows (`student_form`): none of them at "check"
+            what, fix = bug.get("message", ""), bug.get("fix", "")
+            said = f"matches {what} on all {n} failing public check{'s' * (n > 1)}" if what else ""
+            found[comp.name] = {"bug": matches[0], "message": f"{said}: {fix}." if fix else f"{said}." * bool(said),
+                                "what": what, "fix": fix}
         elif not matches and _own(spec, comp, results, upstream):
             seen = forensic(spec, comp.name, results)
             if seen:

@@ -15,8 +15,7 @@ from grader.suite.parts import ReferenceParts
 # The deadline of a request of a component that has hung already: this many times its slowest
 # answer so far, or the median answer of this grading (which grows with the machine's load) where
 # that is longer, never under MIN_SHORT_SECONDS, never over the usual deadline.
-RELATIVE_SLACK = 3.0
-MIN_SHORT_SECONDS = 0.25
+RELATIVE_SLACK, MIN_SHORT_SECONDS = 3.0, 0.25
 PLACING = ("autocast", "grad_output", "seed")  # Submission.placed's own keywords, not the target's
 
 
@@ -94,24 +93,25 @@ class Submission:
         if self.check_fault is not None:
             raise self.check_fault
         timeout, budget = self._budget(timeout)
-        before = self.sandbox.student_seconds
+        before, served = self.sandbox.student_seconds, self.sandbox.grader_seconds
         try:
             return self._within_budget(message, timeout, budget)
-        finally:
+        finally:  # the component's own time: the grader's answers to its asks count in grading_seconds alone
             if self.component:
                 self.spent[self.component] = self.spent.get(self.component, 0.0) + (
-                    self.sandbox.student_seconds - before)
+                    self.sandbox.student_seconds - before) - (self.sandbox.grader_seconds - served)
 
     def _budget(self, timeout: float | None) -> tuple[float | None, str | None]:
-        """This request's deadline within the time budgets (course.toml [limits] component_seconds and
-        grading_seconds) and what a timeout's message says of it; a budget spent fails the check at once
-        as timed out, without asking the worker."""
+        """This request's deadline within the time budgets (course.toml [limits] component_seconds, where a
+        check's own longer deadline adds its excess, and grading_seconds) and what a timeout's message says
+        of it; a budget spent fails the check at once as timed out, without asking the worker."""
         limits = self.sandbox.limits
         usual = timeout or limits.timeout_seconds
-        component_left = limits.component_seconds - self.spent.get(self.component, 0.0) if self.component \
-            else float("inf")
-        grading_left = limits.grading_seconds - self.sandbox.student_seconds
-        left, name = min((component_left, "component_seconds"), (grading_left, "grading_seconds"))
+        if self.component and timeout and timeout > limits.timeout_seconds:
+            self.spent[self.component] = self.spent.get(self.component, 0.0) - timeout + limits.timeout_seconds
+        left = limits.component_budget - self.spent.get(self.component, 0.0) if self.component else float("inf")
+        left, name = min((left, "component_seconds"), (limits.grading_seconds - self.sandbox.student_seconds,
+                                                        "grading_seconds"))
         whose = f"{self.component} has used its" if name == "component_seconds" else "this grading has used its"
         if left <= 0:
             self.check_fault = WorkerFault(Reason.TIMEOUT, f"not run: {whose} time budget ({limits.where(name)})")

@@ -11,8 +11,8 @@ in the order first seen lost 7 of 14 points when the grader used its own). In th
 Transformer, loads the weights that came back into another, and finds the loss of both on the same
 training batches (encoded with the run's numbering, batched with the reference's collate): that
 drop is what the checks require (`JUDGED`). The exact match and the samples are its own decoding of
-the held-out dates. The run's loss curve never earns a point: the public check fails on it as the
-student's run does (a bug is named alike in both grades), and passes only with the grader's own
+the held-out dates (the reference's greedy_decode). The run's loss curve never earns a point: the
+public check fails on it as the student's run does (a bug is named alike in both grades), and passes only with the grader's own
 drop. In the student's own tier (no reference) the numbers are the run's, as before: a student can
 only deceive themself there.
 
@@ -124,8 +124,7 @@ def _judge(got: dict, pkg: str, weights: dict, task, vocabs: tuple[Numbering, Nu
         p.copy_(weights[k])
     judged = {"before": _loss(start, batches, loss_fn), "after": _loss(model, batches, loss_fn),
               "batches": LOSS_BATCHES}
-    metrics = library.evaluate(pkg, model, task.test, src_vocab, tgt_vocab,
-                               decoding=library.Decoding(decode=library.greedy_by_forward))
+    metrics = library.evaluate(pkg, model, task.test, src_vocab, tgt_vocab)  # the reference's greedy_decode
     samples = [[" ".join(s), " ".join(t), " ".join(h)]
                for (s, t), h in zip(task.test[:3], metrics["hypotheses"][:3], strict=True)]
     return {**got, "exact_match": float(metrics["exact_match"]), "bleu": float(metrics["bleu"]),

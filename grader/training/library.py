@@ -161,20 +161,6 @@ def strip_specials(ids, vocab) -> list[str]:
     return out
 
 
-def greedy_by_forward(model, src: torch.Tensor, max_len: int, sos_idx: int, eos_idx: int) -> torch.Tensor:
-    """Greedy decoding as greedy_decode's contract defines it, through model(src, ys) alone: the
-    kit's own, for the end-to-end check, which grades training and not the tree's greedy_decode."""
-    model.eval()
-    with torch.no_grad():
-        ys = torch.full((src.size(0), 1), sos_idx, dtype=torch.long, device=src.device)
-        done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
-        while ys.size(1) < max_len and not done.all():
-            nxt = model(src, ys)[:, -1].argmax(-1).masked_fill(done, model.pad_idx)
-            ys = torch.cat([ys, nxt[:, None]], dim=1)
-            done |= nxt == eos_idx
-    return ys
-
-
 @dataclass(frozen=True)
 class Decoding:
     """How translate() and evaluate() decode: at most `max_len` ids a sentence (<sos> and <eos>

@@ -68,7 +68,7 @@ def test_a_component_slow_in_every_answer_stops_at_its_time_budget(tmp_path, qui
     budget (component_seconds) stops it. Its later checks time out without running; the other
     components keep every point."""
     course = tmp_path / "course.toml"
-    course.write_text(quick_course.read_text().replace("component_seconds = 300", "component_seconds = 4"))
+    course.write_text(quick_course.read_text().replace("[limits]\n", "[limits]\ncomponent_seconds = 4\n", 1))
     ln = "assignment1/layer_norm.py"
     forward = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
     tree = mutant(tmp_path, {ln: [(forward, forward + "        __import__('time').sleep(0.4)\n")]})
@@ -76,6 +76,22 @@ def test_a_component_slow_in_every_answer_stops_at_its_time_budget(tmp_path, qui
     assert_loses_only_in(report, "LayerNorm")
     timed_out = [t["message"] for t in checks_of(report, "LayerNorm") if t["status"] == "timeout"]
     budget = "course.toml [limits] component_seconds = 4"
+    assert timed_out and all(budget in m for m in timed_out), timed_out
+    assert any(m.startswith("not run: LayerNorm has used its time budget") for m in timed_out), timed_out
+
+
+def test_answers_just_under_the_deadline_hold_a_component_for_a_few_deadlines_by_default(tmp_path, quick_course):
+    """Issue 51: with component_seconds unset (the kit's course), a LayerNorm whose every answer takes 2 s
+    of the quick course's 3 s deadline is stopped by a budget of 6 deadlines (18 s), not the 300 s that a
+    component had before (it held its grading for minutes); the other components keep every point."""
+    assert "\ncomponent_seconds" not in quick_course.read_text()  # the kit's course leaves it unset
+    ln = "assignment1/layer_norm.py"
+    forward = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+    tree = mutant(tmp_path, {ln: [(forward, forward + "        __import__('time').sleep(2.0)\n")]})
+    report = grade_json(tree, "assignment1", course=quick_course)
+    assert_loses_only_in(report, "LayerNorm")
+    timed_out = [t["message"] for t in checks_of(report, "LayerNorm") if t["status"] == "timeout"]
+    budget = "course.toml [limits] component_seconds, unset: 6 x timeout_seconds = 18"
     assert timed_out and all(budget in m for m in timed_out), timed_out
     assert any(m.startswith("not run: LayerNorm has used its time budget") for m in timed_out), timed_out
 

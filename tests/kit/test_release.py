@@ -1,5 +1,6 @@
 """`grade release`: the student kit holds no solution code and no hidden material, and grades once installed."""
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -14,14 +15,24 @@ from pathlib import Path
 import pytest
 
 from grader import load_course
+from grader.authoring.release import audit, course_text, student_bugs
 from grader.authoring.stubs import BEGIN, END, make_stub
-from tests.kit.conftest import ROOT, SOLUTIONS, run_grade
+from grader.gradebook import public
+from grader.judging import diagnosis
+from grader.results import Outcome, Reveal
+from tests.grading.bugs import BUGS
+from tests.kit.conftest import ROOT, SOLUTIONS, mutant, run_grade
 
 pytestmark = pytest.mark.xdist_group("release")  # one release and one venv, built once
 
 COURSE = load_course(ROOT / "course.toml")
 HIDDEN = {chk.id for a in COURSE.assignments.values() for comp in a.components for chk in comp.checks
           if chk.tier == "hidden"}
+BUGS_JSON = Path("tests/grading/public/expected/bugs.json")
+TABLE = diagnosis.load(COURSE)  # the instructors' table, whole
+SWAP = BUGS["layer_norm_gamma_and_beta_swapped"].patches
+FIX_OF_SWAP, WHAT_OF_SWAP = TABLE["layer_norm_gamma_and_beta_swapped"]["fix"], \
+    TABLE["layer_norm_gamma_and_beta_swapped"]["message"]
 
 
 def files(folder: Path) -> list[Path]:
@@ -137,9 +148,9 @@ def test_release_course_keeps_every_public_check(release):
                                                                            comp.forbidden)
             assert got.checks == tuple(c for c in comp.checks if c.tier != "hidden")
             assert got.isolated == tuple(i for i in comp.isolated if i not in HIDDEN)
-    expected = ROOT / "tests/grading/public/expected"
-    assert {p.name: p.read_bytes() for p in files(release / "tests/grading/public/expected")} == \
-        {p.name: p.read_bytes() for p in files(expected)}
+    expected = ROOT / "tests/grading/public/expected"  # the bug table in its student form (below)
+    assert {p.name: p.read_bytes() for p in files(release / "tests/grading/public/expected") if p.name != "bugs.json"} \
+        == {p.name: p.read_bytes() for p in files(expected) if p.name != "bugs.json"}
 
 
 def test_release_refuses_a_non_empty_folder_and_the_kit_itself(tmp_path):
@@ -281,3 +292,128 @@ def test_the_readme_s_report_is_what_a_student_kit_prints_today(release, install
         return [re.sub(r", graded in [\d.]+ s", "", line.rstrip()) for line in lines if not line.startswith(machine)]
 
     assert steady(shown.group(1).splitlines()) == steady(proc.stdout.splitlines()), proc.stdout
+
+# the bug table ships in the student form of the instructor's [feedback] reveal (issue 51) -----------------
+
+def kit_at(release: Path, level: Reveal, folder: Path) -> tuple[Path, object]:
+    """A student kit of `level`, cut from the one release this module builds: its course.toml and bug
+    table written again by the functions `grade release` writes them with, for the kit's course at
+    `level` (a release per level would grade every bug of the table again, a minute each). Returns (the
+    kit, the instructor's course at that level)."""
+    course = dataclasses.replace(COURSE, reveal=level)
+    shutil.copytree(release, folder, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    text = course_text(course, performance=True)
+    if level is not Reveal.FIX:  # the kit's course.toml has no [feedback]: the level as an instructor sets it
+        text += f'\n[feedback]\nreveal = "{level}"\n'
+    (folder / "course.toml").write_text(text)
+    for rel, table in student_bugs(course).items():
+        (folder / rel).write_text(table)
+    return folder, course
+
+
+def test_the_released_bug_table_holds_what_the_level_shows(release):
+    shipped = json.loads((release / BUGS_JSON).read_text())
+    assert shipped == diagnosis.student_form(TABLE, Reveal.FIX)  # the kit's level: no [feedback], "fix"
+    assert set(shipped["bugs"]) == set(TABLE) and not any("repro" in e for e in shipped["bugs"].values())
+    assert audit(release, COURSE) == []
+
+
+@pytest.mark.parametrize("level", list(Reveal))
+def test_a_kit_of_each_level_holds_no_fix_or_message_past_it_and_the_audit_finds_any(release, tmp_path, level):
+    kit, course = kit_at(release, level, tmp_path / "kit")
+    assert audit(kit, course) == []
+    shipped = json.loads((kit / BUGS_JSON).read_text())
+    assert shipped["reveal"] == level.value and len(shipped["bugs"]) == len(TABLE)
+    entries = list(shipped["bugs"].values())
+    assert all(("fix" in e) is (level is Reveal.FIX) and ("message" in e) is (level is not Reveal.CHECK)
+               for e in entries)
+    assert (set(shipped["bugs"]) == set(TABLE)) is (level is not Reveal.CHECK)  # at "check", no bug's name
+    text = (kit / BUGS_JSON).read_text()
+    assert ("Should be" not in text) and (FIX_OF_SWAP in text) is (level is Reveal.FIX)
+    # the whole table put back (as today's release shipped it), or one fix in another data file: found
+    shutil.copyfile(ROOT / BUGS_JSON, kit / BUGS_JSON)
+    found = audit(kit, course)
+    assert bool(found) is (level is not Reveal.FIX), found
+    assert all(str(BUGS_JSON) in p and f'reveal = "{level}"' in p for p in found), found
+    (kit / BUGS_JSON).write_text(student_bugs(course)[BUGS_JSON])
+    (kit / "README.md").write_text((kit / "README.md").read_text() + f"\nHint: {FIX_OF_SWAP}\n")
+    assert bool(audit(kit, course)) is (level is not Reveal.FIX)
+    # and a hidden check's id anywhere, at every level
+    (kit / "README.md").write_text(f"see test_{sorted(HIDDEN)[0]}\n")
+    assert any("names the hidden check" in p for p in audit(kit, course))
+
+
+def test_a_student_who_raises_the_level_in_course_toml_gets_no_fix(release, tmp_path):
+    """A kit released at "bug": the student's copy of course.toml edited to "fix" (today that brought
+    every "Should be:" back) still names the bug from the shipped table, and shows no fix; at "check" the
+    table names no bug, so nothing is said at any level the student writes."""
+    kit, _ = kit_at(release, Reveal.BUG, tmp_path / "kit")
+    toml = kit / "course.toml"
+    toml.write_text(toml.read_text().replace('reveal = "bug"', 'reveal = "fix"'))
+    assert load_course(toml).reveal is Reveal.FIX and diagnosis.told(load_course(toml)) is Reveal.BUG
+    proc = run_grade("assignment1", "--submission", str(mutant(tmp_path, SWAP)), "--json", "-", cwd=kit)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    data = json.loads(proc.stdout)  # the student's own report: graded without the reference
+    assert data["reveal"] == "bug"
+    ln = next(c for c in data["components"] if c["name"] == "LayerNorm")
+    assert WHAT_OF_SWAP in json.dumps(ln["diagnosis"]) and FIX_OF_SWAP not in proc.stdout, ln["diagnosis"]
+    # the same failures against the "check" kit's table: its level caps the report, and no bug is named
+    check, _ = kit_at(release, Reveal.CHECK, tmp_path / "check")
+    toml = check / "course.toml"
+    toml.write_text(toml.read_text().replace('reveal = "check"', 'reveal = "fix"'))
+    course = load_course(toml)
+    assert diagnosis.told(course) is Reveal.CHECK
+    spec = course.assignment("assignment1")
+    keys = ("id", "status", "reason", "message", "tier", "hidden", "duration_seconds")
+    results = {t["id"]: Outcome(t["status"], t["reason"], t["message"], {k: v for k, v in t.items() if k not in keys})
+               for c in data["components"] for t in c["tests"]}
+    found = diagnosis.diagnose(course, spec, results)["LayerNorm"]
+    assert not any(found[k] for k in ("message", "what", "fix")), found
+    assert WHAT_OF_SWAP not in json.dumps(found) and "gamma_and_beta" not in json.dumps(found)
+
+
+@pytest.mark.parametrize("level", list(Reveal))
+def test_nbgraders_public_course_ships_the_bug_table_in_the_same_student_form(level):
+    """`grade nbgrader`'s folder per assignment (grader.gradebook.public) cuts the table to the
+    assignment's components and writes it as `grade release` does."""
+    course = dataclasses.replace(COURSE, reveal=level)
+    shipped = json.loads(public.files(course, "assignment1")[BUGS_JSON.as_posix()])
+    components = {c.name for c in COURSE.assignment("assignment1").components}
+    assert shipped == diagnosis.student_form({k: v for k, v in TABLE.items() if v["component"] in components}, level)
+    assert all(("fix" in e) is (level is Reveal.FIX) for e in shipped["bugs"].values())
+
+
+# the kit's greedy decoding as `grade release` shipped it before issue 51 (grader/training/library.py)
+GREEDY_BY_FORWARD = '''
+def greedy_by_forward(model, src: torch.Tensor, max_len: int, sos_idx: int, eos_idx: int) -> torch.Tensor:
+    """Greedy decoding as greedy_decode's contract defines it, through model(src, ys) alone: the
+    kit's own, for the end-to-end check, which grades training and not the tree's greedy_decode."""
+    model.eval()
+    with torch.no_grad():
+        ys = torch.full((src.size(0), 1), sos_idx, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+        while ys.size(1) < max_len and not done.all():
+            nxt = model(src, ys)[:, -1].argmax(-1).masked_fill(done, model.pad_idx)
+            ys = torch.cat([ys, nxt[:, None]], dim=1)
+            done |= nxt == eos_idx
+    return ys
+'''
+
+
+def test_the_audit_finds_shipped_code_that_does_a_components_job(tmp_path):
+    """A helper outside assignments/ that shares code with a solution beyond its stub (the kit's own greedy
+    decoding, which pasted into greedy_decode scored 10/10) fails the release; the kit's own library and
+    the public checks' helpers, as they ship now, do not (grader.batch.similarity's fingerprints)."""
+    from grader.authoring.release import shared_code
+
+    for rel in ("grader/training/library.py", "tests/grading/helpers/training.py", "tests/grading/helpers/oracles.py",
+                "grader/sandbox/child/fixtures.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / rel, tmp_path / rel)
+    assert shared_code(tmp_path, COURSE) == []
+    library = tmp_path / "grader/training/library.py"
+    library.write_text(library.read_text() + GREEDY_BY_FORWARD)
+    found = shared_code(tmp_path, COURSE)
+    assert len(found) == 1 and found[0].startswith("grader/training/library.py shares") \
+        and "assignment4/decoding.py" in found[0], found
+    assert "greedy_by_forward" not in (ROOT / "grader/training/library.py").read_text()

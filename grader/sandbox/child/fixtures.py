@@ -101,10 +101,12 @@ def train_date_task(*, seed: int = 0, n_train: int = 4000, n_test: int = 200, ta
 
     Runs inside the sandbox on the submission (`grader.training.library` uses the tree's own Transformer,
     Vocab, collate, LabelSmoothingLoss, noam_lr and train_epoch: train_epoch's parts, swapped for the
-    reference's where they fail their own checks). The test sentences are decoded with the kit's greedy
-    decoding, so that greedy_decode, graded on its own, is not a part of this.
+    reference's where they fail their own checks). The test sentences are scored teacher-forced
+    (`teacher_forced`), which for a causal model is the exact match of greedy decoding, without a greedy
+    decoder: greedy_decode is graded on its own, and the student kit ships none (issue 51). In the
+    instructor's grade the grader decodes the returned weights itself (grader.suite.trained).
 
-    `target`: evaluate every `every` steps and stop once the exact match reaches it. Decoding leaves the
+    `target`: evaluate every `every` steps and stop once the exact match reaches it. Scoring leaves the
     weights, the mode and the random stream as they were, so the steps taken are those of a full run.
     `config`: TrainConfig's settings (`steps` 1000 unless given).
     """
@@ -117,8 +119,7 @@ def train_date_task(*, seed: int = 0, n_train: int = 4000, n_test: int = 200, ta
     def score(model, history) -> dict:
         was_training = model.training
         with torch.random.fork_rng(devices=[]):  # a model that draws in eval mode leaves training's draws alone
-            metrics = library.evaluate(SUBMISSION, model, task.test, history.src_vocab, history.tgt_vocab,
-                                       decoding=library.Decoding(decode=library.greedy_by_forward, bleu=False))
+            metrics = teacher_forced(model, task.test, history.src_vocab, history.tgt_vocab)
         model.train(was_training)
         return metrics
 
@@ -133,15 +134,42 @@ def train_date_task(*, seed: int = 0, n_train: int = 4000, n_test: int = 200, ta
     metrics = scored.get(len(history.losses)) or score(model, history)
     samples = [[" ".join(s), " ".join(t), " ".join(h)]
                for (s, t), h in zip(task.test[:3], metrics["hypotheses"][:3], strict=True)]
-    # the trained weights go back too, with the run's own numbering of the tokens (the contract leaves the
+    # no BLEU here: it is of greedy decoding's output, which the grader computes; the trained weights
+    # go back too, with the run's own numbering of the tokens (the contract leaves the
     # order of the words open): the grader judges the weights itself, on that numbering (grader.suite.trained)
     numbering = {side: {"encode": [int(i) for i in vocab.encode(tokens)],
                         "decode": [str(t) for t in vocab.decode(list(range(len(vocab))))]}
                  for side, vocab, tokens in zip(("src", "tgt"), (history.src_vocab, history.tgt_vocab),
                                                 toytask.distinct_tokens(task), strict=True)}
     return {"losses": [float(x) for x in history.losses], "exact_match": float(metrics["exact_match"]),
-            "bleu": None, "samples": samples, "numbering": numbering,  # BLEU: the grader's own (grader.suite.trained)
+            "bleu": None, "samples": samples, "numbering": numbering,
             "state": {k: v.detach().clone() for k, v in model.state_dict().items()}}
+
+
+def teacher_forced(model, pairs, src_vocab, tgt_vocab, batch_size: int = 256) -> dict:
+    """{"exact_match", "hypotheses"} of `model` on `pairs`, teacher-forced through the tree's own collate:
+    a sentence is matched where every position's argmax, given the reference's tokens before it, is the
+    reference's token and the last is <eos>, which is where greedy decoding would give it exactly. A
+    hypothesis is the argmax tokens up to the first wrong one (the rest would need decoding)."""
+    from grader.sandbox.child.tree import resolve
+    from grader.training.library import strip_specials
+
+    collate = resolve(SUBMISSION, "assignment4.data:collate")
+    model.eval()
+    matched, hypotheses = 0, []
+    with torch.no_grad():
+        for i in range(0, len(pairs), batch_size):
+            chunk = pairs[i:i + batch_size]
+            src, tgt_in, tgt_out = collate([(src_vocab.encode(s), tgt_vocab.encode(t)) for s, t in chunk],
+                                           model.pad_idx)
+            predicted = model(src, tgt_in).argmax(-1)
+            kept = tgt_out != model.pad_idx
+            right = (predicted == tgt_out) | ~kept
+            matched += int(right.all(dim=1).sum())
+            for row, ok in zip(predicted.tolist(), right.tolist(), strict=True):
+                upto = ok.index(False) + 1 if False in ok else len(row)
+                hypotheses.append(strip_specials(row[:upto], tgt_vocab))
+    return {"exact_match": matched / max(len(pairs), 1), "hypotheses": hypotheses}
 
 
 KIT = {"linear_sublayer": LinearSublayer, "counting_scheduler": CountingScheduler, "tiny_translator": TinyTranslator,

@@ -10,7 +10,7 @@ from grader.interactive.repro.discover import Recipe
 from grader.interactive.repro.literal import literal
 from grader.suite.kit import TinyTranslator
 from tests.grading.helpers.names import GREEDY, PAD_ID, TRAIN_EPOCH
-from tests.grading.helpers.training import greedy_expected, train_epoch_expected
+from tests.grading.helpers.training import train_epoch_expected
 
 
 def _model(vocab: int, seed: int, **ids) -> str:
@@ -130,37 +130,54 @@ def main() -> int:
 def _greedy(ex: dict) -> str:
     src, max_len, sos, eos, pad = ex["src"], ex["max_len"], ex["sos_idx"], ex["eos_idx"], ex["pad_idx"]
     ids = dict(pad_idx=pad, sos_idx=sos, eos_idx=eos)
-    want = greedy_expected(TinyTranslator(ex["vocab"], ex["vocab"], init=ex["seed"], **ids), src, max_len, sos, eos)
     return f'''
 src = {literal(src)}
 max_len, sos_idx, eos_idx, pad_idx = {max_len!r}, {sos!r}, {eos!r}, {pad!r}
 {_model(ex["vocab"], ex["seed"], **ids)}
-# greedy decoding by its definition, on this model in eval() mode: from a column of sos_idx, append the
-# argmax of model(src, ys)[:, -1] until max_len columns or every row has emitted eos_idx; positions after a
-# row's eos_idx are pad_idx
-expected = {literal(want)}
+
+def first_departure(ys):
+    """Greedy decoding's definition, on this model in eval() mode, checked position by position on your
+    output: each token should be the argmax of model(src, ys[:, :t])[:, -1] given your tokens before it,
+    or pad_idx once its row has emitted eos_idx. (row, position, that token) where it is not; else None."""
+    model, done = make().eval(), torch.zeros(ys.size(0), dtype=torch.bool)
+    with torch.no_grad():
+        for t in range(1, ys.size(1)):
+            want = model(src, ys[:, :t])[:, -1].argmax(-1).masked_fill(done, pad_idx)
+            wrong = torch.nonzero(ys[:, t] != want)
+            if len(wrong):
+                b = int(wrong[0, 0])
+                return b, t, int(want[b])
+            done |= ys[:, t] == eos_idx
+    return None
 
 
 def main() -> int:
     greedy_decode = load("{GREEDY}")
     show(src=src, max_len=max_len, sos_idx=sos_idx, eos_idx=eos_idx)
     got = greedy_decode(make(), src, max_len, sos_idx, eos_idx)
-    B, L = expected.shape
+    B = src.size(0)
     if not isinstance(got, torch.Tensor) or got.dtype != torch.long:
         print(f"greedy_decode should return a torch.long tensor, got {{got!r}}")
         return verdict(False)
-    if got.dim() != 2 or got.size(0) != B or not L <= got.size(1) <= max_len:
-        print("expected:", expected, sep="\\n")
-        print("got:", got, sep="\\n")
-        print(f"--- the shape should be ({{B}}, L) with {{L}} <= L <= max_len = {{max_len}}, got {{tuple(got.shape)}}")
+    print("got:", got, sep="\\n")
+    if got.dim() != 2 or got.size(0) != B or not 1 <= got.size(1) <= max_len:
+        print(f"--- the shape should be ({{B}}, L) with 1 <= L <= max_len = {{max_len}}, got {{tuple(got.shape)}}")
         return verdict(False)
     if not bool((got[:, 0] == sos_idx).all()):
-        print("got:", got, sep="\\n")
         print(f"--- column 0 should be sos_idx = {{sos_idx}} in every row")
         return verdict(False)
-    full = torch.full((B, got.size(1)), pad_idx, dtype=torch.long)  # expected, padded to your width
-    full[:, :L] = expected
-    return verdict(compare("greedy_decode output (padded with pad_idx to your width)", got, full, atol=0))
+    departs = first_departure(got)
+    if departs is not None:
+        b, t, want = departs
+        print(f"--- row {{b}}, position {{t}} should be {{want}}: expected {{got[b, :t].tolist() + [want]}}",
+              "up to there")
+        return verdict(False)
+    ended = (got[:, 1:] == eos_idx).any(dim=1)
+    if got.size(1) < max_len and not bool(ended.all()):
+        print(f"--- a row has emitted no eos_idx by column {{got.size(1)}}:",
+              f"decoding should go on to max_len = {{max_len}}")
+        return verdict(False)
+    return verdict(True)
 '''
 
 

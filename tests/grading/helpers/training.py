@@ -1,5 +1,9 @@
-"""assignment4's steps run on the kit's TinyTranslator: batches, the definition of train_epoch and of
-greedy decoding (here), and the same steps run by the submission (in the sandbox)."""
+"""assignment4's steps run on the kit's TinyTranslator: batches, the definition of train_epoch (here), a
+check of greedy decoding against its definition, and the same steps run by the submission (in the sandbox).
+
+Greedy decoding is checked, never done: each token the submission emitted is held to the argmax of the
+teacher-forced forward pass on its own tokens before it (`first_departure`), so that the student kit ships
+no decoder to paste in (issue 51)."""
 
 import math
 
@@ -10,7 +14,6 @@ from grader.suite.checks import Mismatch, describe, expect_tensor, short
 from grader.suite.example import carrying
 from grader.suite.kit import TinyTranslator
 from grader.suite.remote import Remote
-from grader.training.library import greedy_by_forward as greedy_expected  # the definition, through forward
 from tests.grading.helpers.names import EOS_ID, GREEDY, PAD_ID, SOS_ID, TRAIN_EPOCH
 
 # Types that have float() but are not a number in the contract's sense (numbers.Real, not bool)
@@ -109,35 +112,60 @@ def run_train_epoch(student, batches, seed: int, lr: float, scheduler: str | Non
 # greedy_decode ------------------------------------------------------------
 
 
+def first_departure(local, src, ys, pad: int, eos: int) -> tuple[int, int, int] | None:
+    """(row, position, the token the definition puts there) at the first place `ys` departs from greedy
+    decoding on `local` (in eval mode), position by position in order; None where it does not. Each
+    position is held to the argmax of local(src, ys[:, :t])[:, -1] on `ys`'s own tokens before it (the
+    definition's, up to the first departure), or to `pad` in a row that has emitted `eos`."""
+    done = torch.zeros(ys.size(0), dtype=torch.bool)
+    with torch.no_grad():
+        for t in range(1, ys.size(1)):
+            want = local(src, ys[:, :t])[:, -1].argmax(-1).masked_fill(done, pad)
+            wrong = torch.nonzero(ys[:, t] != want)
+            if len(wrong):
+                b = int(wrong[0, 0])
+                return b, t, int(want[b])
+            done |= ys[:, t] == eos
+    return None
+
+
+def decoded_length(ys, max_len: int, eos: int) -> int:
+    """How many columns greedy decoding gives, for output `ys` that follows the definition: up to the
+    column where the last row emits `eos`, or max_len."""
+    done = torch.zeros(ys.size(0), dtype=torch.bool)
+    for t in range(1, ys.size(1)):
+        done |= ys[:, t] == eos
+        if bool(done.all()):
+            return t + 1
+    return max_len
+
+
 def check_greedy(student, src, max_len, seed=0, vocab=12, pad=PAD_ID, sos=SOS_ID, eos=EOS_ID, train_first=False):
-    """The submission's greedy_decode on the kit's tiny model equals the definition, position by position."""
+    """The submission's greedy_decode on the kit's tiny model follows the definition, position by position
+    (`first_departure`). Returns (the model, the submission's output cut to the definition's length)."""
     model = student.new("kit:tiny_translator", vocab, vocab, pad_idx=pad, sos_idx=sos, eos_idx=eos, init=seed)
     if train_first:
         model.train()
     got = student.call(GREEDY, model, src, max_len, sos, eos)
-    local = TinyTranslator(vocab, vocab, pad_idx=pad, sos_idx=sos, eos_idx=eos, init=seed)
-    want = greedy_expected(local, src, max_len, sos, eos)
-    example = carrying(describe(src=src, max_len=max_len, sos_idx=sos, eos_idx=eos, pad_idx=pad, expected=want),
+    local = TinyTranslator(vocab, vocab, pad_idx=pad, sos_idx=sos, eos_idx=eos, init=seed).eval()
+    example = carrying(describe(src=src, max_len=max_len, sos_idx=sos, eos_idx=eos, pad_idx=pad),
                        seed=seed, vocab=vocab)  # the model's weights, for --repro
     got = expect_tensor(got, name="greedy_decode output", dtype=torch.long, example=example)
-    B, L = want.shape
-    if got.dim() != 2 or got.size(0) != B or not L <= got.size(1) <= max_len:
+    B = src.size(0)
+    shape_hint = ("The number of columns is off. Likely causes: not stopping once every row has emitted <eos>, "
+                  "or not counting <sos> toward max_len.")
+    if got.dim() != 2 or got.size(0) != B or not 1 <= got.size(1) <= max_len:
         raise Mismatch("greedy_decode output has the wrong shape", got=str(tuple(got.shape)), example=example,
-                       expected=f"({B}, L) with {L} <= L <= max_len = {max_len}",
-                       hint="The number of columns is off. Likely causes: not stopping once every row has emitted "
-                            "<eos>, or not counting <sos> toward max_len.")
+                       expected=f"({B}, L) with 1 <= L <= max_len = {max_len}", hint=shape_hint)
     if not bool((got[:, 0] == sos).all()):
         raise Mismatch("every row should start with sos_idx", expected=f"column 0 all {sos}",
                        got=str(got[:, 0].tolist()), example=example,
                        hint="Column 0 is not sos_idx everywhere. Likely causes: starting from another id than the "
                             "sos_idx argument, or dropping the first column.")
-    full = torch.full((B, got.size(1)), pad, dtype=torch.long)
-    full[:, :L] = want
-    wrong = torch.nonzero(got != full)
-    if len(wrong):
-        b, t = (int(i) for i in wrong[0])
-        ended = bool((want[b, 1:t] == eos).any()) if t < L else True
-        if ended:
+    departs = first_departure(local, src, got, pad, eos)
+    if departs is not None:
+        b, t, want = departs
+        if bool((got[b, 1:t] == eos).any()):
             what = f"row {b}, position {t} comes after that row's <eos>: it should be padding ({pad})"
             hint = ("A position after <eos> holds a token other than padding. Likely causes: finished rows are not "
                     "masked with model.pad_idx (the model keeps predicting after <eos>).")
@@ -148,19 +176,25 @@ def check_greedy(student, src, max_len, seed=0, vocab=12, pad=PAD_ID, sos=SOS_ID
                     "left in train mode while decoding (model.eval() missing; the kit's model predicts differently "
                     "in train mode), the argmax taken at another position than the last, or the new token not "
                     "fed back.")
-        raise Mismatch(what, expected=str(full[b].tolist()), got=str(got[b].tolist()), where=f"row {b}, position {t}",
-                       example=example, hint=hint)
-    return model, want
+        raise Mismatch(what, expected=f"{got[b, :t].tolist() + [want]} (up to position {t})",
+                       got=str(got[b].tolist()), where=f"row {b}, position {t}", example=example, hint=hint)
+    length = decoded_length(got, max_len, eos)
+    if got.size(1) < length:
+        raise Mismatch("greedy_decode output has the wrong shape", got=str(tuple(got.shape)), example=example,
+                       expected=f"({B}, {length}): a row has emitted no <eos> by column {got.size(1)}, so decoding "
+                                f"goes on to max_len = {max_len}", hint=shape_hint)
+    return model, got[:, :length]
 
 
-def greedy_expected_train(model, src, max_len):
-    """What a decoder that forgot model.eval() would give (the kit's model changes in train mode)."""
-    model.train()
-    with torch.no_grad():
-        ys = torch.full((src.size(0), 1), SOS_ID, dtype=torch.long)
-        while ys.size(1) < max_len:
-            ys = torch.cat([ys, model(src, ys)[:, -1].argmax(-1)[:, None]], dim=1)
-    return ys[:, :max_len]
+def shows_the_mode(local, src, ys) -> bool:
+    """Whether `local` in train mode would depart from `ys` (decoded in eval mode) somewhere: a decoder
+    that forgot model.eval() gives other tokens (the kit's model changes in train mode)."""
+    local.train()
+    try:
+        with torch.no_grad():
+            return any(bool((local(src, ys[:, :t])[:, -1].argmax(-1) != ys[:, t]).any()) for t in range(1, ys.size(1)))
+    finally:
+        local.eval()
 
 
 # the whole stack ----------------------------------------------------------
