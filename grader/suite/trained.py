@@ -12,9 +12,9 @@ Transformer, loads the weights that came back into another, and finds the loss o
 training batches (encoded with the run's numbering, batched with the reference's collate): that
 drop is what the checks require (`JUDGED`). The exact match and the samples are its own decoding of
 the held-out dates (the reference's greedy_decode). The run's loss curve never earns a point: the
-public check fails on it as the student's run does (a bug is named alike in both grades), and passes only with the grader's own
-drop. In the student's own tier (no reference) the numbers are the run's, as before: a student can
-only deceive themself there.
+public check fails on it as the student's run does (a bug is named alike in both grades), and passes
+only with the grader's own drop. In the student's own tier (no reference) the numbers are the run's,
+as before: a student can only deceive themself there.
 
 A forged numbering cannot make weights better than they are: it relabels the tokens, and a model
 that did not learn has the loss of one that did not learn under every relabelling.
