@@ -83,8 +83,8 @@ def translate(*, checkpoint: Path, sentences: list[str], beam: int | None = None
 
 
 def _draw(translator, sentence: str, path: Path) -> int:
+    from grader.render.plots import save_attention_map
     from grader.training.library import cross_attention
-    from grader.translation.pictures import save_attention_map
 
     src_tokens = translator.tokenizers[0].split(sentence)[:max(translator.max_len - 2, 1)]
     weights, out_tokens = cross_attention(translator.pkg, translator.model, src_tokens, *translator.vocabs,
