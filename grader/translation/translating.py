@@ -20,26 +20,17 @@ from grader.translation import checkpoint as ckpt
 from grader.translation.beam import BeamOptions, Hypothesis, beam_search
 from grader.translation.tokenizing import Tokenizer, load_tokenizer
 
-SOS, EOS = 1, 2  # the contract's Vocab ids (student-api.md, assignment4)
+PAD, SOS, EOS, UNK = 0, 1, 2, 3  # the contract's Vocab ids (student-api.md, assignment4)
 
 
-class TableVocab:
-    """A vocabulary as a checkpoint keeps it (id -> token), with the contract's encode and decode."""
-
-    PAD, SOS, EOS, UNK = 0, 1, 2, 3
-
-    def __init__(self, itos: list[str]):
-        self.itos = list(itos)
-        self.stoi = {t: i for i, t in reversed(list(enumerate(self.itos)))}
-
-    def encode(self, tokens: list[str]) -> list[int]:
-        return [self.stoi.get(t, self.UNK) for t in tokens]
-
-    def decode(self, ids: list[int]) -> list[str]:
-        return [self.itos[int(i)] for i in ids]
-
-    def __len__(self) -> int:
-        return len(self.itos)
+def own_vocab(pkg: str, itos: list[str]):
+    """The tree's own Vocab (assignment4.data) holding a checkpoint's id -> token table, through the
+    contract's names (`itos`, `stoi`): encoding and decoding are the student's own, never the kit's."""
+    Vocab = resolve(pkg, "assignment4.data:Vocab")
+    vocab = Vocab.__new__(Vocab)  # its table is the checkpoint's: nothing to count again
+    vocab.itos = list(itos)
+    vocab.stoi = {token: i for i, token in enumerate(vocab.itos)}
+    return vocab
 
 
 @dataclass
@@ -73,7 +64,7 @@ class Translator:
         device = next(self.model.parameters()).device
         out: list[str] = []
         for i in range(0, len(sentences), batch_size):
-            chunk: list[tuple[list[int], list[int]]] = [(self.encode(s) or [TableVocab.UNK], [])
+            chunk: list[tuple[list[int], list[int]]] = [(self.encode(s) or [UNK], [])
                                                         for s in sentences[i:i + batch_size]]
             src, _, _ = collate(chunk, self.model.pad_idx)
             ys = greedy_decode(self.model, src.to(device), self.max_len, SOS, EOS)  # (B, L)
@@ -84,7 +75,7 @@ class Translator:
         """The kit's beam search on one sentence: (text, hypothesis) best first."""
         options = BeamOptions(beam_size=beam_size, length_penalty=length_penalty, max_len=self.max_len,
                               sos=SOS, eos=EOS)
-        return [(self.text(h.ids), h) for h in beam_search(self.model, self.encode(sentence) or [TableVocab.UNK],
+        return [(self.text(h.ids), h) for h in beam_search(self.model, self.encode(sentence) or [UNK],
                                                            options)]
 
 
@@ -107,10 +98,11 @@ def load_translator(path: Path, submission: Path | None = None) -> tuple[Transla
                           "trained with; give it with --submission)")
     pkg = "_grade_translate_" + hashlib.sha1(str(tree.resolve()).encode()).hexdigest()[:12]
     import_tree(tree, pkg)
-    c, vocabs = checkpoint.spec.config, (TableVocab(checkpoint.vocabs["src"]), TableVocab(checkpoint.vocabs["tgt"]))
+    c = checkpoint.spec.config
+    vocabs = (own_vocab(pkg, checkpoint.vocabs["src"]), own_vocab(pkg, checkpoint.vocabs["tgt"]))
     Transformer = resolve(pkg, "assignment3.transformer:Transformer")
     model = Transformer(len(vocabs[0]), len(vocabs[1]), d_model=c.d_model, n_heads=c.n_heads, n_layers=c.n_layers,
-                        d_ff=c.d_ff, dropout=c.dropout, max_len=checkpoint.spec.max_tokens + 2, pad_idx=TableVocab.PAD,
+                        d_ff=c.d_ff, dropout=c.dropout, max_len=checkpoint.spec.max_tokens + 2, pad_idx=PAD,
                         norm_first=c.norm_first)
     model.load_state_dict(checkpoint.model)
     model.eval()
