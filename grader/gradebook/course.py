@@ -55,7 +55,7 @@ def write_course(*, course: Course, directory: Path, assignments: list[str] | No
 
     Creates the exchange where it is missing (`exchange` None: DIR/exchange/). Existing files of
     the same names are replaced; nothing else in `directory` is touched."""
-    from grader.authoring.release import audit
+    from grader.authoring.audit import audit
 
     names = list(assignments or course.assignments)
     for name in names:

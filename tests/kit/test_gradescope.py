@@ -102,7 +102,7 @@ def run_autograder(root: Path, upload: Callable[[Path], None], env: dict | None 
 
 def hidden_ids() -> set[str]:
     from grader import load_course
-    from grader.authoring.release import hidden_ids
+    from grader.authoring.audit import hidden_ids
 
     return hidden_ids(load_course(ROOT / "course.toml"))
 

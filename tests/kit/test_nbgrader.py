@@ -28,7 +28,7 @@ import nbformat
 import pytest
 
 from grader import load_course
-from grader.authoring.release import audit
+from grader.authoring.audit import audit
 from grader.authoring.stubs import BEGIN, END
 from grader.course import Performance
 from grader.gradebook import cells

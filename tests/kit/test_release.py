@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from grader import load_course
-from grader.authoring.release import audit, course_text, student_bugs
+from grader.authoring.audit import audit
+from grader.authoring.release import course_text, student_bugs
 from grader.authoring.stubs import BEGIN, END, make_stub
 from grader.gradebook import public
 from grader.judging import diagnosis
@@ -404,7 +405,7 @@ def test_the_audit_finds_shipped_code_that_does_a_components_job(tmp_path):
     """A helper outside assignments/ that shares code with a solution beyond its stub (the kit's own greedy
     decoding, which pasted into greedy_decode scored 10/10) fails the release; the kit's own library and
     the public checks' helpers, as they ship now, do not (grader.batch.similarity's fingerprints)."""
-    from grader.authoring.release import shared_code
+    from grader.authoring.audit import shared_code
 
     for rel in ("grader/training/library.py", "tests/grading/helpers/training.py", "tests/grading/helpers/oracles.py",
                 "grader/sandbox/child/fixtures.py"):
