@@ -32,7 +32,8 @@ def from_json(data: dict, *, weights: dict[str, float] | None = None,
         components.append(ComponentResult(c["name"], c["file"], float(c["score"]), float(c["max_score"]), checks,
                                           tuple(depends.get(c["name"], c.get("waiting_on", ()))),
                                           list(c.get("forbidden", [])), list(c.get("flagged", [])),
-                                          c.get("diagnosis"), c.get("telling")))
+                                          held=c.get("held"), diagnosis=c.get("diagnosis"),
+                                          telling=c.get("telling")))
     start = data.get("start_here")
     here = {c.name for c in components}
     upstream = [dict(start)] if isinstance(start, dict) and start.get("name") not in here else []
