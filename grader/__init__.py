@@ -9,23 +9,35 @@ In a notebook: `grader.check("assignment1")` shows the report in the cell and re
 Importing this package is cheap: the heavy parts (torch, pytest, Hypothesis) load on use.
 """
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from grader.course import ConfigError
 from grader.course import load as load_course
 
+if TYPE_CHECKING:  # the heavy parts load on use (the module's docstring)
+    from grader.course import Course
+    from grader.grading.run import Options
+    from grader.results import Report
+    from grader.sandbox.host import Sandbox
 
-def grade_submission(**kwargs):
-    """Grade one submission (keyword-only; see grader.grading.pipeline.grade_submission)."""
+
+def grade_submission(*, course: "Course", assignment: str, submission: str | Path, sandbox: "Sandbox | None" = None,
+                     options: "Options | None" = None) -> "Report":
+    """Grade one submission (see grader.grading.pipeline.grade_submission)."""
     from grader.grading.pipeline import grade_submission
 
-    return grade_submission(**kwargs)
+    return grade_submission(course=course, assignment=assignment, submission=Path(submission), sandbox=sandbox,
+                            options=options)
 
 
-def check(assignment: str, submission=None, **kwargs) -> dict:
+def check(assignment: str, submission: str | Path | None = None, *, only: str | None = None, verbose: bool = False,
+          course: str | Path | None = None) -> dict:
     """Grade, show the report (in a notebook's cell) and return the JSON report
     (see grader.interactive.notebook.check)."""
     from grader.interactive.notebook import check
 
-    return check(assignment, submission, **kwargs)
+    return check(assignment, submission, only=only, verbose=verbose, course=course)
 
 
 __all__ = ["ConfigError", "check", "grade_submission", "load_course"]

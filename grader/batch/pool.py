@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from pathlib import Path
 
 from grader.batch import collect
 from grader.course import Course
@@ -117,7 +118,7 @@ def _end_worker(signum, frame) -> None:
         raise KeyboardInterrupt
 
 
-def _grade(**kwargs) -> dict:
+def _grade(*, course_path: Path, assignment: str, tree: Path, student: str, require_namespaces: bool) -> dict:
     """A pool worker's task: grader.batch.worker.grade_tree, none once the batch has ended the worker
     (submissions already queued to it would be graded in full, and waited for)."""
     global _grading
@@ -127,7 +128,8 @@ def _grade(**kwargs) -> dict:
         return {"error": "the batch was interrupted"}
     _grading = True
     try:
-        return worker.grade_tree(**kwargs)
+        return worker.grade_tree(course_path=course_path, assignment=assignment, tree=tree, student=student,
+                                 require_namespaces=require_namespaces)
     finally:
         _grading = False
 

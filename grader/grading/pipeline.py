@@ -7,7 +7,6 @@ A grading is one GradingRun (grader.grading.run) taken through the stages of gra
     report                                                                       (the Report, built once)
 """
 
-import dataclasses
 from pathlib import Path
 
 from grader.course import ConfigError, Course
@@ -48,7 +47,7 @@ def start_sandbox(*, course: Course, assignment: str, submission: Path, device: 
 
 
 def grade_submission(*, course: Course, assignment: str, submission: Path, sandbox: Sandbox | None = None,
-                     options: Options | None = None, **given) -> Report:
+                     options: Options | None = None) -> Report:
     """Run the suites of `assignment` on `submission` and score them.
 
     The checks of a composite whose parts fail are re-run with the reference's versions of
@@ -56,9 +55,8 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, sandb
     CPU; with `device` "cuda" the GPU tier runs too, where this process sees a CUDA device (the
     submission's process is not asked), and is reported skipped elsewhere. `sandbox`: one
     started by start_sandbox for the same submission (closed here). `options`: how to grade
-    (grader.grading.run.Options); its fields may be given as keywords instead (device=, template=,
-    helper=, cost=, reuse=, only=)."""
-    options = dataclasses.replace(options or Options(), **given)
+    (grader.grading.run.Options: device, template, helper, cost, reuse, only)."""
+    options = options or Options()
     sandbox = sandbox or start_sandbox(course=course, assignment=assignment, submission=submission,
                                        device=options.device, template=options.template)
     with one_intra_op_thread(), frozen_heap():

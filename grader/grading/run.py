@@ -82,6 +82,7 @@ class GradingRun:
         o = self.options
         return self.assignment.name, o.device, self.has_reference, str(self.submission), o.only
 
-    def run(self, checks: dict[str, tuple[str, ...]], **how) -> dict[str, Outcome]:
+    def run(self, checks: dict[str, tuple[str, ...]], *, quick: frozenset[str] = frozenset(),
+            one_failure: bool = False) -> dict[str, Outcome]:
         """One pytest run of `checks` on this submission (grader.grading.suites.run_checks)."""
-        return run_checks(self.course, self.student, checks, **how)
+        return run_checks(self.course, self.student, checks, quick=quick, one_failure=one_failure)

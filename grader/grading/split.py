@@ -112,10 +112,10 @@ def _hand_over(grading: GradingRun, helper: Helper, far: dict[str, tuple[str, ..
            "assignment": grading.assignment.name, "submission": grading.submission, "device": o.device,
            "gpu": grading.gpu}
     if helper.ready():
-        helper.submit(**job)
+        helper.submit(job)
         return True
     if not helper.warmed and not helper.broken:
-        helper.warm(**job)
+        helper.warm(job)
     return False
 
 
@@ -185,19 +185,19 @@ class Helper:
             self.pending -= 1
         return self.warmed and not self.pending and not self.broken
 
-    def warm(self, **job: Any) -> None:
+    def warm(self, job: Mapping[str, Any]) -> None:
         """Grade `job` there once, for the warmth: its reply is read and dropped by `ready`."""
         self.warmed = True
         self.pending += 1
-        self._send(job)
+        self._send(dict(job))
 
     def abandon(self) -> None:
         """The submitted job's reply will not be collected: `ready` drops it when it comes."""
         self.pending += 1
 
-    def submit(self, **job: Any) -> None:
+    def submit(self, job: Mapping[str, Any]) -> None:
         """Start grading `job` (the far half of a grading, grader.grading.split.run) there; it must be `ready`."""
-        self._send(job)
+        self._send(dict(job))
 
     def collect(self) -> dict | None:
         """The submitted job's {"results", "executed", "faults"}; None if the helper failed, which

@@ -1,7 +1,6 @@
 """Assertions for grading tests, whose failures tell a student what was expected and what came back."""
 
-from collections.abc import Mapping
-from typing import TypedDict, Unpack
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -10,57 +9,46 @@ from grader.suite.example import Example, encode
 from grader.suite.pattern import found
 
 
-class Found(TypedDict, total=False):
-    """What a comparison found beside expected and got: Mismatch's keywords after `hint`. A TypedDict,
-    not a dataclass: the suites (the course's authoring API) keep passing them as keywords."""
+@dataclass(frozen=True)
+class Found:
+    """What a comparison found beside expected and got, passed to Mismatch as one value (`found=`)."""
 
-    max_abs_error: float | None
-    where: str
-    looks_like: str  # what got is, next to expected (grader.suite.forensics)
+    max_abs_error: float | None = None
+    where: str = ""
+    looks_like: str = ""  # what got is, next to expected (grader.suite.forensics)
     # what the check compared with, where that is built from the submission's own output (the
     # expected shown is still a correct implementation's): the report says so, and prefers others
-    basis: str
+    basis: str = ""
     # which batch elements are wrong ({"wrong": [1], "batch": 2}, where some are right), and whether the
     # hint's causes would make every batch element wrong alike ("alike"): the report words it
-    pattern: dict | None
+    pattern: dict | None = None
     # what the diagnosis reads as data, never from the message (grader.judging.diagnosis): what was
     # compared, as the message names it ("LayerNorm output": the subject of its "looks like");
-    subject: str
+    subject: str = ""
     # the chain of the submission's frames that made a stray CPU tensor, the maker first, each
     # {"file", "line", "function", "code"} (the device checks: the line the diagnosis names);
-    made: list[dict]
+    made: list[dict] = field(default_factory=list)
     # the parameter names a names check lists as missing, unexpected and of the wrong shape, as its
     # `got` shows them ({"missing": [...], "unexpected": [...], "wrong_shape": [...]})
-    parameters: dict
-
-
-def _known(given: Mapping[str, object], allowed: type, where: str) -> None:
-    """A keyword that is none of the TypedDict's is a TypeError, as an unknown parameter is."""
-    unknown = sorted(set(given) - set(allowed.__annotations__))
-    if unknown:
-        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+    parameters: dict | None = None
 
 
 class Mismatch(AssertionError):
     """A failed check, with the parts the report shows: expected, got, the error and where, the example."""
 
     def __init__(self, what: str, *, expected: str = "", got: str = "", example: str = "", hint: str = "",
-                 **found: Unpack[Found]):
-        _known(found, Found, "Mismatch")
+                 found: Found = Found()):
         super().__init__(what)
         self.what, self.expected, self.got, self.example, self.hint = what, expected, got, example, hint
-        self.max_abs_error, self.where = found.get("max_abs_error"), found.get("where", "")
-        self.looks_like, self.basis = found.get("looks_like", ""), found.get("basis", "")
-        self.pattern = found.get("pattern")
-        self.subject, self.made = found.get("subject", ""), found.get("made", [])
-        self.parameters = found.get("parameters")
+        self.found = found
 
     def details(self) -> dict:
-        return {k: v for k, v in {"expected": self.expected, "got": self.got, "max_abs_error": self.max_abs_error,
-                                  "where": self.where, "example": self.example, "hint": self.hint,
-                                  "looks_like": self.looks_like, "basis": self.basis, "pattern": self.pattern,
-                                  "inputs": getattr(self.example, "values", None), "subject": self.subject,
-                                  "made": self.made, "parameters": self.parameters}.items()
+        f = self.found
+        return {k: v for k, v in {"expected": self.expected, "got": self.got, "max_abs_error": f.max_abs_error,
+                                  "where": f.where, "example": self.example, "hint": self.hint,
+                                  "looks_like": f.looks_like, "basis": f.basis, "pattern": f.pattern,
+                                  "inputs": getattr(self.example, "values", None), "subject": f.subject,
+                                  "made": f.made, "parameters": f.parameters}.items()
                 if v not in ("", None, {}, [])}
 
 
@@ -102,7 +90,8 @@ def _values(t: torch.Tensor, n: int = 8) -> str:
 def describe(**inputs) -> Example:
     """One entry per input: tensors by dtype and shape, in full when small (9 significant digits, enough
     to rebuild a float32 exactly), else their first values; the rest by repr. The same values as data
-    too (the report's "inputs", from which `grade --repro` rebuilds the example)."""
+    too (the report's "inputs", from which `grade --repro` rebuilds the example). The keywords are the
+    inputs, named as the example shows them, not options."""
     lines = []
     for name, v in inputs.items():
         if isinstance(v, torch.Tensor):
@@ -119,41 +108,42 @@ def expect_tensor(value, *, name: str, shape=None, dtype=None, example: str = ""
                        example=example, hint=hint)
     if dtype is not None and value.dtype != dtype:
         raise Mismatch(f"{name} has the wrong dtype", expected=str(dtype).removeprefix("torch."),
-                       got=str(value.dtype).removeprefix("torch."), example=example, hint=hint, subject=name)
+                       got=str(value.dtype).removeprefix("torch."), example=example, hint=hint,
+                       found=Found(subject=name))
     if shape is not None and tuple(value.shape) != tuple(shape):
         from grader.suite.forensics import shape as swapped
 
         raise Mismatch(f"{name} has the wrong shape", expected=str(tuple(shape)), got=str(tuple(value.shape)),
-                       example=example, hint=hint, looks_like=swapped(tuple(value.shape), tuple(shape)), subject=name)
+                       example=example, hint=hint,
+                       found=Found(looks_like=swapped(tuple(value.shape), tuple(shape)), subject=name))
     return value
 
 
-class Compare(TypedDict, total=False):
-    """How assert_close compares, its keywords after `hint`: within atol (1e-5) + rtol (1e-4) * |expected|,
-    only where `mask` is True. `truth`, `basis`: where `expected` is built from the submission's own
-    output, what a correct implementation gives (the values shown as expected) and what the comparison
-    was with. `alike`: the hint's likely causes would make every batch element (axis 0) wrong alike.
-    A TypedDict, not a dataclass: the suites (the course's authoring API) keep passing them as keywords."""
+@dataclass(frozen=True)
+class Compare:
+    """How assert_close compares, passed as one value (`compare=`): within atol (1e-5) + rtol (1e-4) *
+    |expected|, only where `mask` is True. `truth`, `basis`: where `expected` is built from the
+    submission's own output, what a correct implementation gives (the values shown as expected) and what
+    the comparison was with. `alike`: the hint's likely causes would make every batch element (axis 0)
+    wrong alike."""
 
-    atol: float | torch.Tensor
-    rtol: float
-    mask: torch.Tensor | None
-    truth: torch.Tensor | None
-    basis: str
-    alike: bool
+    atol: float | torch.Tensor = 1e-5
+    rtol: float = 1e-4
+    mask: torch.Tensor | None = None
+    truth: torch.Tensor | None = None
+    basis: str = ""
+    alike: bool = False
 
 
 def assert_close(got, expected: torch.Tensor, *, name: str, example: str = "", hint: str = "",
-                 **compare: Unpack[Compare]):
+                 compare: Compare = Compare()):
     """`got` must match `expected` elementwise, as `compare` says (Compare)."""
-    _known(compare, Compare, "assert_close")
-    atol, rtol = compare.get("atol", 1e-5), compare.get("rtol", 1e-4)
-    mask, truth, basis = compare.get("mask"), compare.get("truth"), compare.get("basis", "")
+    atol, rtol, mask, truth = compare.atol, compare.rtol, compare.mask, compare.truth
     try:
         got = expect_tensor(got, name=name, shape=expected.shape, dtype=expected.dtype, example=example, hint=hint)
     except Mismatch as wrong:
-        if not wrong.looks_like and type(got) is torch.Tensor and got.dtype != expected.dtype:
-            wrong.looks_like = _like(got, expected, "dtype")
+        if not wrong.found.looks_like and type(got) is torch.Tensor and got.dtype != expected.dtype:
+            wrong.found = replace(wrong.found, looks_like=_like(got, expected, "dtype"))
         raise
     if expected.dtype.is_floating_point:
         g, e = got.double(), expected.double()
@@ -181,11 +171,12 @@ def assert_close(got, expected: torch.Tensor, *, name: str, example: str = "", h
             expected=f"{shown[index].item():.6g} at index {list(index)}",
             got=f"{got[index].item():.6g} at index {list(index)}"
             + ("  (not finite)" if not bool(torch.isfinite(got[index]).all()) else ""),
-            max_abs_error=float(err.max()),
-            where=f"largest error at index {list(worst)}: expected {shown[worst].item():.6g}, "
-                  f"got {got[worst].item():.6g}",
-            example=example, hint=hint, looks_like=_looks_like(got, expected, mask), basis=basis,
-            pattern=found(bad, got, expected, hint, compare.get("alike", False), mask), subject=name)
+            example=example, hint=hint,
+            found=Found(max_abs_error=float(err.max()),
+                        where=f"largest error at index {list(worst)}: expected {shown[worst].item():.6g}, "
+                              f"got {got[worst].item():.6g}",
+                        looks_like=_looks_like(got, expected, mask), basis=compare.basis,
+                        pattern=found(bad, got, expected, hint, compare.alike, mask), subject=name))
     return got
 
 

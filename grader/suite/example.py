@@ -28,7 +28,8 @@ class Example(str):
 
 def carrying(example: str, **extra) -> Example:
     """`example` with `extra` added to its data but not to its text: what the check used to build
-    its example that the example does not show (a seed, a size)."""
+    its example that the example does not show (a seed, a size). The keywords are data, named as the
+    example names them, not options."""
     return Example(str(example), {**getattr(example, "values", {}), **{k: encode(v) for k, v in extra.items()}})
 
 

@@ -11,6 +11,8 @@ outputs are those of the tensors as they arrive (a meta tensor travels as meta),
 list of them.
 """
 
+from dataclasses import dataclass
+
 import torch
 
 from grader.render.words import inert
@@ -23,6 +25,17 @@ PROBE = "kit:placement_probe"  # grader.sandbox.child.placement.probe
 # A replaced watch sends what it likes (megabytes of frames, escapes, markup): kept to these here, where
 # it enters, before the checks word it into a message, `where` and `made` (issue 43's channel table).
 FRAMES, FRAME_CHARS, NAME_CHARS = 4, 300, 60
+
+
+@dataclass(frozen=True)
+class How:
+    """How a placed run runs (grader.suite.remote.Submission.placed): under autocast to `autocast` (a
+    dtype's name), through backward of sum(output * grad_output) where `grad_output` is given, seeded
+    with `seed` where given."""
+
+    autocast: str | None = None
+    grad_output: torch.Tensor | None = None
+    seed: int | None = None
 
 
 def tensors_in(v) -> list[torch.Tensor]:

@@ -1,22 +1,24 @@
-"""What a grading test holds: proxies for the submission's objects, living in the sandbox."""
+"""What a grading test holds: the proxy for the submission in the sandbox (its objects: grader.suite.handle)."""
 
 import statistics
 import time
-
-import torch
+from collections.abc import Mapping
+from typing import Any
 
 from grader.results import Reason
 from grader.sandbox.child import protocol
 from grader.sandbox.host import Sandbox, WorkerFault
 from grader.suite import placing, trained
 from grader.suite.checks import Mismatch, short
+from grader.suite.handle import Remote
 from grader.suite.parts import ReferenceParts
 
 # The deadline of a request of a component that has hung already: this many times its slowest
 # answer so far, or the median answer of this grading (which grows with the machine's load) where
 # that is longer, never under MIN_SHORT_SECONDS, never over the usual deadline.
 RELATIVE_SLACK, MIN_SHORT_SECONDS = 3.0, 0.25
-PLACING = ("autocast", "grad_output", "seed")  # Submission.placed's own keywords, not the target's
+# The target's own keywords travel as one mapping (`kwargs=`), apart from the kit's options (seed, grad,
+# to, method, how): a target keyword named `seed` or `method` reaches the target, never the kit.
 
 
 class Submission:
@@ -179,30 +181,35 @@ class Submission:
             return {k: self._wrap(x) for k, x in v.items()}
         return v
 
-    def call(self, target: str, *args, seed: int | None = None, grad: bool = False, **kwargs):
-        """Call `target` ("assignment2.masks:make_pad_mask", "torch.optim:SGD", "kit:...") in the sandbox."""
-        return self._request({"op": "call", "target": target, "args": list(args), "kwargs": kwargs,
+    def call(self, target: str, *args, kwargs: Mapping[str, Any] = {}, seed: int | None = None,
+             grad: bool = False):
+        """Call `target` ("assignment2.masks:make_pad_mask", "torch.optim:SGD", "kit:...") in the sandbox
+        with `args` and the keywords `kwargs`."""
+        return self._request({"op": "call", "target": target, "args": list(args), "kwargs": dict(kwargs),
                               "seed": seed, "grad": grad})
 
-    def placed(self, target, *args, to: str, method: str | None = None, **kwargs) -> dict:
-        """Call `target` with its module, the modules among its arguments and its tensors moved to
-        device `to` ("meta", or the GPU tier's), watching for CPU tensors that meet them
-        (grader.sandbox.child.placement). Returns {"stray": what met them} or {"output" (copied to
-        the CPU, except on meta), "devices" of the output's tensors, "param_grads" (with grad_output)}.
-        The module stays there; the watch is checked here (grader.suite.placing). Keywords: PLACING's
-        (autocast: a dtype's name, grad_output: a tensor, seed) say how it runs, the rest go to `target`."""
-        how = {name: kwargs.pop(name, None) for name in PLACING}
+    def placed(self, target, *args, to: str, method: str | None = None, kwargs: Mapping[str, Any] = {},
+               how: placing.How = placing.How()) -> dict:
+        """Call `target` with `args` and the keywords `kwargs`, its module, the modules among its
+        arguments and its tensors moved to device `to` ("meta", or the GPU tier's), watching for CPU
+        tensors that meet them (grader.sandbox.child.placement). Returns {"stray": what met them} or
+        {"output" (copied to the CPU, except on meta), "devices" of the output's tensors, "param_grads"
+        (with how.grad_output)}. The module stays there; the watch is checked here (grader.suite.placing).
+        `how` says how it runs (autocast, grad_output, seed)."""
         return placing.confirmed(self, {"op": "placed", "target": target, "method": method, "args": list(args),
-                                        "kwargs": kwargs, "device": to, **how})
+                                        "kwargs": dict(kwargs), "device": to, "autocast": how.autocast,
+                                        "grad_output": how.grad_output, "seed": how.seed})
 
     def profile(self, kind: str, target: str, device: str, repeat: int, shape: dict) -> dict:
         """Time the submission's `target` and torch's built-in of that kind (grader.sandbox.child.profile)."""
         return self._request({"op": "profile", "kind": kind, "target": target, "device": device, "repeat": repeat,
                               "shape": shape})
 
-    def new(self, target: str, *args, seed: int = 0, **kwargs) -> "Remote":
-        """Build an object; the seed fixes its random initialisation."""
-        obj = self.call(target, *args, seed=seed, **kwargs)
+    def new(self, target: str, *args, **kwargs) -> "Remote":
+        """Build an object, as `target(*args, **kwargs)` would (every keyword is the constructor's: this
+        forwards a call to the submission's code, and takes no options of its own); seed 0 fixes its
+        random initialisation."""
+        obj = self.call(target, *args, kwargs=kwargs, seed=0)
         if not isinstance(obj, Remote):
             raise Mismatch(f"{target.split(':')[-1]}(...) should build an object", expected="an object",
                            got=short(obj))
@@ -231,70 +238,3 @@ class Submission:
                 self.executed += answer.get("forbidden", []) if isinstance(answer, dict) else []
             except (Exception, WorkerFault):
                 pass
-
-
-class Remote(protocol.Handle):
-    """An object in the sandbox. Calling it calls it there; what comes back is data."""
-
-    def __init__(self, owner: Submission, id: int, type: str):
-        super().__init__(id, type)
-        self.owner = owner
-
-    def __call__(self, *args, seed: int | None = None, grad: bool = False, **kwargs):
-        return self.method(None, *args, seed=seed, grad=grad, **kwargs)
-
-    def method(self, name: str | None, *args, seed: int | None = None, grad: bool = False, **kwargs):
-        return self.owner._request({"op": "call", "target": self, "method": name, "args": list(args),
-                                    "kwargs": kwargs, "seed": seed, "grad": grad})
-
-    def placed(self, *args, to: str, method: str | None = None, **kwargs) -> dict:
-        """Submission.placed on this object (a module moves to device `to` and stays there)."""
-        return self.owner.placed(self, *args, to=to, method=method, **kwargs)
-
-    def attr(self, name: str):
-        return self.owner._request({"op": "getattr", "target": self, "name": name})
-
-    def train(self):
-        self.method("train")
-        return self
-
-    def eval(self):
-        self.method("eval")
-        return self
-
-    def to(self, *args):
-        self.method("to", *args)
-        return self
-
-    def parameters(self) -> dict[str, tuple]:
-        """name -> (shape, dtype, requires_grad)"""
-        listing = self.owner._request({"op": "params", "target": self})["parameters"]
-        return {n: (tuple(s), d, g) for n, s, d, g in listing}
-
-    def buffers(self) -> dict[str, tuple]:
-        """name -> (shape, dtype, persistent)"""
-        return {n: (tuple(s), d, p) for n, s, d, p in self.owner._request({"op": "params", "target": self})["buffers"]}
-
-    def state(self) -> dict[str, torch.Tensor]:
-        return self.owner._request({"op": "state", "target": self})
-
-    def load(self, state: dict[str, torch.Tensor], component: str | None = None):
-        """Copy `state` into the module by name; a missing or misshapen name fails the check, by name."""
-        answer = self.owner._request({"op": "load", "target": self, "tensors": dict(state)})
-        what = component or self.type
-        if answer["missing"]:
-            names = ", ".join(answer["missing"][:8])
-            raise Mismatch(f"{what} has no parameter or buffer named {names}", expected=f"names {names}",
-                           got=f"{what}'s names: {', '.join(sorted(self.parameters()) + sorted(self.buffers()))}",
-                           hint="The grader copies reference weights by name: use exactly the names in the docstring.")
-        if answer["wrong_shape"]:
-            name, want, got = answer["wrong_shape"][0]
-            raise Mismatch(f"{what}.{name} has the wrong shape", expected=str(tuple(want)), got=str(tuple(got)),
-                           hint="Check the order of in/out features of this layer.")
-        return self
-
-    def backward(self, *args, grad_output: torch.Tensor, wrt=(0,), method: str | None = None, **kwargs):
-        """Run forward, then backward of sum(output * grad_output); returns (output, input_grads, param_grads)."""
-        answer = self.owner._request({"op": "backward", "target": self, "method": method, "args": list(args),
-                                      "kwargs": kwargs, "grad_output": grad_output, "wrt": list(wrt)})
-        return answer["output"], answer["input_grads"], answer["param_grads"]

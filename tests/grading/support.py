@@ -8,7 +8,7 @@ import torch
 from grader.sandbox.child import state
 from grader.sandbox.child.values import plain
 from grader.suite import draws
-from grader.suite.checks import assert_close, describe
+from grader.suite.checks import Compare, assert_close, describe
 from grader.suite.reference import resolve
 
 EXPECTED = Path(__file__).parent / "public" / "expected"
@@ -85,8 +85,8 @@ def _check_one(student, c: dict, atol: float, hint: str):
         m = student.new(c["target"], *c["args"], **c["kwargs"]).load(c["state"], name_of(c["target"])).eval()
         got = m(*c["inputs"])
     else:
-        got = student.call(c["target"], *c["args"], *c["inputs"], **c["kwargs"])
-    assert_close(got, c["output"], name=f"{name_of(c['target'])} output", example=example, atol=atol,
+        got = student.call(c["target"], *c["args"], *c["inputs"], kwargs=c["kwargs"])
+    assert_close(got, c["output"], name=f"{name_of(c['target'])} output", example=example, compare=Compare(atol=atol),
                  hint=FRESH_HINT + hint if c.get("fresh") else hint)
 
 
@@ -125,4 +125,4 @@ def check_reference(student, reference: str, target: str, args: tuple, inputs: d
         expected = ref(*inputs.values())
     m = student.new(target, *args, **kwargs).load(ref.state_dict(), name_of(target)).eval()
     return assert_close(m(*inputs.values()), expected, name=f"{name_of(target)} output",
-                        example=describe(**inputs, args=args, kwargs=kwargs), atol=atol, hint=hint)
+                        example=describe(**inputs, args=args, kwargs=kwargs), compare=Compare(atol=atol), hint=hint)

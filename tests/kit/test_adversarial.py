@@ -226,12 +226,12 @@ def test_answers_within_the_bounds_still_decode():
 def test_nan_and_inf_never_compare_equal(got, expected):
     import torch
 
-    from grader.suite.checks import Mismatch, assert_close
+    from grader.suite.checks import Compare, Mismatch, assert_close
 
     with pytest.raises(Mismatch):
         assert_close(torch.full((3,), got), torch.full((3,), expected), name="x")
     assert_close(torch.tensor([got, 1.0]), torch.tensor([expected, 1.0]), name="x",
-                 mask=torch.tensor([False, True]))  # where the check does not look, nothing is judged
+                 compare=Compare(mask=torch.tensor([False, True])))  # where the check does not look, nothing is judged
 
 
 @pytest.mark.needs("root")  # a sandbox has a uid of its own only under a root grader

@@ -36,11 +36,12 @@ HIDES_THE_GPU = {"assignment2/attention.py": [(
 ON_THE_CPU = """
 import json, sys
 from grader.grading import pipeline as grading
+from grader.grading.run import Options
 from grader import load_course
 from grader.results import to_json
 grading._gpu = lambda device: "cpu" if device == "cuda" else None
 report = grading.grade_submission(course=load_course(sys.argv[1]), assignment=sys.argv[2], submission=sys.argv[3],
-                                  device="cuda")
+                                  options=Options(device="cuda"))
 print(json.dumps(to_json(report)))
 """
 

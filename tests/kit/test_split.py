@@ -25,12 +25,12 @@ def test_an_abandoned_jobs_reply_is_dropped_and_never_answers_the_next():
     helper = Helper(load_course(ROOT / "course.toml"))
     try:
         assert not helper.ready()  # not before its warm-up
-        helper.warm(**_job("layer_norm_has_gamma_and_beta"))
+        helper.warm(_job("layer_norm_has_gamma_and_beta"))
         assert helper.ready(wait=300), "the helper did not warm up"
-        helper.submit(**_job("layer_norm_has_gamma_and_beta"))
+        helper.submit(_job("layer_norm_has_gamma_and_beta"))
         helper.abandon()  # as after Ctrl-C in the middle of a grading
         assert helper.ready(wait=300)
-        helper.submit(**_job("feed_forward_has_named_layers"))
+        helper.submit(_job("feed_forward_has_named_layers"))
         done = helper.collect()
         assert done is not None and list(done["results"]) == ["feed_forward_has_named_layers"]
         assert done["results"]["feed_forward_has_named_layers"].status == "passed"

@@ -13,9 +13,10 @@ SDPA_HINT = ("Likely causes: the scale (divide q @ k^T by sqrt(d_k)), the softma
              "keys), the mask's polarity (True = may attend) or blocked scores filled after the softmax.")
 
 
-def call_sdpa(student, q, k, v, mask=None, example: str = "", **kwargs):
-    """Call the submission's attention; it must return (out, weights) of the right shapes."""
-    got = student.call(SDPA, q, k, v, mask, **kwargs)
+def call_sdpa(student, q, k, v, mask=None, *, example: str = "", dropout=None, seed: int | None = None):
+    """Call the submission's attention (with `dropout`, a module, where given, after seeding with
+    `seed`); it must return (out, weights) of the right shapes."""
+    got = student.call(SDPA, q, k, v, mask, kwargs={} if dropout is None else {"dropout": dropout}, seed=seed)
     if not (type(got) is tuple and len(got) == 2):
         raise Mismatch("scaled_dot_product_attention should return a pair (out, weights)",
                        expected="a tuple (out, weights)", got=short(got), example=example,

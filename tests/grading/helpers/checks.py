@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from grader.suite.checks import Mismatch, assert_close, describe, expect_tensor
+from grader.suite.checks import Compare, Found, Mismatch, assert_close, describe, expect_tensor
 from grader.suite.example import Example, carrying
 from tests import strategies as s
 from tests.grading.helpers.names import TRANSFORMER
@@ -58,7 +58,8 @@ def expect_names(module, component: str, parameters: dict, buffers: dict | None 
                        got=f"missing: {', '.join(missing[:6]) or 'none'}; unexpected: {', '.join(extra[:6]) or 'none'}"
                            f"; wrong shape: {', '.join(wrong[:4]) or 'none'}",
                        # the same names as data, as many as `got` shows: what the diagnosis reads
-                       parameters={"missing": missing[:6], "unexpected": extra[:6], "wrong_shape": reshaped[:4]},
+                       found=Found(parameters={"missing": missing[:6], "unexpected": extra[:6],
+                                               "wrong_shape": reshaped[:4]}),
                        example=example,
                        hint=_shared(missing, set(got)) or
                             "The grader copies weights by name, and these names or shapes differ from the "
@@ -135,11 +136,11 @@ def check_dropout_inactive_in_eval(module, inputs: tuple, expected: torch.Tensor
     """`module` was built with dropout=0.9. In eval() mode it gives `expected` (the output without dropout);
     in train() mode it gives something else. `uses` says where the docstring applies dropout."""
     assert_close(module.eval()(*inputs), expected, name=f"{component} output in eval() mode with dropout=0.9",
-                 example=example, atol=atol,
+                 example=example, compare=Compare(atol=atol),
                  hint="In eval() mode dropout does nothing, so this should equal the output without dropout, and it "
                       "differs. Likely causes: dropout applied with F.dropout(..., training=True) or by hand instead "
                       "of through nn.Dropout modules, or an error unrelated to dropout (see the other checks).")
-    trained = expect_tensor(module.train()(*inputs, seed=1), name=f"{component} output in train() mode",
+    trained = expect_tensor(module.train().run(None, inputs, seed=1), name=f"{component} output in train() mode",
                             shape=expected.shape, example=example)
     expect_changed(expected, trained, name=f"the {component} output in train() mode with dropout=0.9",
                    example=example,
@@ -157,14 +158,14 @@ def check_dropout_placement(module, inputs: tuple, expected: torch.Tensor, *, co
     that always returns zeros does not pass."""
     if in_eval is not None:
         assert_close(module.eval()(*inputs), in_eval, name=f"{component} output in eval() mode with dropout=1.0",
-                     example=example, atol=atol,
+                     example=example, compare=Compare(atol=atol),
                      hint="In eval() mode dropout does nothing, so this should equal the output without dropout, "
                           "and it differs. Likely causes: an error unrelated to dropout (see the other checks).")
-    got = module.train()(*inputs, seed=1)
+    got = module.train().run(None, inputs, seed=1)
     # the example's values (what --repro reads) kept under the longer text
     shown = Example(f"{example}\ndropout = 1.0, train() mode", getattr(example, "values", {}))
     assert_close(got, expected, name=f"{component} output in train() mode with dropout=1.0",
-                 example=shown, atol=atol,
+                 example=shown, compare=Compare(atol=atol),
                  hint="With dropout=1.0 in train() mode every dropped value is exactly 0, so the output shows where "
                       f"dropout sits: with the docstring's placement it is {placement}, and yours differs. "
                       f"Likely causes: {causes}")
@@ -221,8 +222,9 @@ def check_padding_rows(student):
             table = expect_tensor(state.get(name), name=name, dtype=torch.float32, example=example,
                                   hint="No such table in the Transformer's state. Likely causes: the embeddings are "
                                        "not TransformerEmbedding modules named src_embed and tgt_embed.")
-            assert_close(table[pad], torch.zeros(table.shape[1]), name=f"row {pad} (pad_idx) of {name}", atol=0,
-                         rtol=0, example=example,
+            assert_close(table[pad], torch.zeros(table.shape[1]), name=f"row {pad} (pad_idx) of {name}",
+                         compare=Compare(atol=0, rtol=0),
+                         example=example,
                          hint="The padding row is not zero. Likely causes: Xavier init overwrote it and it was not "
                               "zeroed again afterwards (under torch.no_grad()), or padding_idx was not passed on.")
             others = torch.cat([table[:pad], table[pad + 1:]])

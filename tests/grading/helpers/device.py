@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import torch
 
 from grader.sandbox.host import StudentError
-from grader.suite.checks import Mismatch, assert_close, describe
+from grader.suite.checks import Compare, Found, Mismatch, assert_close, describe
+from grader.suite.placing import How
 from tests import strategies as s
 
 PLACEMENT_HINT = ("Make every tensor that forward creates on the device of its inputs: torch.ones(T, T, "
@@ -68,14 +69,16 @@ def _build(student, case: Case):
     return student.new(case.target, *case.args, **case.kwargs).eval()
 
 
-def _on_cpu(student, target, case: Case, **extra):
-    kwargs = {**case.call_kwargs, **({case.device_kwarg: "cpu"} if case.device_kwarg else {}), **extra}
-    return student.call(target, *case.inputs, **kwargs) if isinstance(target, str) else target(*case.inputs, **kwargs)
+def _on_cpu(student, target, case: Case):
+    kwargs = {**case.call_kwargs, **({case.device_kwarg: "cpu"} if case.device_kwarg else {})}
+    if isinstance(target, str):
+        return student.call(target, *case.inputs, kwargs=kwargs)
+    return target.run(None, case.inputs, kwargs)
 
 
-def _placed(student, target, case: Case, device: str, **options) -> dict:
+def _placed(student, target, case: Case, device: str, how: How = How()) -> dict:
     kwargs = {**case.call_kwargs, **({case.device_kwarg: torch.device(device)} if case.device_kwarg else {})}
-    return student.placed(target, *case.inputs, to=device, **options, **kwargs)
+    return student.placed(target, *case.inputs, to=device, kwargs=kwargs, how=how)
 
 
 def _leaves(v) -> list:
@@ -130,8 +133,9 @@ def expect_no_stray(answer: dict, *, component: str, device: str, example: str, 
     raise Mismatch(f"{component} mixes devices: a CPU tensor ({origin}) meets tensors on {device} in "
                    f"{stray.get('function')}(){at}",
                    expected=f"every tensor of the computation on {device}, where the inputs are",
-                   got=f"a tensor on the CPU ({origin})", where=where.strip(), example=example,
-                   hint=f"{hint} {PLACEMENT_HINT}".strip(), made=chain(made))
+                   got=f"a tensor on the CPU ({origin})",
+                   found=Found(where=where.strip(), made=chain(made)), example=example,
+                   hint=f"{hint} {PLACEMENT_HINT}".strip())
 
 
 def expect_on(answer: dict, device: str, *, component: str, example: str, hint: str = ""):
@@ -143,8 +147,9 @@ def expect_on(answer: dict, device: str, *, component: str, example: str, hint: 
         origin = f" (made at {_frame(made[0])})" if made else ""
         raise Mismatch(f"{component} returns a tensor on {wrong[0]}{origin} when its inputs are on {device}",
                        expected=f"outputs on {device}", got=f"devices {', '.join(devices)}", example=example,
-                       where="\n".join([f"made at {made[0]}", *(f"  called from {f}" for f in made[1:])]) if made
-                       else "", hint=f"{hint} {PLACEMENT_HINT}".strip(), made=chain(made))
+                       found=Found(where="\n".join([f"made at {made[0]}", *(f"  called from {f}" for f in made[1:])])
+                                   if made else "", made=chain(made)),
+                       hint=f"{hint} {PLACEMENT_HINT}".strip())
 
 
 def check_device_placement(student, case: Case, *, component: str, hint: str = ""):
@@ -161,7 +166,8 @@ def check_device_placement(student, case: Case, *, component: str, hint: str = "
         if any(sign in e.message for sign in HOST_COPY):
             raise Mismatch(f"{component} copies a tensor to the host (.cpu(), .tolist() or .numpy()) in forward",
                            expected="the computation kept on the inputs' device",
-                           got=f"{e.type}: {e.message}"[:300], where="\n".join(e.where), example=case.example,
+                           got=f"{e.type}: {e.message}"[:300],
+                           found=Found(where="\n".join(e.where)), example=case.example,
                            hint=f"{hint} Build masks and tables with tensor operations on the inputs' device "
                                 "(tokens != pad_idx, torch.ones(T, T, device=x.device).tril()), not in Python "
                                 f"lists or NumPy. {PLACEMENT_HINT}".strip()) from None
@@ -188,12 +194,13 @@ def check_on_gpu(student, case: Case, *, component: str, grad: bool = True, atol
     grad_output = cpu_grads = None
     if grad and not isinstance(target, str) and isinstance(expected, torch.Tensor) and expected.is_floating_point():
         grad_output = s.tensor(expected.shape, 7)
-        _, _, cpu_grads = target.backward(*case.inputs, grad_output=grad_output, wrt=(), **case.call_kwargs)
-    answer = _placed(student, target, case, gpu, grad_output=grad_output)
+        _, _, cpu_grads = target.backward(*case.inputs, grad_output=grad_output, wrt=(), kwargs=case.call_kwargs)
+    answer = _placed(student, target, case, gpu, How(grad_output=grad_output))
     expect_no_stray(answer, component=component, device=gpu, example=case.example, hint=hint)
     expect_on(answer, gpu, component=component, example=case.example, hint=hint)
     for i, (got, want) in enumerate(zip(_leaves(answer["output"]), _leaves(expected), strict=True)):
-        assert_close(got, want, name=f"{component} output {i} on {gpu} compared with the CPU's", atol=atol, rtol=rtol,
+        assert_close(got, want, name=f"{component} output {i} on {gpu} compared with the CPU's",
+                     compare=Compare(atol=atol, rtol=rtol),
                      example=case.example,
                      hint=hint or "Likely causes: a computation that depends on the device (a random draw, an "
                                   "uninitialised torch.empty), or TF32 matmuls switched on "
@@ -202,7 +209,8 @@ def check_on_gpu(student, case: Case, *, component: str, grad: bool = True, atol
         got = (answer.get("param_grads") or {}).get(name)
         if want is not None:
             assert_close(got, want, name=f"gradient of {name} on {gpu} compared with the CPU's",
-                         atol=atol * max(1.0, float(want.abs().max())), rtol=rtol, example=case.example,
+                         compare=Compare(atol=atol * max(1.0, float(want.abs().max())), rtol=rtol),
+                         example=case.example,
                          hint=hint or "Likely causes: part of the graph cut on the GPU only (.cpu(), .item()).")
 
 
@@ -214,13 +222,14 @@ def check_under_autocast(student, case: Case, *, component: str, hint: str = "")
     expected = _leaves(_on_cpu(student, target, case))
     for dtype, tolerance in AUTOCAST_TOLERANCE.items():
         try:
-            answer = _placed(student, target, case, gpu, autocast=dtype)
+            answer = _placed(student, target, case, gpu, How(autocast=dtype))
         except StudentError as e:  # what float32 runs, half precision may refuse: said as a failure, with why
             if e.not_attempted:
                 raise
             raise Mismatch(f"{component} raises {e.type} under {dtype} autocast: {e.message}"[:200],
                            got=f"{e.type}: {e.message}"[:300],
-                           expected=f"the float32 result, to {dtype}'s precision", where="\n".join(e.where),
+                           expected=f"the float32 result, to {dtype}'s precision",
+                           found=Found(where="\n".join(e.where)),
                            example=case.example, hint=hint or HALF_HINT) from None
         expect_no_stray(answer, component=component, device=gpu, example=case.example, hint=hint)
         for i, (got, want) in enumerate(zip(_leaves(answer["output"]), expected, strict=True)):
@@ -232,6 +241,6 @@ def check_under_autocast(student, case: Case, *, component: str, hint: str = "")
                                hint=hint or HALF_HINT)
             scale = max(1.0, float(want.abs().max()))
             assert_close(got.float(), want.float(), name=f"{component} output {i} under {dtype} autocast",
-                         atol=tolerance * scale, rtol=tolerance, example=case.example,
+                         compare=Compare(atol=tolerance * scale, rtol=tolerance), example=case.example,
                          hint=hint or f"Far from the float32 output for {dtype}'s precision. Likely causes: a "
                                       "reduction (mean, variance, softmax) done in half precision.")

@@ -10,10 +10,10 @@ import math
 import torch
 
 from grader.suite import draws
-from grader.suite.checks import Mismatch, describe, expect_tensor, short
+from grader.suite.checks import Found, Mismatch, describe, expect_tensor, short
 from grader.suite.example import carrying
+from grader.suite.handle import Remote
 from grader.suite.kit import TinyTranslator
-from grader.suite.remote import Remote
 from tests.grading.helpers.names import EOS_ID, GREEDY, PAD_ID, SOS_ID, TRAIN_EPOCH
 
 # Types that have float() but are not a number in the contract's sense (numbers.Real, not bool)
@@ -98,7 +98,7 @@ def train_epoch_expected(batches, seed: int, lr: float, gamma: float | None = No
 
 def run_train_epoch(student, batches, seed: int, lr: float, scheduler: str | None = None, gamma: float = 0.5):
     model = student.new("kit:tiny_translator", 9, 9, init=seed).train()
-    opt = student.call("torch.optim:SGD", model.method("parameters"), lr=lr, momentum=0.5)
+    opt = student.call("torch.optim:SGD", model.method("parameters"), kwargs={"lr": lr, "momentum": 0.5})
     loss_fn = student.new("torch.nn:CrossEntropyLoss", ignore_index=PAD_ID)
     sched = None
     if scheduler == "counting":
@@ -177,7 +177,8 @@ def check_greedy(student, src, max_len, seed=0, vocab=12, pad=PAD_ID, sos=SOS_ID
                     "in train mode), the argmax taken at another position than the last, or the new token not "
                     "fed back.")
         raise Mismatch(what, expected=f"{got[b, :t].tolist() + [want]} (up to position {t})",
-                       got=str(got[b].tolist()), where=f"row {b}, position {t}", example=example, hint=hint)
+                       got=str(got[b].tolist()),
+                       found=Found(where=f"row {b}, position {t}"), example=example, hint=hint)
     length = decoded_length(got, max_len, eos)
     if got.size(1) < length:
         raise Mismatch("greedy_decode output has the wrong shape", got=str(tuple(got.shape)), example=example,

@@ -3,8 +3,9 @@
 import torch
 from hypothesis import given
 
-from grader.suite.checks import assert_close, describe
+from grader.suite.checks import describe
 from tests import strategies as s
+from tests.grading.helpers.compare import assert_close
 from tests.grading.helpers.names import LAYER_NORM
 from tests.grading.helpers.oracles import pe_formula, pe_tolerance
 from tests.grading.support import check_reference, reference_module

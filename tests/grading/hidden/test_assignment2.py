@@ -3,10 +3,11 @@
 import torch
 from hypothesis import given
 
-from grader.suite.checks import assert_close, describe, expect_tensor
+from grader.suite.checks import describe, expect_tensor
 from grader.suite.reference import resolve
 from tests import strategies as s
 from tests.grading.helpers.attention import SDPA_HINT, call_sdpa
+from tests.grading.helpers.compare import assert_close
 from tests.grading.helpers.names import CAUSAL_MASK, MHA, PAD_MASK, SDPA, TGT_MASK
 from tests.grading.helpers.oracles import graded_rows
 from tests.grading.support import check_reference

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.suite import draws
-from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor
+from grader.suite.checks import Mismatch, describe, expect_error, expect_tensor
 from grader.suite.example import carrying
 from grader.suite.pattern import Hint
 from tests import strategies as s
@@ -25,6 +25,7 @@ from tests.grading.helpers.checks import (
     expect_names,
     perturb,
 )
+from tests.grading.helpers.compare import assert_close
 from tests.grading.helpers.device import check_device_placement, stored_case
 from tests.grading.helpers.names import (
     FEED_FORWARD,

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from grader.sandbox.host import StudentError
 from grader.suite import draws
-from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor
+from grader.suite.checks import Found, Mismatch, describe, expect_error, expect_tensor
 from grader.suite.example import carrying
 from grader.suite.pattern import Hint
 from tests import strategies as s
@@ -29,6 +29,7 @@ from tests.grading.helpers.checks import (
     expect_names,
     perturb,
 )
+from tests.grading.helpers.compare import assert_close
 from tests.grading.helpers.device import HALF_HINT, Case, check_device_placement, stored_case
 from tests.grading.helpers.names import CAUSAL_MASK, MHA, PAD_MASK, SDPA, TGT_MASK, causal, mha_shapes
 from tests.grading.helpers.oracles import attention, graded_rows, mha_weights, torch_mha
@@ -193,8 +194,8 @@ def test_sdpa_masks_in_half_precision(student):
         if e.not_attempted:
             raise
         raise Mismatch(f"attention raises {e.type} in float16: {e.message}"[:200], got=f"{e.type}: {e.message}"[:300],
-                       expected="the float32 result, to float16's precision", where="\n".join(e.where),
-                       example=example, hint=HALF_HINT) from None
+                       expected="the float32 result, to float16's precision", example=example, hint=HALF_HINT,
+                       found=Found(where="\n".join(e.where))) from None
     out = got[0] if type(got) is tuple and got else got
     out = expect_tensor(out, name="out in float16", shape=want.shape, example=example, hint=HALF_HINT)
     if not bool(torch.isfinite(out.float()).all()):
@@ -297,7 +298,7 @@ def test_causal_mask_is_lower_triangular(student):
 
 
 def test_causal_mask_accepts_a_device(student):
-    got = student.call(CAUSAL_MASK, 3, device="cpu")
+    got = student.call(CAUSAL_MASK, 3, kwargs={"device": "cpu"})
     assert_close(got, torch.ones(3, 3, dtype=torch.bool).tril()[None, None], name="make_causal_mask(3, device='cpu')",
                  hint="make_causal_mask(3, device='cpu') failed or differs. Likely causes: no device "
                       "argument, or it is not passed to the tensor constructor (torch.ones(..., device=device)).")

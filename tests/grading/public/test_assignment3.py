@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.suite.checks import Mismatch, assert_close, describe, expect_tensor
+from grader.suite.checks import Mismatch, describe, expect_tensor
 from grader.suite.example import carrying
 from grader.suite.pattern import Hint
 from tests import strategies as s
@@ -30,6 +30,7 @@ from tests.grading.helpers.checks import (
     kit_sublayer,
     perturb,
 )
+from tests.grading.helpers.compare import assert_close
 from tests.grading.helpers.device import Case, check_device_placement, stored_case
 from tests.grading.helpers.names import (
     DECODER,

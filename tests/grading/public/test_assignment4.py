@@ -14,10 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.suite import draws
-from grader.suite.checks import Mismatch, assert_close, describe, expect_error, expect_tensor, short
+from grader.suite.checks import Mismatch, describe, expect_error, expect_tensor, short
 from grader.suite.example import carrying
 from grader.suite.kit import TinyTranslator
 from tests import strategies as s
+from tests.grading.helpers.compare import assert_close
 from tests.grading.helpers.device import Case, check_device_placement
 from tests.grading.helpers.names import COLLATE, EOS_ID, GREEDY, LOSS, NOAM, PAD_ID, SOS_ID, SPECIALS, UNK_ID, VOCAB
 from tests.grading.helpers.training import (
