@@ -12,8 +12,8 @@ Importing this package is cheap: the heavy parts (torch, pytest, Hypothesis) loa
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader.course import ConfigError
 from grader.course import load as load_course
+from grader.course_table import ConfigError
 
 if TYPE_CHECKING:  # the heavy parts load on use (the module's docstring)
     from grader.course import Course

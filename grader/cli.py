@@ -5,7 +5,7 @@ import shutil
 import sys
 
 from grader.commands import COMMANDS, keep_hypothesis_out_of_cwd
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,11 +5,10 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from grader.course_table import ConfigError as ConfigError  # raised by load; where the kit imports it from
-from grader.course_table import _Table
+from grader.course_table import ConfigError, _Table
+from grader.judging.reveal import Reveal
 from grader.late_policy import Late, read_late
-from grader.limits import Limits  # re-exported: grader.course.Limits
-from grader.results import Reveal
+from grader.limits import Limits
 
 # a forbidden API: a dotted name under torch, optionally "(keyword)" (forbidden only when that keyword is given)
 _API = re.compile(r"torch(\.\w+)+(\(\w+\))?")

@@ -201,7 +201,7 @@ def changelog() -> str:
     return (ROOT / "CHANGELOG.md").read_text().split("\n", 1)[1]
 
 
-# what each [limits] key bounds (grader.course.Limits has the keys and defaults): a key without a line
+# what each [limits] key bounds (grader.limits.Limits has the keys and defaults): a key without a line
 # here fails the build, so a new limit cannot go undocumented
 LIMITS = {
     "timeout_seconds": "one request to the submission's process (build, load, forward, backward)",
@@ -224,8 +224,7 @@ def limits_table() -> str:
     import tomllib
     from dataclasses import fields
 
-    from grader.course import Limits
-    from grader.limits import COMPONENT_TIMEOUTS
+    from grader.limits import COMPONENT_TIMEOUTS, Limits
 
     kit = tomllib.loads((ROOT / "course.toml").read_text()).get("limits", {})
     rows = ["| key | default | the kit's course | what it bounds |", "|---|---|---|---|"]

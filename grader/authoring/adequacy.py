@@ -19,7 +19,8 @@ import tempfile
 from pathlib import Path
 
 from grader.authoring.expected import bug_tree, load_bugs
-from grader.course import ConfigError, Course
+from grader.course import Course
+from grader.course_table import ConfigError
 from grader.results import Status
 
 TIERS = ("public", "hidden")  # the GPU tier's checks need a GPU: left out
@@ -27,7 +28,7 @@ TIERS = ("public", "hidden")  # the GPU tier's checks need a GPU: left out
 
 def matrix(course: Course, assignment: str) -> dict:
     """{"checks", "bugs", "flags"} for `assignment` (see the module's docstring)."""
-    from grader.grading.pipeline import one_intra_op_thread, run_checks
+    from grader.grading.suites import one_intra_op_thread, run_checks
     from grader.grading.warm import Grader
     from grader.judging import diagnosis
     from grader.suite.remote import Submission

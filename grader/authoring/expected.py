@@ -18,7 +18,8 @@ from pathlib import Path
 import torch
 
 from grader.authoring import imports
-from grader.course import ConfigError, Course
+from grader.course import Course
+from grader.course_table import ConfigError
 from grader.sandbox.child.tree import import_tree, resolve
 
 REFERENCE = "_kit_reference"
@@ -188,7 +189,7 @@ def _public_results(course: Course, grader, assignment: str, component: str, tre
     """The component's public checks only, run as a grade runs them: a bug's signature needs no
     other check (each check draws its own inputs), and assignment4's end-to-end training costs
     a minute a tree. The kit grades every entry in full and holds the result to this one."""
-    from grader.grading.pipeline import one_intra_op_thread, run_checks
+    from grader.grading.suites import one_intra_op_thread, run_checks
     from grader.suite.remote import Submission
 
     comp = next(c for c in course.assignment(assignment).components if c.name == component)

@@ -59,8 +59,7 @@ def imported(path: Path, root: Path) -> set[Path]:
 def load_file(path: Path, name: str) -> ModuleType:
     """A course file (the bug table, the cases, the repro recipes) imported as module `name`; a file
     that cannot be imported is the course's error (ConfigError naming it)."""
-    from grader.course import ConfigError
-
+    from grader.course_table import ConfigError
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ConfigError(f"{path}: cannot be imported as a Python module")

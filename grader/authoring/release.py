@@ -24,7 +24,8 @@ import grader
 from grader.authoring import imports
 from grader.authoring.audit import audit, hidden_ids
 from grader.authoring.readme import readme_text
-from grader.course import ConfigError, Course, load
+from grader.course import Course, load
+from grader.course_table import ConfigError
 
 # the kit's extras that only instructors and the kit's developers install (docs: the site)
 INSTRUCTOR_EXTRAS = ("dev", "instructor", "docs")

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import grader
 from grader.authoring import release
-from grader.course import ConfigError, Course
+from grader.course import Course
+from grader.course_table import ConfigError
 
 
 @dataclass

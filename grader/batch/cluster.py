@@ -20,7 +20,8 @@ from pathlib import Path
 
 from grader.authoring import imports
 from grader.batch import collect
-from grader.course import ConfigError, Course
+from grader.course import Course
+from grader.course_table import ConfigError
 
 _UNPACKED: dict[str, Path] = {}
 

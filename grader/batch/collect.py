@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.batch.outputs import RowStatus
-from grader.course import Assignment, ConfigError, Course
+from grader.course import Assignment, Course
+from grader.course_table import ConfigError
 
 MAX_ZIP_BYTES = 64 << 20  # unpacked, per submission
 MAX_ZIP_FILES = 2000

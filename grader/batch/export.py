@@ -31,7 +31,7 @@ from pathlib import Path
 from grader.batch import safe
 from grader.batch.outputs import RowStatus
 from grader.batch.roster import Roster
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 
 GRADES_COLUMNS = ("student", "total", "status", "lms_id")
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from grader.batch import html, safe
 from grader.batch.outputs import gradescope, safe_name, write_atomic
-from grader.course import Assignment, ConfigError, Course
+from grader.course import Assignment, Course
+from grader.course_table import ConfigError
 
 GRADER_DIR = Path(__file__).resolve().parent.parent
 # what decides a grade, in the order changes.csv's "why" names them

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.batch import safe
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 
 COLUMNS = ("student", "folder", "email", "sid", "name", "canvas_id", "sis_id", "canvas_login", "moodle_id")
 # identities that are one student's alone; `name` is not (two students may share one): it matches only if unique

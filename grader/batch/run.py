@@ -24,7 +24,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from grader.batch import cluster, collect, html, late, lms, outputs, pool, regrade, safe, similarity, summary
 from grader.batch import roster as rosters
 from grader.batch.outputs import RowStatus
-from grader.course import ConfigError, Course
+from grader.course import Course
+from grader.course_table import ConfigError
 
 OVERRIDES = "overrides.csv"  # in OUT: the overrides that every later run applies
 ROSTER = "roster.csv"  # in OUT: the roster that every later run (and grade export) uses

@@ -21,7 +21,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from grader.batch import collect, lms, outputs, similarity
-from grader.course import ConfigError, Course
+from grader.course import Course
+from grader.course_table import ConfigError
 
 
 @dataclass

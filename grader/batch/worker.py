@@ -48,7 +48,7 @@ def _interrupt(signum, frame):
 
 def grader_for(course_path: Path) -> Grader:
     """This process's warm grader for the course, started on first use."""
-    from grader import load_course
+    from grader.course import load as load_course
 
     if course_path not in _GRADERS:
         _GRADERS[course_path] = Grader(load_course(course_path)).start()

@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 
 # `grade NAME ...` runs grader.commands.NAME; anything else is `grade assignmentN ...`
 COMMANDS = ("stubs", "expected", "train", "translate", "batch", "release", "nbgrader", "gradescope", "doctor", "export",

@@ -21,10 +21,9 @@ def parser() -> UsageParser:
 def main(argv: list[str]) -> int:
     from rich.console import Console
 
-    from grader import load_course
     from grader.authoring import adequacy
-    from grader.course import ConfigError
-
+    from grader.course import load as load_course
+    from grader.course_table import ConfigError
     args = parser().parse_args(argv)
     course = load_course(find_course(args.course))
     course.assignment(args.assignment)

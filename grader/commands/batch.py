@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from grader.commands import UsageParser, below, check_bar, find_course, points, positive_int
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 
 
 def parser() -> UsageParser:
@@ -60,7 +60,7 @@ def percent(text: str) -> float:
 
 
 def main(argv: list[str]) -> int:
-    from grader import load_course
+    from grader.course import load as load_course
 
     args = parser().parse_args(argv)
     course = load_course(find_course(args.course))

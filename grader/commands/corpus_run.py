@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.commands.live import ctrl_c_stops, progress_bar
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 from grader.translation import checkpoint as ckpt
 from grader.translation.data import Data, prepare
 from grader.translation.tokenizing import load_tokenizer

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from grader.commands import UsageParser, find_course
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 
 
 def tiers() -> list[tuple[str, str, str]]:
@@ -32,7 +32,7 @@ def tiers() -> list[tuple[str, str, str]]:
 
 
 def main(argv: list[str]) -> int:
-    from grader import load_course
+    from grader.course import load as load_course
     from grader.sandbox import isolation
 
     p = UsageParser(prog="grade doctor", description="Say which isolation tiers work on this machine and which "

@@ -31,8 +31,7 @@ def parser() -> UsageParser:
 def main(argv: list[str]) -> int:
     from grader.batch import export, roster
     from grader.batch.outputs import write_atomic
-    from grader.course import ConfigError
-
+    from grader.course_table import ConfigError
     args = parser().parse_args(argv)
     grades = Path(args.grades)
     kept = grades.parent / "roster.csv"

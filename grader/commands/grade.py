@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from grader.commands import UsageParser, below, check_bar, find_course, points
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 
 
 def parser() -> UsageParser:
@@ -40,7 +40,7 @@ def parser() -> UsageParser:
 
 
 def main(argv: list[str]) -> int:
-    from grader import load_course
+    from grader.course import load as load_course
     from grader.grading.warm import Grader
 
     args = parser().parse_args(argv)

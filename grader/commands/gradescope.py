@@ -9,7 +9,7 @@ def main(argv: list[str]) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from grader import load_course
+    from grader.course import load as load_course
     from grader.gradescope.build import write_autograder
 
     p = UsageParser(prog="grade gradescope", description="Write DIR/autograder.zip: a Gradescope autograder "

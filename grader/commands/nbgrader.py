@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from grader.commands import UsageParser, find_course
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 
 
 def _seconds(text: str) -> float:
@@ -23,7 +23,7 @@ def _seconds(text: str) -> float:
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "prepare":
         return prepare(argv[1:])
-    from grader import load_course
+    from grader.course import load as load_course
     from grader.gradebook.course import DEFAULT_TIMEOUT, write_course
 
     p = UsageParser(prog="grade nbgrader", description="Write an nbgrader course directory (nbgrader_config.py, "

@@ -57,8 +57,8 @@ def main(argv: list[str]) -> int:
     console, start = Console(highlight=False), time.monotonic()  # stderr: the error alone, one line
     with Shown(console) as shown:
         shown.step("reading the course")
-        from grader import load_course
         from grader.authoring import release, update
+        from grader.course import load as load_course
 
         course = load_course(find_course(args.course))
         if args.update:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from grader.commands import UsageParser, find_course, positive_int
 from grader.commands.batch import percent, similarity_default
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 
 
 def parser() -> UsageParser:
@@ -27,7 +27,7 @@ def parser() -> UsageParser:
 
 
 def main(argv: list[str]) -> int:
-    from grader import load_course
+    from grader.course import load as load_course
 
     args = parser().parse_args(argv)
     course = load_course(find_course(args.course))

@@ -3,7 +3,8 @@
 from pathlib import Path
 
 from grader.commands import regenerate
-from grader.course import ConfigError, Course
+from grader.course import Course
+from grader.course_table import ConfigError
 
 
 def write_all(course: Course, check: bool = False) -> list[Path]:

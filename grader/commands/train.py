@@ -15,15 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader.commands import UsageParser, find_course, positive_int
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 
 if TYPE_CHECKING:
     from grader.training.library import TrainConfig
 
 
 def main(argv: list[str]) -> int:
-    from grader import load_course
     from grader.commands.train_corpus import add_corpus_options, corpus_main
+    from grader.course import load as load_course
     from grader.training.library import TrainConfig
 
     p = UsageParser(prog="grade train", description="Train your Transformer on the bundled translation task, or "

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from grader.commands import find_course, positive_int
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 from grader.training.library import TrainConfig
 from grader.translation import checkpoint as ckpt
 from grader.translation.corpus import CorpusSource
@@ -71,7 +71,7 @@ def add_corpus_options(p: argparse.ArgumentParser) -> None:
 
 
 def _spec(args: argparse.Namespace) -> ckpt.RunSpec:
-    from grader import load_course
+    from grader.course import load as load_course
 
     if args.submission:
         submission = Path(args.submission)

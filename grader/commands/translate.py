@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from grader.commands import UsageParser, positive_int
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 
 
 def _penalty(text: str) -> float:

@@ -15,7 +15,8 @@ import json
 import re
 from pathlib import Path
 
-from grader.course import ConfigError, Course
+from grader.course import Course
+from grader.course_table import ConfigError
 from grader.gradebook.cells import COURSE_VARIABLE
 
 _COURSE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")

@@ -26,7 +26,8 @@ import tempfile
 from pathlib import Path
 
 from grader.authoring.stubs import BEGIN, END
-from grader.course import Assignment, ConfigError, Course
+from grader.course import Assignment, Course
+from grader.course_table import ConfigError
 from grader.gradebook import config, public
 from grader.gradebook.config import tree_files
 

@@ -19,7 +19,8 @@ import tomli_w
 
 from grader.authoring import imports
 from grader.authoring.release import course_text
-from grader.course import ConfigError, Course
+from grader.course import Course
+from grader.course_table import ConfigError
 from grader.judging import diagnosis
 
 HEADER = ("# {name}, {assignment}: the public checks, written by `grade nbgrader`. `grade {assignment}` in this\n"

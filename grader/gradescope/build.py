@@ -23,7 +23,8 @@ from pathlib import Path
 
 import grader
 from grader.authoring import release
-from grader.course import ConfigError, Course
+from grader.course import Course
+from grader.course_table import ConfigError
 from grader.gradescope import scripts
 
 # every entry gets this time, so that the same course gives the same zip

@@ -29,7 +29,8 @@ from pathlib import Path
 
 from grader.batch import collect
 from grader.batch.outputs import empty_report, write_atomic
-from grader.course import ConfigError, Course
+from grader.course import Course
+from grader.course_table import ConfigError
 from grader.gradescope.results import results
 
 KIT_FOLDER = "assignments"  # where a checkout of the student kit (`grade release`) keeps the tree
@@ -37,7 +38,7 @@ KIT_FOLDER = "assignments"  # where a checkout of the student kit (`grade releas
 
 def run(*, root: Path, assignment: str, unsafe_process_isolation: bool = False) -> dict:
     """Grade ROOT/submission and write ROOT/results/results.json; return what was written."""
-    from grader import load_course
+    from grader.course import load as load_course
     from grader.sandbox import isolation
 
     started = time.monotonic()

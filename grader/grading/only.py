@@ -9,7 +9,8 @@ only, so the report says that it is no grade.
 import difflib
 from dataclasses import replace
 
-from grader.course import Assignment, ConfigError
+from grader.course import Assignment
+from grader.course_table import ConfigError
 
 
 def check_ids(spec: Assignment) -> list[str]:

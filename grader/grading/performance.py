@@ -93,12 +93,13 @@ def _reference(course: Course, timed: Timed) -> tuple[float, int]:
     on one thread as the submission's process runs."""
     import torch
 
+    from grader.sandbox.child.tree import resolve
     from grader.suite import reference
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        target = reference.resolve(reference.load(course.reference), timed.target)
+        target = resolve(reference.load(course.reference), timed.target)
         got = profile.measure(timed.kind, target, timed.device, timed.repeat)
     finally:
         torch.set_num_threads(threads)

@@ -9,17 +9,14 @@ A grading is one GradingRun (grader.grading.run) taken through the stages of gra
 
 from pathlib import Path
 
-from grader.course import ConfigError, Course
+from grader.course import Course
+from grader.course_table import ConfigError
 from grader.grading import stages
 from grader.grading.run import GradingRun, Options
-from grader.grading.suites import frozen_heap, one_intra_op_thread, run_checks, suite_files
+from grader.grading.suites import frozen_heap, one_intra_op_thread, suite_files
 from grader.results import Report
 from grader.sandbox.host import Sandbox
 from grader.sandbox.template import Template
-
-# the names other modules import from here
-__all__ = ["Options", "frozen_heap", "grade_submission", "one_intra_op_thread", "run_checks", "start_sandbox",
-           "suite_files"]
 
 WITH_WORKER = (stages.run_checks, stages.attribute, stages.shrink, stages.measure, stages.judge_forbidden,
                stages.collect)

@@ -53,8 +53,8 @@ def check(assignment: str, submission: str | Path | None = None, *, only: str | 
     from rich.console import Console
 
     from grader.commands import find_course, keep_hypothesis_out_of_cwd
-    from grader.course import ConfigError
     from grader.course import load as load_course
+    from grader.course_table import ConfigError
     from grader.grading.only import parse
     from grader.grading.warm import Grader
     from grader.render import report

@@ -19,7 +19,7 @@ from grader.results import NOT_COUNTED, Outcome, Reason, Status
 
 MISSING = Outcome(Status.ERROR, Reason.MISSING, "this check did not run again on the reference's parts")
 
-# (check id -> parts to swap in, quick=, one_failure=) -> outcomes (grader.grading.pipeline.run_checks)
+# (check id -> parts to swap in, quick=, one_failure=) -> outcomes (grader.grading.suites.run_checks)
 Run = Callable[..., dict[str, Outcome]]
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.course import Limits
+from grader.limits import Limits
 from grader.results import Reason
 from grader.sandbox import isolation
 from grader.sandbox.answers import Answers

@@ -29,7 +29,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.course import ConfigError, Limits
+from grader.course_table import ConfigError
+from grader.limits import Limits
 
 JAIL = Path(__file__).resolve().parent / "child" / "jail.py"
 CONFINE = JAIL.with_name("confine.py")

@@ -3,7 +3,7 @@
 import os
 import resource
 
-from grader.course import Limits
+from grader.limits import Limits
 
 
 def rlimits(limits: Limits, gpu: bool = False) -> list[tuple[int, int, int]]:

@@ -12,7 +12,7 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from grader.course import Limits
+    from grader.limits import Limits
     from grader.sandbox.reap import KitProcesses
     from grader.sandbox.template import Template
 

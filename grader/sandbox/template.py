@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.course import Limits
+from grader.limits import Limits
 from grader.sandbox.limits import environment
 from grader.sandbox.reap import KIT, KitProcesses
 

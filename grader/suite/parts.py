@@ -18,11 +18,12 @@ from torch import nn
 
 from grader.sandbox.child import placement, protocol, state
 from grader.sandbox.child.gradients import fill, split
+from grader.sandbox.child.tree import resolve
 from grader.sandbox.child.values import data, plain
 from grader.suite.callback import Callback, SublayerCall
 from grader.suite.described import describe, methods
 from grader.suite.layout import Layout, changed, on_weights, tensor_attrs
-from grader.suite.reference import PACKAGE, load, resolve
+from grader.suite.reference import PACKAGE, load
 from grader.suite.sizing import Sized
 
 

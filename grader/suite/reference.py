@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from grader.sandbox.child.tree import import_tree, resolve
+from grader.sandbox.child.tree import import_tree
 
 PACKAGE = "_kit_reference"
 
@@ -12,5 +12,3 @@ def load(tree: Path) -> str:
     import_tree(tree, PACKAGE)
     return PACKAGE
 
-
-__all__ = ["PACKAGE", "load", "resolve"]

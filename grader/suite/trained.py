@@ -25,8 +25,9 @@ from pathlib import Path
 
 import torch
 
+from grader.sandbox.child.tree import resolve
 from grader.suite.checks import Mismatch
-from grader.suite.reference import load, resolve
+from grader.suite.reference import load
 
 TARGET = "kit:train_date_task"
 JUDGED = "judged"  # the key of the grader's own numbers in the answer the checks read; only the grader writes it

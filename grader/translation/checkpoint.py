@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 from grader.training.library import TrainConfig
 from grader.translation.corpus import CorpusSource
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
 
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 
 Pair = tuple[str, str]
 

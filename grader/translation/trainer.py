@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 from grader.sandbox.child.tree import resolve
 from grader.training.library import DEFAULT_THREADS, History
 from grader.translation.checkpoint import Checkpoint, RunSpec, rng_state, set_rng_state

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 from grader.sandbox.child.tree import import_tree, resolve
 from grader.training.bleu import Scores, score_corpus
 from grader.translation import checkpoint as ckpt

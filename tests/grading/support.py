@@ -6,10 +6,10 @@ from pathlib import Path
 import torch
 
 from grader.sandbox.child import state
+from grader.sandbox.child.tree import resolve
 from grader.sandbox.child.values import plain
 from grader.suite import draws
 from grader.suite.checks import Compare, assert_close, describe
-from grader.suite.reference import resolve
 
 EXPECTED = Path(__file__).parent / "public" / "expected"
 

@@ -246,7 +246,7 @@ def test_sandbox_uids_are_never_reused():
 def test_the_worker_pipe_output_and_processes_in_a_tier_without_namespaces(tmp_path, monkeypatch, tier):
     """A malformed answer is a tamper fault that keeps nothing of the frame; output truncated under
     the reader is read on; processes it detached (a new session, an orphan) end with the sandbox."""
-    from grader.course import Limits
+    from grader.limits import Limits
     from grader.sandbox import isolation
     from grader.sandbox.host import Sandbox, WorkerFault
 
@@ -377,7 +377,7 @@ def test_what_the_submission_takes_when_the_grader_calls_it_back_counts_against_
     The grader's own time answering is charged to the request too, never added to its deadline
     (issue 43: asks answered in 1.8 s each, twice, used to pass a 3 s deadline); it is counted
     against the time budgets (student_seconds) and shown apart (grader_seconds)."""
-    from grader.course import Limits
+    from grader.limits import Limits
     from grader.sandbox.host import Sandbox, WorkerFault
 
     tree = tmp_path / "probe"
@@ -499,7 +499,7 @@ import json, os, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 os.environ["GRADER_ISOLATION"] = "process"
-from grader.course import Limits
+from grader.limits import Limits
 from grader.sandbox.host import Sandbox
 from tests.kit.attacks import DETACHING_PROBE, running
 tree = Path(tempfile.mkdtemp()) / "probe"
@@ -622,7 +622,8 @@ class TestAMemorisedPublicExampleEarnsNothing:
     def test_the_fresh_example_is_drawn_only_where_the_reference_is_and_always_the_same(self):
         import torch
 
-        from grader.suite.reference import load, resolve
+        from grader.sandbox.child.tree import resolve
+        from grader.suite.reference import load
         from tests.grading.support import examples, stored
         from tests.kit.conftest import SOLUTIONS
 

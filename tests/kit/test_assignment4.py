@@ -11,7 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from grader.sandbox.child import fixtures
-from grader.suite.kit import TinyTranslator
+from grader.sandbox.child.fixtures import TinyTranslator
 from grader.training import library as train
 from grader.training import toytask
 from tests.grading.helpers.names import PAD_ID

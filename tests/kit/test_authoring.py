@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from grader.cli import COMMANDS
-from grader.course import ConfigError, load
+from grader.course import load
+from grader.course_table import ConfigError
 from grader.results import Outcome
 from tests.kit.conftest import ROOT
 

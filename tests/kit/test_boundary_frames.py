@@ -39,7 +39,7 @@ def test_a_forged_stack_dump_opens_nothing_outside_the_staged_submission(tmp_pat
     """The dump names a secret of the grader's machine by absolute path (after the submission's
     prefix), through /proc/self/cwd, and the reference solution: none of their lines reach the
     fault; the submission's own staged file is still read (line 7 of probe.py)."""
-    from grader.course import Limits
+    from grader.limits import Limits
     from grader.sandbox.host import Sandbox, WorkerFault
 
     secret = tmp_path / "secret.py"

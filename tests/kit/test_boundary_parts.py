@@ -60,7 +60,8 @@ def test_a_grading_stops_building_past_its_own_bound():
 def test_a_sized_build_is_the_same_build():
     """The sizing changes nothing an honest part is: the same weights, drawn from the same seed."""
     from grader.sandbox.child import state
-    from grader.suite.reference import load, resolve
+    from grader.sandbox.child.tree import resolve
+    from grader.suite.reference import load
 
     parts = _parts()
     got = parts.answer({"build": ENCODER, "args": [2, 16, 2, 32], "kwargs": {}})["tree"]

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from grader import load_course
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 from grader.grading import performance
 from grader.results import Outcome, Report
 from grader.sandbox.child import placement, protocol

@@ -13,7 +13,9 @@ from grader import course as config
 from grader.authoring.release import course_text
 from grader.batch import html, outputs
 from grader.batch.worker import feedback
-from grader.results import Reveal, to_json
+from grader.course_table import ConfigError
+from grader.judging.reveal import Reveal
+from grader.results import to_json
 from tests.grading.bugs import BUGS
 from tests.kit.conftest import ROOT, grade_report, mutant, report_lines, run_grade
 
@@ -44,9 +46,9 @@ def test_the_level_is_read_checked_and_defaults_to_the_fix(tmp_path):
     assert config.load(ROOT / "course.toml").reveal is Reveal.FIX  # no [feedback]: as before
     for level in Reveal:
         assert config.load(_course(tmp_path, level.value)).reveal is level
-    with pytest.raises(config.ConfigError, match=r'feedback\.reveal: expected "fix" or "bug" or "check", got'):
+    with pytest.raises(ConfigError, match=r'feedback\.reveal: expected "fix" or "bug" or "check", got'):
         config.load(_course(tmp_path, "hints"))
-    with pytest.raises(config.ConfigError, match=r"feedback\.show: unknown key"):
+    with pytest.raises(ConfigError, match=r"feedback\.show: unknown key"):
         config.load(_course(tmp_path, "bug", extra="show = 1\n"))
     # as the kit's other bad input: one line naming the value, status 2, no traceback
     proc = run_grade("assignment1", "--course", str(_course(tmp_path, "everything")))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from grader import course as config
+from grader.course_table import ConfigError
 from grader.judging import forbidden
 from tests.kit import mutants, test_torch_backed
 from tests.kit.conftest import ROOT, SOLUTIONS, full_marks, grade_json, mutant, scores
@@ -185,5 +186,5 @@ def test_a_keyword_entry_needs_the_keyword(tmp_path):
 def test_course_toml_names_forbidden_apis_under_torch(tmp_path):
     text = (ROOT / "course.toml").read_text().replace('["torch.nn.LayerNorm"', '["nn.LayerNorm"')
     (tmp_path / "course.toml").write_text(text)
-    with pytest.raises(config.ConfigError, match="LayerNorm.forbidden"):
+    with pytest.raises(ConfigError, match="LayerNorm.forbidden"):
         config.load(tmp_path / "course.toml")

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from grader.course import Limits
+from grader.limits import Limits
 from grader.sandbox import reap
 from grader.sandbox.host import Sandbox, WorkerFault
 

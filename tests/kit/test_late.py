@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from grader.batch import late
-from grader.course import ConfigError, load
+from grader.course import load
+from grader.course_table import ConfigError
 from grader.late_policy import Late
 from tests.kit.conftest import ROOT
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grader.batch import export, lms
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 from tests.kit.conftest import SOLUTIONS, mutant, run_grade
 from tests.kit.test_batch import CLASS, LN_BUG, batch, read_csv
 

@@ -10,7 +10,8 @@ import pytest
 
 from grader.batch import regrade, safe
 from grader.batch.outputs import safe_name
-from grader.course import ConfigError, load
+from grader.course import load
+from grader.course_table import ConfigError
 from tests.kit.conftest import ROOT, SOLUTIONS, mutant
 from tests.kit.test_batch import LN_BUG, batch, copy_tree, read_csv
 

@@ -150,7 +150,7 @@ def test_every_public_check_gets_a_script_or_a_one_line_reason():
     """Each public check of each assignment is either one --repro writes a script for, or --repro
     refuses it in one line (exit 2: a ConfigError) that says why and names those it can; no traceback."""
     from grader import load_course
-    from grader.course import ConfigError
+    from grader.course_table import ConfigError
     from grader.interactive import repro
 
     course = load_course(ROOT / "course.toml")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from grader.batch import export, roster
-from grader.course import ConfigError
+from grader.course_table import ConfigError
 from tests.kit.test_lms import CANVAS_GRADEBOOK, MOODLE_WORKSHEET
 
 ROSTER = ("student,folder,email,sid,name,canvas_id,sis_id,canvas_login,moodle_id\n"

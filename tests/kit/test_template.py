@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import Limits
+from grader.limits import Limits
 from grader.sandbox import isolation, template
 from grader.sandbox.host import Sandbox, WorkerFault
 from tests.kit.conftest import ROOT, cmdline, mutant

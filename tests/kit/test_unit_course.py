@@ -11,7 +11,9 @@ import tomli_w
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.course import ConfigError, Course, Limits, load
+from grader.course import Course, load
+from grader.course_table import ConfigError
+from grader.limits import Limits
 from tests.kit import strategies as s
 from tests.kit.conftest import ROOT
 

@@ -6,7 +6,7 @@ import shutil
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.judging import forbidden
+from grader.judging import forbidden, forbidden_scan
 from tests.kit import strategies as s
 from tests.kit.conftest import SOLUTIONS
 
@@ -101,8 +101,8 @@ def test_honest_code_is_never_flagged(tmp_path):
         (own / "assignment1" / file).write_text(text)
     trees.append((own, [f"assignment1/{file}" for file in independent()]))
     flagged = {f"{tree.parent.name}/{rel}": [f.as_dict() for f in flags] for tree, files in trees for rel in files
-               if (flags := forbidden.scan(tree, rel, apis)[1])}
+               if (flags := forbidden_scan.scan(tree, rel, apis)[1])}
     assert len(trees) > 15 and sum(len(files) for _, files in trees) > 50 and not flagged, flagged
     bad = mutant(tmp_path / "bad", {})  # and the scan does find one: the test can fail
     (bad / "assignment4" / "extra.py").write_text("import operator\nget = operator.attrgetter('a' + 'b')\n")
-    assert [f.what for f in forbidden.scan(bad, "assignment4/extra.py", apis)[1]] == ["operator.attrgetter"]
+    assert [f.what for f in forbidden_scan.scan(bad, "assignment4/extra.py", apis)[1]] == ["operator.attrgetter"]

@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from grader.course import ConfigError, Course
+from grader.course import Course
+from grader.course_table import ConfigError
 from grader.interactive.repro.discover import known, reproducible
 from grader.interactive.repro.literal import decode
 from grader.interactive.repro.script import write

@@ -8,7 +8,7 @@ import torch
 
 from grader.interactive.repro.discover import Recipe
 from grader.interactive.repro.literal import literal
-from grader.suite.kit import TinyTranslator
+from grader.sandbox.child.fixtures import TinyTranslator
 from tests.grading.helpers.names import GREEDY, PAD_ID, TRAIN_EPOCH
 from tests.grading.helpers.training import train_epoch_expected
 

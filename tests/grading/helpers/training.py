@@ -9,11 +9,11 @@ import math
 
 import torch
 
+from grader.sandbox.child.fixtures import TinyTranslator
 from grader.suite import draws
 from grader.suite.checks import Found, Mismatch, describe, expect_tensor, short
 from grader.suite.example import carrying
 from grader.suite.handle import Remote
-from grader.suite.kit import TinyTranslator
 from tests.grading.helpers.names import EOS_ID, GREEDY, PAD_ID, SOS_ID, TRAIN_EPOCH
 
 # Types that have float() but are not a number in the contract's sense (numbers.Real, not bool)

@@ -3,8 +3,8 @@
 import torch
 from hypothesis import given
 
+from grader.sandbox.child.tree import resolve
 from grader.suite.checks import describe, expect_tensor
-from grader.suite.reference import resolve
 from tests import strategies as s
 from tests.grading.helpers.attention import SDPA_HINT, call_sdpa
 from tests.grading.helpers.compare import assert_close

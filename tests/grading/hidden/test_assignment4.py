@@ -6,8 +6,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.sandbox.child.tree import resolve
 from grader.suite.checks import Mismatch, assert_close, describe, short
-from grader.suite.reference import resolve
 from tests import strategies as s
 from tests.grading.helpers.names import COLLATE, LOSS, NOAM, VOCAB
 from tests.grading.helpers.training import (

@@ -13,10 +13,10 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.sandbox.child.fixtures import TinyTranslator
 from grader.suite import draws
 from grader.suite.checks import Mismatch, describe, expect_error, expect_tensor, short
 from grader.suite.example import carrying
-from grader.suite.kit import TinyTranslator
 from tests import strategies as s
 from tests.grading.helpers.compare import assert_close
 from tests.grading.helpers.device import Case, check_device_placement
