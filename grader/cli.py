@@ -4,8 +4,9 @@ import os
 import shutil
 import sys
 
-from grader.commands import COMMANDS, keep_hypothesis_out_of_cwd
+from grader.commands import COMMANDS
 from grader.course_table import ConfigError
+from grader.grading.suites import keep_hypothesis_out_of_cwd
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from grader.course_table import ConfigError, _Table
-from grader.judging.reveal import Reveal
 from grader.late_policy import Late, read_late
 from grader.limits import Limits
+from grader.reveal import Reveal
 
 # a forbidden API: a dotted name under torch, optionally "(keyword)" (forbidden only when that keyword is given)
 _API = re.compile(r"torch(\.\w+)+(\(\w+\))?")
@@ -240,3 +240,16 @@ def _performance(perf: _Table, known: set[str]) -> Performance:
                        perf.get("repeat", "int", 5))
     perf.done()
     return done
+
+
+def find_course(given: str | None) -> Path:
+    """`--course`, else the nearest course.toml upward from here, else the kit's own."""
+    if given:
+        return Path(given)
+    for folder in [Path.cwd(), *Path.cwd().parents]:
+        if (folder / "course.toml").is_file():
+            return folder / "course.toml"
+    kit = Path(__file__).resolve().parents[1] / "course.toml"  # grader/ is one below the kit
+    if kit.is_file():
+        return kit
+    raise ConfigError("no course.toml here or in any parent folder (pass --course PATH)")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.judging.reveal import Reveal
 from grader.results import CheckResult, ComponentResult, Outcome, Report
+from grader.reveal import Reveal
 
 # the fields of a check's JSON entry that are not its outcome's details (_document puts them together)
 _CHECK_FIELDS = frozenset({"id", "status", "hidden", "tier", "reason", "message", "duration_seconds", "excused_by",

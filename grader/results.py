@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from grader.judging.reveal import Reveal
+from grader.reveal import Reveal
 
 
 class Status(StrEnum):

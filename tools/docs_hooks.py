@@ -44,7 +44,7 @@ class _Captured(BaseException):
 
 def _capture(module: str, argv: list[str]) -> argparse.ArgumentParser:
     """The parser `grader.commands.MODULE.main(argv)` builds, taken where it would parse: nothing runs."""
-    from grader.commands import UsageParser
+    from grader.usage import UsageParser
 
     original, intermixed = UsageParser.parse_args, UsageParser.parse_intermixed_args
 

@@ -44,7 +44,7 @@ def untold(out: Path, course: Course) -> list[str]:
     message or name at "check". The stubs and the public checks are the instructor's own words and may say
     what a fix says (a docstring's formula, a hint); the table is what the level holds back."""
     from grader.judging import diagnosis
-    from grader.judging.reveal import Reveal
+    from grader.reveal import Reveal
 
     table, level = diagnosis.load(course), Reveal(getattr(course, "reveal", Reveal.FIX))
     texts, names = {}, {}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from grader.authoring import imports
+from grader import imports
 from grader.course import Course
 from grader.course_table import ConfigError
 from grader.sandbox.child.tree import import_tree, resolve

@@ -21,7 +21,7 @@ from typing import Protocol
 import tomli_w
 
 import grader
-from grader.authoring import imports
+from grader import imports
 from grader.authoring.audit import audit, hidden_ids
 from grader.authoring.readme import readme_text
 from grader.course import Course, load

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from grader.authoring import imports
+from grader import imports
 from grader.batch import collect
 from grader.course import Course
 from grader.course_table import ConfigError

@@ -16,8 +16,8 @@ from urllib.parse import quote
 
 from grader.batch.outputs import safe_name, write_atomic
 from grader.batch.safe import inert
-from grader.judging.reveal import Reveal
 from grader.render import words
+from grader.reveal import Reveal
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 NO_PLOTS = "matplotlib is not installed: the plots are left out (pip install \"transformer-course-kit[plots]\")"

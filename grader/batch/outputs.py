@@ -20,9 +20,9 @@ from pathlib import Path
 from grader.batch import safe
 from grader.batch.late import column
 from grader.course import Assignment
-from grader.judging.reveal import Reveal
 from grader.render import words
 from grader.results import Reason, Status
+from grader.reveal import Reveal
 
 FAULTS = (Reason.CRASH, Reason.TIMEOUT, Reason.TAMPER)
 

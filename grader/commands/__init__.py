@@ -2,27 +2,16 @@
 share (grader.cli's `main` picks the command)."""
 
 import argparse
-import atexit
-import os
-import shutil
-import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from grader.course import find_course
 from grader.course_table import ConfigError
+from grader.usage import UsageParser
 
 # `grade NAME ...` runs grader.commands.NAME; anything else is `grade assignmentN ...`
 COMMANDS = ("stubs", "expected", "train", "translate", "batch", "release", "nbgrader", "gradescope", "doctor", "export",
             "adequacy", "similarity")
-
-
-class UsageParser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one line and exit status 2."""
-
-    def error(self, message):
-        print(f"{self.prog}: {message}", file=sys.stderr)
-        raise SystemExit(2)
 
 
 def positive_int(text: str) -> int:
@@ -62,37 +51,6 @@ def check_bar(bar: float | None, course, assignment: str) -> None:
     most = spec.max_score + (perf.points if perf is not None and timed else 0.0)
     if bar > most + 1e-9:
         raise ConfigError(f"--fail-under: {bar:g} is more than {assignment}'s {most:g} points")
-
-
-def find_course(given: str | None) -> Path:
-    """`--course`, else the nearest course.toml upward from here, else the kit's own."""
-    if given:
-        return Path(given)
-    for folder in [Path.cwd(), *Path.cwd().parents]:
-        if (folder / "course.toml").is_file():
-            return folder / "course.toml"
-    kit = Path(__file__).resolve().parents[2] / "course.toml"  # grader/commands/ is two below the kit
-    if kit.is_file():
-        return kit
-    raise ConfigError("no course.toml here or in any parent folder (pass --course PATH)")
-
-
-def keep_hypothesis_out_of_cwd() -> str | None:
-    """Point Hypothesis's storage at a scratch folder removed at exit, unless the user chose one.
-
-    Hypothesis keeps caches under `./.hypothesis` of the current directory, created on first
-    use (hypothesis.configuration.storage_directory): grading has its example database off,
-    but Hypothesis still caches the constants it collects from local source files there
-    (`.hypothesis/constants/`). Grading must leave the folder it runs in as it was. The
-    variable is read lazily, so setting it before Hypothesis first stores anything is enough;
-    the submission's process never sees it (it gets a clean environment). Returns the folder
-    made, if any."""
-    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-        return None
-    home = tempfile.mkdtemp(prefix="grade-hypothesis-")
-    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = home
-    atexit.register(shutil.rmtree, home, ignore_errors=True)
-    return home
 
 
 def regenerate(argv: list[str], *, name: str, description: str, what: str,

@@ -3,7 +3,8 @@
 import json
 from pathlib import Path
 
-from grader.commands import UsageParser, find_course
+from grader.course import find_course
+from grader.usage import UsageParser
 
 
 def parser() -> UsageParser:

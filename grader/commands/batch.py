@@ -8,8 +8,10 @@ import sys
 import threading
 from pathlib import Path
 
-from grader.commands import UsageParser, below, check_bar, find_course, points, positive_int
+from grader.commands import below, check_bar, points, positive_int
+from grader.course import find_course
 from grader.course_table import ConfigError
+from grader.usage import UsageParser
 
 
 def parser() -> UsageParser:

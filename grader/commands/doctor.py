@@ -6,8 +6,9 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from grader.commands import UsageParser, find_course
+from grader.course import find_course
 from grader.course_table import ConfigError
+from grader.usage import UsageParser
 
 
 def tiers() -> list[tuple[str, str, str]]:

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from grader.commands import UsageParser
+from grader.usage import UsageParser
 
 ROSTER = ("the class roster (student ids to Canvas and Moodle identities), for grades of folders or Gradescope; "
           "default: roster.csv beside GRADES, which `grade batch --roster` keeps there")

@@ -6,8 +6,10 @@ import sys
 import time
 from pathlib import Path
 
-from grader.commands import UsageParser, below, check_bar, find_course, points
+from grader.commands import below, check_bar, points
+from grader.course import find_course
 from grader.course_table import ConfigError
+from grader.usage import UsageParser
 
 
 def parser() -> UsageParser:

@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from grader.commands import UsageParser, find_course
+from grader.course import find_course
+from grader.usage import UsageParser
 
 
 def main(argv: list[str]) -> int:

@@ -6,8 +6,9 @@ The whole pipeline is in grader.gradebook's docstring and the README ("Grade in 
 import argparse
 from pathlib import Path
 
-from grader.commands import UsageParser, find_course
+from grader.course import find_course
 from grader.course_table import ConfigError
+from grader.usage import UsageParser
 
 
 def _seconds(text: str) -> float:

@@ -4,7 +4,8 @@ bring a kit already handed out to this release without losing a student's work."
 import time
 from pathlib import Path
 
-from grader.commands import UsageParser, find_course
+from grader.course import find_course
+from grader.usage import UsageParser
 
 
 class Shown:

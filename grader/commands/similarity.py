@@ -2,9 +2,11 @@
 
 from pathlib import Path
 
-from grader.commands import UsageParser, find_course, positive_int
+from grader.commands import positive_int
 from grader.commands.batch import percent, similarity_default
+from grader.course import find_course
 from grader.course_table import ConfigError
+from grader.usage import UsageParser
 
 
 def parser() -> UsageParser:

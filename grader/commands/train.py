@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.commands import UsageParser, find_course, positive_int
+from grader.commands import positive_int
+from grader.course import find_course
 from grader.course_table import ConfigError
+from grader.usage import UsageParser
 
 if TYPE_CHECKING:
     from grader.training.library import TrainConfig

@@ -12,7 +12,8 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from grader.commands import find_course, positive_int
+from grader.commands import positive_int
+from grader.course import find_course
 from grader.course_table import ConfigError
 from grader.training.library import TrainConfig
 from grader.translation import checkpoint as ckpt

@@ -12,8 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from grader.commands import UsageParser, positive_int
+from grader.commands import positive_int
 from grader.course_table import ConfigError
+from grader.usage import UsageParser
 
 
 def _penalty(text: str) -> float:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import tomli_w
 
-from grader.authoring import imports
+from grader import imports
 from grader.authoring.release import course_text
 from grader.course import Course
 from grader.course_table import ConfigError

@@ -110,7 +110,8 @@ def _visible(folder: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from grader.commands import UsageParser, keep_hypothesis_out_of_cwd
+    from grader.grading.suites import keep_hypothesis_out_of_cwd
+    from grader.usage import UsageParser
 
     p = UsageParser(prog="run_autograder", description="Grade a Gradescope submission into results.json.")
     p.add_argument("--root", default="/autograder", help="Gradescope's folder (default /autograder)")

@@ -7,7 +7,7 @@ processes, grader.grading.split, with the same JSON). So a warm grader asked to 
 keeps, per component, the outcomes of its checks' first run, with the worker faults and the
 forbidden calls they recorded, under a digest of the files that run could execute: the staged
 files of the component, of those it depends on and of the modules its checks asked for, with
-everything they import (grader.authoring.imports). The next grading runs only the components whose digest
+everything they import (grader.imports). The next grading runs only the components whose digest
 changed, and the kept ones take their places in a single run's order; attribution, shrinking,
 performance, the forbidden scan and scoring run as before, on the whole.
 
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader.authoring.imports import imported
 from grader.grading.split import calls, merge
+from grader.imports import imported
 from grader.results import Fault, Outcome
 
 if TYPE_CHECKING:

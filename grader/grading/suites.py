@@ -1,8 +1,12 @@
 """The grading suites: where they are, one pytest run over them, and what a grading process sets up around it."""
 
+import atexit
 import gc
 import io
 import itertools
+import os
+import shutil
+import tempfile
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -83,3 +87,21 @@ def run_checks(course: Course, student, checks: dict[str, tuple[str, ...]], *, q
         raise RuntimeError(f"the grading suites did not run (pytest exit {code})\n"
                            f"{(out.getvalue() + err.getvalue())[-3000:]}")
     return dict(plugin.results)
+
+
+def keep_hypothesis_out_of_cwd() -> str | None:
+    """Point Hypothesis's storage at a scratch folder removed at exit, unless the user chose one.
+
+    Hypothesis keeps caches under `./.hypothesis` of the current directory, created on first
+    use (hypothesis.configuration.storage_directory): grading has its example database off,
+    but Hypothesis still caches the constants it collects from local source files there
+    (`.hypothesis/constants/`). Grading must leave the folder it runs in as it was. The
+    variable is read lazily, so setting it before Hypothesis first stores anything is enough;
+    the submission's process never sees it (it gets a clean environment). Returns the folder
+    made, if any."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        return None
+    home = tempfile.mkdtemp(prefix="grade-hypothesis-")
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = home
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    return home

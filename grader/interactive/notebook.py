@@ -52,10 +52,11 @@ def check(assignment: str, submission: str | Path | None = None, *, only: str | 
     grader.ConfigError, whose message names it."""
     from rich.console import Console
 
-    from grader.commands import find_course, keep_hypothesis_out_of_cwd
+    from grader.course import find_course
     from grader.course import load as load_course
     from grader.course_table import ConfigError
     from grader.grading.only import parse
+    from grader.grading.suites import keep_hypothesis_out_of_cwd
     from grader.grading.warm import Grader
     from grader.render import report
     from grader.results import to_json

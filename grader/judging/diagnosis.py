@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from grader.course import Assignment, Course
-from grader.judging.reveal import Reveal
 from grader.results import Drawn, Outcome, Reason, Status
+from grader.reveal import Reveal
 
 KEYS = ("status", "reason", "message", "expected", "got", "example")
 _NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")

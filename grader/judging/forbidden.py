@@ -40,8 +40,8 @@ flagged with its line; `vars(F)["layer_norm"]`, `F.__dict__["layer_norm"]` and `
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.authoring.imports import imported
 from grader.course import Assignment, Component
+from grader.imports import imported
 from grader.judging.forbidden_scan import Finding, scan
 
 _FILES = 400  # Python files read per submission: the staged whitelist holds far fewer

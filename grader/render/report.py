@@ -7,9 +7,9 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.judging import warned
-from grader.judging.reveal import Reveal
 from grader.render import layout, words
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Reason, Report, Status
+from grader.reveal import Reveal
 
 STYLES = layout.STYLES
 ELIDE_LINES = 6  # of a value (a tensor's rows) shown without --verbose

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from grader.judging.reveal import Reveal
+from grader.reveal import Reveal
 from grader.suite.pattern import Kind, fits
 
 # C0 but tab and newline, DEL, C1 (0x9b is a terminal's one-byte CSI): what makes text act on a terminal;

@@ -14,8 +14,8 @@ from grader.authoring.release import course_text
 from grader.batch import html, outputs
 from grader.batch.worker import feedback
 from grader.course_table import ConfigError
-from grader.judging.reveal import Reveal
 from grader.results import to_json
+from grader.reveal import Reveal
 from tests.grading.bugs import BUGS
 from tests.kit.conftest import ROOT, grade_report, mutant, report_lines, run_grade
 

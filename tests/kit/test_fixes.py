@@ -6,8 +6,8 @@ as they pass on the solutions. Text only: nothing is graded."""
 from grader import load_course
 from grader.authoring.expected import expression_of
 from grader.judging import diagnosis, telling
-from grader.judging.reveal import Reveal
 from grader.render import words
+from grader.reveal import Reveal
 from tests.grading.bugs import BUGS
 from tests.kit.conftest import ROOT, SOLUTIONS
 

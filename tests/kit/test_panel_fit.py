@@ -5,8 +5,8 @@ each graded as a student grades it."""
 
 import dataclasses
 
-from grader.judging.reveal import Reveal
 from grader.render import words
+from grader.reveal import Reveal
 from tests.kit.conftest import SOLUTIONS, grade_report, mutant, report_lines
 
 MASKS = "assignment2/masks.py"

@@ -4,8 +4,8 @@ were misled by, each a tree graded as a student grades it."""
 
 import dataclasses
 
-from grader.judging.reveal import Reveal
 from grader.judging.telling import topical
+from grader.reveal import Reveal
 from tests.kit.conftest import grade_report, mutant, report_lines
 
 ENC = "assignment3/encoder.py"

@@ -20,8 +20,8 @@ from grader.authoring.release import course_text, student_bugs
 from grader.authoring.stubs import BEGIN, END, make_stub
 from grader.gradebook import public
 from grader.judging import diagnosis
-from grader.judging.reveal import Reveal
 from grader.results import Outcome
+from grader.reveal import Reveal
 from tests.grading.bugs import BUGS
 from tests.kit.conftest import ROOT, SOLUTIONS, mutant, run_grade
 

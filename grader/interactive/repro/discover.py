@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from grader.authoring import imports
-from grader.authoring.imports import import_root
+from grader import imports
 from grader.course import Assignment, Course
+from grader.imports import import_root
 
 DEFAULT = "the course has no recipe for it (--only {check} runs it alone)"
 
