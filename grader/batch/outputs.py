@@ -20,7 +20,7 @@ from pathlib import Path
 from grader.batch import safe
 from grader.batch.late import column
 from grader.course import Assignment
-from grader.render import words
+from grader.render import review, words
 from grader.results import Reason, Reveal, Status
 
 FAULTS = (Reason.CRASH, Reason.TIMEOUT, Reason.TAMPER)
@@ -100,6 +100,9 @@ def gradescope(report: dict) -> dict:
         # as much of a diagnosis as course.toml [feedback] reveal allows (none with "check")
         said = words.diagnosis(c.get("diagnosis"), report.get("reveal", Reveal.FIX))
         lines = [f"Diagnosis: {said}"] if said else []
+        if isinstance(c.get("held"), (int, float)) and not c.get("override"):  # a flag holds its points for review
+            lines[:0] = [review.flagged(c["held"]), *(f"- {review.finding(f)}" for f in c.get("flagged", [])
+                                                      if isinstance(f, dict))]
         if c.get("override"):
             o = c["override"]
             lines.insert(0, f"Override: {o['points']:g} points instead of the {o['graded']:g} graded"

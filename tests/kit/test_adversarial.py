@@ -435,12 +435,16 @@ class TestACompositeCannotTellTheReferencesParts:
     def test_a_composite_that_behaves_only_with_the_reference_earns_nothing_for_it(self, tmp_path):
         """Through the real grader: one composite that behaves when any of the tells fires (each is
         held apart in the next test), and the same composite always misbehaving."""
-        from tests.kit.conftest import grade_json
+        from tests.kit.conftest import earned, grade_json
 
         any_tell = " or ".join(f"({t})" for t in TELLS.values())
-        got = scores(grade_json(_two_faced(tmp_path / "two_faced", any_tell), "assignment1"))
-        misbehaving = scores(grade_json(_two_faced(tmp_path / "always", "False"), "assignment1"))
+        two_faced = grade_json(_two_faced(tmp_path / "two_faced", any_tell), "assignment1")
+        always = grade_json(_two_faced(tmp_path / "always", "False"), "assignment1")
+        # what the checks earn, held or not: the tells' `import inspect` is flagged in both, which holds
+        # embedding.py's components at 0 for review; attribution must not excuse the two-faced one either
+        got, misbehaving = earned(two_faced), earned(always)
         assert got == misbehaving and got["TransformerEmbedding"] < 6, (got, misbehaving)
+        assert scores(two_faced) == scores(always), (scores(two_faced), scores(always))
 
     def test_a_part_that_names_its_own_class_in_super_keeps_every_point(self, tmp_path):
         """`super(TokenEmbedding, self).__init__()` (the Annotated Transformer's style) names, through
