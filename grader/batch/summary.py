@@ -82,17 +82,7 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
         public = public_score(spec, r)
         if abs(r["score"] - public) / max_score * 100 >= GAP:
             gaps.append({"student": student, "score": r["score"], "public": public})
-    # what grader.judging.forbidden flagged for review, and what it scored 0, student by student, with the line
-    # (held: its points held at 0 for review, the course's `[policy] flagged = "hold"`; an override releases them)
-    flagged = [{"student": student, "component": c["name"], "what": f.get("what"), "where": f.get("where"),
-                "scored_0": kind == "forbidden", "held": kind == "flagged" and _is_held(c)}
-               for student, r in rows for c in r["components"] for kind in ("forbidden", "flagged")
-               for f in c.get(kind, []) if isinstance(f, dict)]
-    # every component held for review, with the lines that flagged it (the table lists them all, never cut)
-    held = [{"student": student, "component": c["name"], "points": c["held"],
-             "lines": [{"what": f.get("what"), "where": f.get("where")} for f in c.get("flagged", [])
-                       if isinstance(f, dict)]}
-            for student, r in rows for c in r["components"] if _is_held(c)]
+    flagged, held = _review(rows)
     # the tiers the submissions ran in, and what each kept from them (grader.sandbox.isolation.describe)
     tiers = Counter(r.get("isolation_detail") or r.get("isolation") for _, r in rows if r.get("isolation"))
     return {"assignment": spec.name, "students": len(rows), "max_score": max_score,
@@ -104,6 +94,22 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
             "components": components, "most_failed": checks, "diagnoses": diagnoses,
             "public_gap": sorted(gaps, key=lambda g: -abs(g["score"] - g["public"])), "flagged": flagged,
             "held": held}
+
+
+def _review(rows: list[tuple[str, dict]]) -> tuple[list[dict], list[dict]]:
+    """(flagged, held): what grader.judging.forbidden found, and every component held for review."""
+    # what grader.judging.forbidden flagged for review, and what it scored 0, student by student, with the line
+    # (held: its points held at 0 for review, the course's `[policy] flagged = "hold"`; an override releases them)
+    flagged = [{"student": student, "component": c["name"], "what": f.get("what"), "where": f.get("where"),
+                "scored_0": kind == "forbidden", "held": kind == "flagged" and _is_held(c)}
+               for student, r in rows for c in r["components"] for kind in ("forbidden", "flagged")
+               for f in c.get(kind, []) if isinstance(f, dict)]
+    # every component held for review, with the lines that flagged it (the table lists them all, never cut)
+    held = [{"student": student, "component": c["name"], "points": c["held"],
+             "lines": [{"what": f.get("what"), "where": f.get("where")} for f in c.get("flagged", [])
+                       if isinstance(f, dict)]}
+            for student, r in rows for c in r["components"] if _is_held(c)]
+    return flagged, held
 
 
 def _is_held(component: dict) -> bool:
