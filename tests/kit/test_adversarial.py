@@ -20,7 +20,17 @@ from pathlib import Path
 import pytest
 
 from tests.kit.attacks import ATTACKS, DETACHING_PROBE, MESSAGES, PROBE_PORT, build, running
-from tests.kit.conftest import ROOT, assert_loses_only_in, cli_json, full_marks, mutant, run_grade, scores
+from tests.kit.conftest import (
+    ROOT,
+    assert_loses_only_in,
+    cli_json,
+    earned,
+    full_marks,
+    held,
+    mutant,
+    run_grade,
+    scores,
+)
 
 # the harness reads /proc; the kit's CI is Linux
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the adversarial suite reads /proc: Linux only")
@@ -100,13 +110,15 @@ def test_an_attack_earns_nothing_and_harms_nothing(tmp_path, quick_course, name)
     report = json.loads(proc.stdout)
     if attack.needs_namespaces:
         assert report["isolation"] == "namespaces", f"{name} is stopped by namespace isolation only"
-    got, full = scores(report), full_marks(report)
+    got, full, checks = scores(report), full_marks(report), earned(report)
     others = {n: s for n, s in got.items() if n != attack.component and s != full[n]}
     assert not others, f"{name} cost points outside {attack.component}: {others}"
+    # what its checks earn (an attack flagged for dynamic reach, os.fork or frames, is held at 0 for review)
     if attack.keeps:
-        assert got[attack.component] == full[attack.component], report
+        assert checks[attack.component] == full[attack.component], report
     else:
-        assert got[attack.component] < full[attack.component], report
+        assert checks[attack.component] < full[attack.component] and got[attack.component] < full[attack.component]
+    assert (attack.component in held(report)) == bool(attack.flagged), report
     if name in MESSAGES:  # the submission's fault, and said so: never the grader's
         failed = [t for c in report["components"] if c["name"] == attack.component for t in c["tests"]
                   if t["status"] != "passed"]

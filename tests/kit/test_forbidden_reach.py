@@ -250,3 +250,13 @@ def test_each_tool_of_dynamic_reach_gains_nothing_under_the_default_hold(tmp_pat
     # held for review: the points its checks earned kept for an override; "count" would give them all
     assert held["LayerNorm"].status == ComponentStatus.HELD and held["LayerNorm"].held == 10
     assert counted["LayerNorm"].score == 10 and counted["LayerNorm"].status == ComponentStatus.PASSED
+
+
+def test_the_attacks_said_flagged_are_those_the_scan_flags(tmp_path):
+    """tests/kit/attacks.py says which of its attacks are flagged (their points held for review under the
+    default policy: tests/kit/test_adversarial.py and test_root.py hold them to it); the scan agrees."""
+    from tests.kit.attacks import ATTACKS, FORK_BOMB, build
+
+    for name, attack in {**ATTACKS, "fork_bomb": FORK_BOMB}.items():
+        hits, flags = _judge(build(tmp_path / name, attack), "assignment1").get(attack.component, ([], []))
+        assert {f["what"] for f in flags} == set(attack.flagged) and not hits, (name, hits, flags)
