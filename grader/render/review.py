@@ -21,9 +21,9 @@ def finding(found: dict) -> str:
 
 
 def held(points: float) -> str:
-    """A flagged component's first line where the course holds flags: what is held, why, and until when."""
-    return (f"Held for review: the {points:g} points its checks earned are held at 0 until your instructor "
-            "reviews the lines below (code that can reach an API without naming it).")
+    """A flagged component's first line where the course holds flags: what is held and until when (one line
+    at 100 columns: the report keeps to one screen). `points`: what its checks earned."""
+    return f"Held for review: its {points:g} points are at 0 until your instructor reviews these lines:"
 
 
 def flagged(points: float | None) -> str:
