@@ -116,7 +116,10 @@ def gradescope(report: dict) -> dict:
             lines.append(f"hidden checks passed: {passed} of {len(secret)}")
         tests.append({"name": c["name"], "number": str(number), "score": c["score"], "max_score": c["max_score"],
                       "status": Status.PASSED if c["score"] >= c["max_score"] else Status.FAILED,
-                      "output": "\n".join(lines), "visibility": "visible"})
+                      "output": "\n".join(lines), "visibility": "visible",
+                      # the points held for review, as data (Gradescope keeps a test's extra_data)
+                      **({"extra_data": {"held": c["held"]}} if isinstance(c.get("held"), (int, float))
+                         and not c.get("override") else {})})
         tests[-1]["output"] = safe.inert(tests[-1]["output"], keep="\n")
     batch = report.get("batch", {})
     notes = [*report.get("notes", []), *([batch["message"]] if batch.get("message") else [])]

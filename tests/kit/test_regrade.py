@@ -121,11 +121,13 @@ def test_a_held_component_is_said_held_for_review_with_its_lines_wherever_it_is_
     assert "Held for review" in text and all(f"student{i:02}" in text for i in range(25)), text
     assert "held 10 pts: gc at assignment1/layer_norm.py:24" in text
     said = outputs.gradescope(rows[0][1])["tests"][0]["output"]
+    assert outputs.gradescope(rows[0][1])["tests"][0]["extra_data"] == {"held": 10.0}
     assert said.startswith("Held for review: its 10 points are at 0") and "- gc at assignment1/layer_norm.py:0" in said
     assert "no points lost" not in said
     released = regrade.apply_overrides(rows[0][1], {"LayerNorm": (None, "reviewed")})
     said = outputs.gradescope(released)["tests"][0]["output"]
     assert said.startswith("Override: 10 points instead of the 0 graded: reviewed") and "Held" not in said
+    assert "extra_data" not in outputs.gradescope(released)["tests"][0]
 
 
 @pytest.mark.parametrize("rows, bad", [
