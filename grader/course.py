@@ -50,8 +50,8 @@ class Assignment:
 # top-level tables that are not assignments
 RESERVED = ("course", "limits", "hypothesis", "performance", "feedback", "policy", "late")
 # [policy] flagged: what a flag (code that reaches torch's or the kit's internals without naming them,
-# grader.judging.forbidden) does to its component: "hold" its points at 0 for review, or "count" them (the
-# default for now: the kit's own attack tests are to be checked under "hold" before it becomes the default)
+# grader.judging.forbidden) does to its component: "hold" its points at 0 for review (the default: a flag is a
+# score, issue 51), or "count" them (the flag is only reported)
 FLAGGED = ("hold", "count")
 PERFORMANCE_KINDS = ("attention", "multi_head_attention", "encoder_layer")
 
@@ -78,7 +78,7 @@ class Course:
     assignments: dict[str, Assignment] = field(default_factory=dict)
     performance: Performance | None = None
     reveal: Reveal = Reveal.FIX  # [feedback] reveal: how much a report tells of a diagnosed bug
-    flagged: str = "count"  # [policy] flagged: one of FLAGGED
+    flagged: str = "hold"  # [policy] flagged: one of FLAGGED
     late: Late | None = None  # [late] (grader.late_policy): None where course.toml has none (no penalty)
 
     @property
@@ -133,7 +133,7 @@ def load(path: Path) -> Course:
         raise feedback.bad("reveal", reveal, " or ".join(f'"{r.value}"' for r in Reveal))
     feedback.done()
     policy = top.table("policy")
-    flagged = policy.get("flagged", "str", "count")
+    flagged = policy.get("flagged", "str", "hold")
     if flagged not in FLAGGED:
         raise policy.bad("flagged", flagged, " or ".join(f'"{f}"' for f in FLAGGED))
     policy.done()

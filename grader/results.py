@@ -48,6 +48,8 @@ class ComponentStatus(StrEnum):
     NOT_ATTEMPTED = "not attempted"
     EXCUSED = "excused"
     WAITING = "waiting"
+    # its points held at 0 until the instructor reviews a flag (course.toml `[policy] flagged = "hold"`)
+    HELD = "held for review"
 
 
 class Timing(StrEnum):
@@ -135,8 +137,10 @@ class ComponentResult:
     @property
     def status(self) -> ComponentStatus:
         counted = self.counted
-        if self.forbidden or self.held is not None:
+        if self.forbidden:
             return ComponentStatus.FAILED
+        if self.held is not None:
+            return ComponentStatus.HELD
         if counted and all(c.outcome.reason == Reason.NOT_ATTEMPTED and not c.excused_by for c in counted):
             return ComponentStatus.NOT_ATTEMPTED
         if all(c.outcome.status == Status.PASSED for c in counted):

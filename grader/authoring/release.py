@@ -195,6 +195,8 @@ def course_text(course: Course, *, folders: dict[str, str] | None = None, perfor
         kept["limits"] = data["limits"]
     if "feedback" in data:  # how much the student's own reports tell of a diagnosis
         kept["feedback"] = data["feedback"]
+    if "policy" in data:  # what a flag costs: the student's own report holds what the instructor's does
+        kept["policy"] = data["policy"]
     kept["hypothesis"] = {k: v for k, v in data.get("hypothesis", {}).items() if k != "hidden_seed"}
     if performance and "performance" in data:
         kept["performance"] = data["performance"]

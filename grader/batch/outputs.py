@@ -20,7 +20,7 @@ from pathlib import Path
 from grader.batch import safe
 from grader.batch.late import column
 from grader.course import Assignment
-from grader.render import words
+from grader.render import review, words
 from grader.results import Reason, Status
 from grader.reveal import Reveal
 
@@ -101,6 +101,9 @@ def gradescope(report: dict) -> dict:
         # as much of a diagnosis as course.toml [feedback] reveal allows (none with "check")
         said = words.diagnosis(c.get("diagnosis"), report.get("reveal", Reveal.FIX))
         lines = [f"Diagnosis: {said}"] if said else []
+        if isinstance(c.get("held"), (int, float)) and not c.get("override"):  # a flag holds its points for review
+            lines[:0] = [review.flagged(c["held"]), *(f"- {review.finding(f)}" for f in c.get("flagged", [])
+                                                      if isinstance(f, dict))]
         if c.get("override"):
             o = c["override"]
             lines.insert(0, f"Override: {o['points']:g} points instead of the {o['graded']:g} graded"
@@ -114,7 +117,10 @@ def gradescope(report: dict) -> dict:
             lines.append(f"hidden checks passed: {passed} of {len(secret)}")
         tests.append({"name": c["name"], "number": str(number), "score": c["score"], "max_score": c["max_score"],
                       "status": Status.PASSED if c["score"] >= c["max_score"] else Status.FAILED,
-                      "output": "\n".join(lines), "visibility": "visible"})
+                      "output": "\n".join(lines), "visibility": "visible",
+                      # the points held for review, as data (Gradescope keeps a test's extra_data)
+                      **({"extra_data": {"held": c["held"]}} if isinstance(c.get("held"), (int, float))
+                         and not c.get("override") else {})})
         tests[-1]["output"] = safe.inert(tests[-1]["output"], keep="\n")
     batch = report.get("batch", {})
     notes = [*report.get("notes", []), *([batch["message"]] if batch.get("message") else [])]

@@ -14,6 +14,7 @@ from rich.text import Text
 from grader.batch.outputs import RowStatus
 from grader.batch.safe import inert
 from grader.course import Assignment
+from grader.render import review
 from grader.results import Reason, Status
 
 BINS = 10
@@ -81,12 +82,7 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
         public = public_score(spec, r)
         if abs(r["score"] - public) / max_score * 100 >= GAP:
             gaps.append({"student": student, "score": r["score"], "public": public})
-    # what grader.judging.forbidden flagged for review, and what it scored 0, student by student, with the line
-    # (held: its points held at 0 for review, the course's `[policy] flagged = "hold"`; an override releases them)
-    flagged = [{"student": student, "component": c["name"], "what": f.get("what"), "where": f.get("where"),
-                "scored_0": kind == "forbidden", "held": kind == "flagged" and c.get("held") is not None}
-               for student, r in rows for c in r["components"] for kind in ("forbidden", "flagged")
-               for f in c.get(kind, []) if isinstance(f, dict)]
+    flagged, held = _review(rows)
     # the tiers the submissions ran in, and what each kept from them (grader.sandbox.isolation.describe)
     tiers = Counter(r.get("isolation_detail") or r.get("isolation") for _, r in rows if r.get("isolation"))
     return {"assignment": spec.name, "students": len(rows), "max_score": max_score,
@@ -96,7 +92,29 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
             "histogram": [{"from": round(i * max_score / BINS, 2), "to": round((i + 1) * max_score / BINS, 2),
                            "students": n} for i, n in enumerate(histogram)],
             "components": components, "most_failed": checks, "diagnoses": diagnoses,
-            "public_gap": sorted(gaps, key=lambda g: -abs(g["score"] - g["public"])), "flagged": flagged}
+            "public_gap": sorted(gaps, key=lambda g: -abs(g["score"] - g["public"])), "flagged": flagged,
+            "held": held}
+
+
+def _review(rows: list[tuple[str, dict]]) -> tuple[list[dict], list[dict]]:
+    """(flagged, held): what grader.judging.forbidden found, and every component held for review."""
+    # what grader.judging.forbidden flagged for review, and what it scored 0, student by student, with the line
+    # (held: its points held at 0 for review, the course's `[policy] flagged = "hold"`; an override releases them)
+    flagged = [{"student": student, "component": c["name"], "what": f.get("what"), "where": f.get("where"),
+                "scored_0": kind == "forbidden", "held": kind == "flagged" and _is_held(c)}
+               for student, r in rows for c in r["components"] for kind in ("forbidden", "flagged")
+               for f in c.get(kind, []) if isinstance(f, dict)]
+    # every component held for review, with the lines that flagged it (the table lists them all, never cut)
+    held = [{"student": student, "component": c["name"], "points": c["held"],
+             "lines": [{"what": f.get("what"), "where": f.get("where")} for f in c.get("flagged", [])
+                       if isinstance(f, dict)]}
+            for student, r in rows for c in r["components"] if _is_held(c)]
+    return flagged, held
+
+
+def _is_held(component: dict) -> bool:
+    """Held at 0 for review (a flag, `[policy] flagged = "hold"`), and not released by an override yet."""
+    return component.get("held") is not None and not component.get("override")
 
 
 def changed_line(summary: dict) -> str:
@@ -157,20 +175,32 @@ def render(summary: dict) -> RenderableType:
         for g in summary["public_gap"][:10]:
             gap.add_row(Text(inert(g["student"])), f"{g['score']:g}", f"{g['public']:g}")
         parts.append(gap)
-    if summary.get("flagged"):
-        parts.append(_flagged(summary["flagged"]))
+    if summary.get("held"):
+        parts.append(_held(summary["held"]))
+    if any(not f.get("held") for f in summary.get("flagged", [])):
+        parts.append(_flagged([f for f in summary["flagged"] if not f.get("held")]))
     return Panel(Group(*parts), title="class summary", title_align="left")
 
 
+def _held(found: list[dict]) -> RenderableType:
+    """Every component held for review, each with the lines that flagged it (grader.render.review)."""
+    table = Table(title=review.HELD_TITLE, title_justify="left")
+    table.add_column("student", overflow="fold")
+    table.add_column("component", no_wrap=True)
+    table.add_column("points held, the lines flagged", overflow="fold")
+    for h in found:
+        table.add_row(Text(inert(h["student"])), h["component"], Text(review.summary_row(h["points"], h["lines"])))
+    return table
+
+
 def _flagged(found: list[dict]) -> RenderableType:
-    """grader.judging.forbidden's findings, for the instructor to review (summary.json has them all)."""
-    table = Table(title="Forbidden APIs (scored 0) and code flagged for review (held: its points are held at 0 "
-                        "until an override releases them)", title_justify="left")
+    """grader.judging.forbidden's findings not held, for the instructor to review (summary.json has them all)."""
+    table = Table(title="Forbidden APIs (scored 0) and code flagged for review", title_justify="left")
     table.add_column("student", overflow="fold")
     table.add_column("component", no_wrap=True)
     table.add_column("what, where", overflow="fold")
     for f in found[:20]:
-        mark = "scored 0: " if f["scored_0"] else "held: " if f.get("held") else ""
+        mark = "scored 0: " if f["scored_0"] else ""
         what = f"{mark}{inert(str(f['what']))} at {inert(str(f['where']))}"
         table.add_row(Text(inert(f["student"])), f["component"], Text(what))
     if len(found) > 20:

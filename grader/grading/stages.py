@@ -132,7 +132,7 @@ def report(run: GradingRun) -> Report:
 def _judged(run: GradingRun) -> scoring.Judged:
     rec = run.record
     return scoring.Judged(rec.results, rec.unavailable, rec.blame, rec.forbidden,
-                          hold=getattr(run.course, "flagged", "count") == "hold")
+                          hold=getattr(run.course, "flagged", "hold") == "hold")
 
 
 def _upstream(run: GradingRun) -> list[dict]:

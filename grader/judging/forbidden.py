@@ -16,7 +16,7 @@ methodcaller, work in another process (os.fork, multiprocessing, subprocess: the
 nothing there), and the grader's own package. What they reach may never show in the worker's
 record, which the submission can switch off (docs/explanation/security.md, the threat model), so a
 flag can be a score: the course's `[policy] flagged = "hold"` holds the component's points at 0 for the
-instructor's review (an override releases them); "count" (the default for now) only reports it.
+instructor's review (the default; an override releases them); "count" only reports it.
 
 What is scanned is what grading can run: the whole file but a top-level `if __name__ ==
 "__main__":` block, which runs only when the file is run as a script (a student's self-test that

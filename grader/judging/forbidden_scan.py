@@ -104,6 +104,8 @@ class _Scan(ast.NodeVisitor):
                 node = name[0]
             else:
                 break
+        if (module := _constant_import(node)) is not None:  # __import__("torch.nn") is torch, as `import` binds
+            return ".".join([module.partition(".")[0], *reversed(parts)])
         if not isinstance(node, ast.Name) or node.id not in self.aliases:
             return None
         return ".".join([self.aliases[node.id], *reversed(parts)])
@@ -150,6 +152,9 @@ class _Scan(ast.NodeVisitor):
             self._check(self.aliases[node.id], node)
 
     def visit_Call(self, node: ast.Call) -> None:
+        if (module := _constant_import(node)) is not None:  # `import copy` written as a call: read as one
+            self._check(module, node)
+            return
         func = node.func
         if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) > 1 and not (
                 isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
@@ -163,6 +168,17 @@ class _Scan(ast.NodeVisitor):
             if kw in given:
                 self._note(self.hits, api, node)
         self.generic_visit(node)
+
+
+def _constant_import(node: ast.AST) -> str | None:
+    """"copy" for `__import__("copy")`, a constant name and nothing else: the import statement it is (the
+    Annotated Transformer's `clones` written in one line), checked as one, not flagged as a computed import.
+    None for anything else: a computed name or a fromlist stays flagged as `__import__`."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__" \
+            and len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Constant) \
+            and isinstance(node.args[0].value, str) and node.args[0].value:
+        return node.args[0].value
+    return None
 
 
 def _constant_member(node: ast.AST) -> tuple[ast.AST, str] | None:

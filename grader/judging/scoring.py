@@ -28,13 +28,13 @@ class Judged:
     here for reasons outside the submission (an Outcome to show, or None to leave the check out);
     `blame`: the attribution of composites' checks (grader.judging.attribution); `forbidden`: component
     -> (hits, flags) (grader.judging.forbidden); `hold`: a flag holds its component's points at 0 for
-    review (the course's `[policy] flagged = "hold"`)."""
+    review (the course's `[policy] flagged = "hold"`, the default); False: a flag costs nothing ("count")."""
 
     results: Mapping[str, Outcome]
     unavailable: Mapping[str, Outcome | None] = field(default_factory=dict)
     blame: Mapping[str, Blame] = field(default_factory=dict)
     forbidden: Mapping[str, tuple[list[dict], list[dict]]] = field(default_factory=dict)
-    hold: bool = False
+    hold: bool = True
 
 
 def score(course: Course, assignment: Assignment, submission: Path, judged: Judged, duration: float = 0.0) -> Report:

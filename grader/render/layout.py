@@ -11,6 +11,7 @@ from grader.results import ComponentResult, ComponentStatus, Report, Status
 STYLES: dict[str, str] = {
     ComponentStatus.PASSED: "green", ComponentStatus.EXCUSED: "cyan", ComponentStatus.WAITING: "blue",
     ComponentStatus.PARTIAL: "yellow", ComponentStatus.FAILED: "red", ComponentStatus.NOT_ATTEMPTED: "dim",
+    ComponentStatus.HELD: "yellow",
     Status.ERROR: "red", Status.TIMEOUT: "magenta", Status.SKIPPED: "dim"}
 
 

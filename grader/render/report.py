@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.judging import warned
-from grader.render import layout, words
+from grader.render import layout, review, words
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Reason, Report, Status
 from grader.reveal import Reveal
 
@@ -89,17 +89,16 @@ def _excused(checks: list[CheckResult]) -> Panel:
 
 
 def _found(c: ComponentResult) -> list[Panel]:
-    """What grader.judging.forbidden found: a hit that scored the component 0, flags left to the instructor."""
-    how = {"source": "in the source", "executed": "when it ran"}
+    """What grader.judging.forbidden found: a hit that scored the component 0; flags, which hold its points at 0
+    for the instructor's review (`held`) or, where the course counts them, cost nothing (grader.render.review)."""
     panels = []
-    for found, head, style in ((c.forbidden, "Scored 0: this component uses what the course forbids it. Build it "
-                                "from allowed operations (its docstring says which are not).", "red"),
-                               (c.flagged, "Flagged for your instructor (no points lost): code that can reach an "
-                                "API without naming it.", "yellow")):
+    for found, head, style, title in ((c.forbidden, review.FORBIDDEN, "red", "forbidden"),
+                                      (c.flagged, review.flagged(c.held), "yellow",
+                                       "flagged" if c.held is None else "held for review")):
         if found:
-            lines = plain("\n".join(f"- {f['what']} at {f['where']} ({how.get(f['how'], f['how'])})" for f in found))
+            lines = plain("\n".join(f"- {review.finding(f)}" for f in found))
             panels.append(Panel(Group(Text(head, style=style), lines), border_style=style, title_align="left",
-                                title=Text("forbidden" if found is c.forbidden else "flagged", style=style)))
+                                title=Text(title, style=style)))
     return panels
 
 

@@ -1,9 +1,11 @@
 """The shipped adversarial suite: hostile submissions, one attack each (tests/kit/test_adversarial.py).
 
 Each attack is a copy of solutions/ with one change. `keeps` says what the attacked
-component may earn: True when the attack changes nothing that component computes (its
+component's checks may earn: True when the attack changes nothing that component computes (its
 honest code still earns full marks), False when the attack replaces its honest work (it
-must lose points). Every other component must keep every point either way.
+must lose points). `flagged`: the attack reaches dynamically (os.fork, gc, frames, exec: grader.judging.
+forbidden flags it), so that under the default `[policy] flagged = "hold"` the component's points are
+held at 0 for review whatever its checks earn. Every other component must keep every point either way.
 """
 
 import os
@@ -28,6 +30,7 @@ class Attack:
     extra: dict[str, str] = field(default_factory=dict)  # files added to the submission (path -> text)
     link: tuple[str, str] = ("", "")  # (path in the submission, target): a symbolic link
     needs_namespaces: bool = False  # only namespace isolation stops it (the README says so of the fallback)
+    flagged: tuple[str, ...] = ()  # what grader.judging.forbidden flags in it (its points held for review)
 
 
 DETACH = """import os, time
@@ -49,8 +52,8 @@ _detach(True)
 """
 
 
-def _ln(code: str, keeps: bool = False) -> Attack:
-    return Attack("LayerNorm", keeps, forward=code)
+def _ln(code: str, keeps: bool = False, flagged: tuple[str, ...] = ()) -> Attack:
+    return Attack("LayerNorm", keeps, forward=code, flagged=flagged)
 
 
 ATTACKS: dict[str, Attack] = {
@@ -75,12 +78,13 @@ ATTACKS: dict[str, Attack] = {
         "import sys\nf = sys._getframe()\nwhile f is not None:\n"
         "    for v in list(f.f_locals.values()):\n"
         "        if isinstance(v, dict) and 'expected' in v:\n            return v['expected']\n"
-        "    f = f.f_back\nreturn torch.zeros_like(x)\n"),
+        "    f = f.f_back\nreturn torch.zeros_like(x)\n", flagged=("sys._getframe", "frame inspection")),
     "searches_gc_for_tensors_of_the_right_shape": _ln(
         "import gc\nfor o in gc.get_objects():\n"
         "    if type(o) is torch.Tensor and o.shape == x.shape and o is not x and not o.requires_grad:\n"
-        "        return o.clone()\nreturn torch.zeros_like(x)\n"),
-    "reads_the_solution_through_the_graders_cwd": Attack("LayerNorm", False, needs_namespaces=True, forward=(
+        "        return o.clone()\nreturn torch.zeros_like(x)\n", flagged=("gc",)),
+    "reads_the_solution_through_the_graders_cwd": Attack("LayerNorm", False, needs_namespaces=True,
+                                                         flagged=("exec", "compile"), forward=(
         "import os\np = f'/proc/{os.getppid()}/cwd/solutions/assignment1/layer_norm.py'\n"
         "try:\n    g = {}\n    exec(compile(open(p).read(), p, 'exec'), g)\n"
         "    return g['LayerNorm'].forward(self, x)\nexcept Exception:\n    return torch.zeros_like(x)\n")),
@@ -120,7 +124,8 @@ ATTACKS: dict[str, Attack] = {
     "allocates_a_terabyte": Attack("PositionalEncoding", False, file=PE, forward="hog = torch.ones(1 << 40)\n"),
     # bounded on purpose: the kit's tests may run as root, where RLIMIT_NPROC does not hold
     "forks_hundreds_of_sleepers": _ln("import os, time\nfor _ in range(300):\n    if os.fork() == 0:\n"
-                                      "        time.sleep(60)\n        os._exit(0)\nreturn torch.zeros_like(x)\n"),
+                                      "        time.sleep(60)\n        os._exit(0)\nreturn torch.zeros_like(x)\n",
+                                      flagged=("os.fork",)),
     "floods_its_output": _ln("import sys\nfor _ in range(2000):\n    sys.stdout.write('x' * 65536)\n"),
     "spoofs_the_report_with_escapes": _ln(
         "print('\\x1b[2J\\x1b[H[bold green]All checks passed: 40 / 40.[/] \\x1b]8;;http://x\\x07link')\n",
@@ -167,7 +172,7 @@ ATTACKS: dict[str, Attack] = {
     "truncates_its_own_output": _ln("import os\nprint('x' * 5000, flush=True)\nos.ftruncate(1, 0)\n", keeps=True),
     # processes that leave its process group: one in a session of its own, and an orphan of one (its
     # parent exited); forks of its worker, as leftover_processes sees them (tests/kit/test_adversarial.py)
-    "detaches_processes_from_its_grading": Attack("LayerNorm", True, module=DETACH),
+    "detaches_processes_from_its_grading": Attack("LayerNorm", True, module=DETACH, flagged=("os.fork",)),
 }
 
 # what the attacked component's failed checks must say (the fault is the submission's, and named)
@@ -178,7 +183,7 @@ MESSAGES = {"writes_malformed_frames": "malformed answer", "raises_an_exception_
 # process with torch loaded are too slow for that); LayerNorm answers zeros if more than the
 # limit ran. As root, RLIMIT_NPROC holds only for another user (isolation.sandbox_user). Graded by
 # tests/kit/test_root.py with the course's own timeout: the forks take seconds on a loaded machine.
-FORK_BOMB = Attack("LayerNorm", True, module=(
+FORK_BOMB = Attack("LayerNorm", True, flagged=("os.fork",), module=(
     "import os\nshell = os.fork()\nif shell == 0:\n    try:\n        os.execv('/bin/sh', ['sh', '-c', "
     "'i=0; while [ $i -lt 640 ]; do sleep 60 & i=$((i+1)); done'])\n    finally:\n        os._exit(0)\n"
     "os.waitpid(shell, 0)\nsleeps = []\nfor pid in filter(str.isdigit, os.listdir('/proc')):\n    try:\n"

@@ -272,6 +272,17 @@ def scores(report: dict) -> dict[str, float]:
     return {c["name"]: c["score"] for c in report["components"]}
 
 
+def earned(report: dict) -> dict[str, float]:
+    """What each component's checks earned: its score, or for one held at 0 for review (a flag, under the
+    default `[policy] flagged = "hold"`) the points held, which only an override releases."""
+    return {c["name"]: c["score"] if c.get("held") is None else c["held"] for c in report["components"]}
+
+
+def held(report: dict) -> set[str]:
+    """The components held at 0 for review."""
+    return {c["name"] for c in report["components"] if c.get("held") is not None and c["score"] == 0}
+
+
 def full_marks(report: dict) -> dict[str, float]:
     return {c["name"]: c["max_score"] for c in report["components"]}
 

@@ -20,7 +20,17 @@ from pathlib import Path
 import pytest
 
 from tests.kit.attacks import ATTACKS, DETACHING_PROBE, MESSAGES, PROBE_PORT, build, running
-from tests.kit.conftest import ROOT, assert_loses_only_in, cli_json, full_marks, mutant, run_grade, scores
+from tests.kit.conftest import (
+    ROOT,
+    assert_loses_only_in,
+    cli_json,
+    earned,
+    full_marks,
+    held,
+    mutant,
+    run_grade,
+    scores,
+)
 
 # the harness reads /proc; the kit's CI is Linux
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the adversarial suite reads /proc: Linux only")
@@ -100,13 +110,15 @@ def test_an_attack_earns_nothing_and_harms_nothing(tmp_path, quick_course, name)
     report = json.loads(proc.stdout)
     if attack.needs_namespaces:
         assert report["isolation"] == "namespaces", f"{name} is stopped by namespace isolation only"
-    got, full = scores(report), full_marks(report)
+    got, full, checks = scores(report), full_marks(report), earned(report)
     others = {n: s for n, s in got.items() if n != attack.component and s != full[n]}
     assert not others, f"{name} cost points outside {attack.component}: {others}"
+    # what its checks earn (an attack flagged for dynamic reach, os.fork or frames, is held at 0 for review)
     if attack.keeps:
-        assert got[attack.component] == full[attack.component], report
+        assert checks[attack.component] == full[attack.component], report
     else:
-        assert got[attack.component] < full[attack.component], report
+        assert checks[attack.component] < full[attack.component] and got[attack.component] < full[attack.component]
+    assert (attack.component in held(report)) == bool(attack.flagged), report
     if name in MESSAGES:  # the submission's fault, and said so: never the grader's
         failed = [t for c in report["components"] if c["name"] == attack.component for t in c["tests"]
                   if t["status"] != "passed"]
@@ -435,12 +447,16 @@ class TestACompositeCannotTellTheReferencesParts:
     def test_a_composite_that_behaves_only_with_the_reference_earns_nothing_for_it(self, tmp_path):
         """Through the real grader: one composite that behaves when any of the tells fires (each is
         held apart in the next test), and the same composite always misbehaving."""
-        from tests.kit.conftest import grade_json
+        from tests.kit.conftest import earned, grade_json
 
         any_tell = " or ".join(f"({t})" for t in TELLS.values())
-        got = scores(grade_json(_two_faced(tmp_path / "two_faced", any_tell), "assignment1"))
-        misbehaving = scores(grade_json(_two_faced(tmp_path / "always", "False"), "assignment1"))
+        two_faced = grade_json(_two_faced(tmp_path / "two_faced", any_tell), "assignment1")
+        always = grade_json(_two_faced(tmp_path / "always", "False"), "assignment1")
+        # what the checks earn, held or not: the tells' `import inspect` is flagged in both, which holds
+        # embedding.py's components at 0 for review; attribution must not excuse the two-faced one either
+        got, misbehaving = earned(two_faced), earned(always)
         assert got == misbehaving and got["TransformerEmbedding"] < 6, (got, misbehaving)
+        assert scores(two_faced) == scores(always), (scores(two_faced), scores(always))
 
     def test_a_part_that_names_its_own_class_in_super_keeps_every_point(self, tmp_path):
         """`super(TokenEmbedding, self).__init__()` (the Annotated Transformer's style) names, through

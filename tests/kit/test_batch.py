@@ -157,6 +157,9 @@ def test_the_class_summary_is_printed_and_written(graded):
     assert {(d["component"], d["bug"], d["students"]) for d in summary["diagnoses"]} >= {
         ("LayerNorm", "layer_norm_unbiased_variance", 1)}, summary["diagnoses"]
     assert "Classic bugs named in the reports" in text
+    # the LayerNorm that forks is flagged: held for review (the default policy), listed with its line
+    assert [(h["student"], h["component"]) for h in summary["held"]] == [("forks_hundreds_of_sleepers", "LayerNorm")]
+    assert {f["what"] for f in summary["held"][0]["lines"]} == {"os.fork"} and "Held for review" in text, text
     # the tier the submissions ran in, and what it kept from them
     tiers = {t["tier"]: t["students"] for t in summary["isolation"]}
     assert sum(tiers.values()) >= 10 and all(f"isolation: {tier}" in text for tier in tiers), (tiers, text)

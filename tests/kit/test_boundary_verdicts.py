@@ -3,7 +3,7 @@
 
 import pytest
 
-from tests.kit.conftest import full_marks, grade_json, mutant, scores
+from tests.kit.conftest import earned, full_marks, grade_json, held, mutant, scores
 from tests.kit.mutants import DATA_PIPELINE_VARIANTS
 
 NO_STEP = ("        optimizer.step()\n        if scheduler is not None:\n", "        if scheduler is not None:\n")
@@ -41,8 +41,12 @@ def test_a_forged_training_report_earns_what_the_training_earns(tmp_path):
     forger = mutant(tmp_path / "forger", {"assignment4/training.py": [NO_STEP]})
     with open(forger / "assignment4" / "training.py", "a") as f:
         f.write(FORGE_TRAINING)
-    forged = scores(grade_json(forger, "assignment4"))
-    assert forged == honest and forged["train_epoch"] < 14, (forged, honest)
+    report = grade_json(forger, "assignment4")
+    forged = scores(report)
+    # no gain: its checks earn what the honest loop's earn, and reaching into the kit through sys.modules
+    # holds the file's components at 0 for review (the default `[policy] flagged = "hold"`)
+    assert earned(report) == honest and honest["train_epoch"] < 14, (earned(report), honest)
+    assert "train_epoch" in held(report) and all(forged[n] <= honest[n] for n in honest), (forged, honest)
 
 
 # the same loop that never steps, reporting large losses for its first steps of the end-to-end run (one
@@ -106,7 +110,9 @@ def test_a_forged_placement_watch_earns_nothing(tmp_path):
     with open(forger / "assignment1" / "layer_norm.py", "a") as f:
         f.write(FORGE_PLACEMENT)
     forged = grade_json(forger, "assignment1")
-    assert scores(forged)["LayerNorm"] == scores(honest)["LayerNorm"] < 10, (scores(forged), scores(honest))
+    # no gain: its checks earn what the bug alone earns, and the sys.modules reach holds LayerNorm at 0
+    assert earned(forged)["LayerNorm"] == scores(honest)["LayerNorm"] < 10, (earned(forged), scores(honest))
+    assert held(forged) == {"LayerNorm"} and scores(forged)["LayerNorm"] == 0, scores(forged)
     [check] = [t for c in forged["components"] for t in c["tests"]
                if t["id"] == "layer_norm_stays_on_the_inputs_device"]
     assert check["status"] == "failed" and "watch" in check["message"], check

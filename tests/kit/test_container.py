@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.kit import docker
-from tests.kit.conftest import SOLUTIONS, grade_json, mutant, run_grade
+from tests.kit.conftest import SOLUTIONS, earned, grade_json, mutant, run_grade
 from tests.kit.test_isolation import hostile
 
 pytestmark = [pytest.mark.xdist_group("docker"), pytest.mark.needs("docker")]
@@ -189,7 +189,9 @@ def test_every_attack_of_a_hostile_submission_is_refused_as_root(container, tmp_
         data = run_autograder(container, hostile(tmp_path, attacks(listener.getsockname()[1], planted)))
         with pytest.raises(BlockingIOError):
             listener.accept()
-    assert data["score"] == 40, data["output"] + json.dumps(data["tests"])[-3000:]
+    # every check passes; its ctypes and fork are flagged: LayerNorm's points held for review (the default)
+    held = sum(t.get("extra_data", {}).get("held", 0) for t in data["tests"])
+    assert data["score"] + held == 40, data["output"] + json.dumps(data["tests"])[-3000:]
     assert sh(container, f"test -e {planted} || echo absent").stdout.strip() == "absent"
     assert survivors(container) == []
 
@@ -240,12 +242,11 @@ def test_as_nobody_grade_works_and_every_attack_is_refused(container, tmp_path):
     report, connected = grade_as_nobody(container, tmp_path, "auto")
     assert report["isolation"] == "seccomp" and "Landlock" in report["isolation_detail"]
     assert not connected
-    assert {c["name"]: c["score"] for c in report["components"]} == \
-        {c["name"]: c["max_score"] for c in report["components"]}, json.dumps(report)[-3000:]
+    # what the checks earned (the attacks' ctypes and fork hold LayerNorm's points for review: the default)
+    assert earned(report) == {c["name"]: c["max_score"] for c in report["components"]}, json.dumps(report)[-3000:]
     assert survivors(container) == []
     report, connected = grade_as_nobody(container, tmp_path, "process")
-    layer_norm = next(c for c in report["components"] if c["name"] == "LayerNorm")
-    assert connected and layer_norm["score"] < layer_norm["max_score"]
+    assert connected and earned(report)["LayerNorm"] < 10
     assert survivors(container) == []  # no uid of its own, but the orphan comes back to the grader
 
 

@@ -161,6 +161,14 @@ def test_the_same_code_outside_main_is_found(tmp_path):
     ("import importlib\n", None, "importlib"),
     ("import torch\nclass LayerNorm:\n    def f(self):\n        return getattr(self, 'w' + str(1))\n", None,
      "getattr with a computed name"),
+    # __import__ with a constant name is the import statement it spells (an honest `clones` uses it):
+    # checked as one; a computed name stays flagged
+    ("layers = [__import__('copy').deepcopy(x) for x in ()]\n", None, None),
+    ("f = __import__('torch.nn.functional').nn.functional.layer_norm\n", "torch.nn.functional.layer_norm", None),
+    ("k = __import__('torch').ops.aten\n", None, "torch.ops"),
+    ("m = __import__('importlib')\n", None, "importlib"),
+    ("m = __import__('tor' + 'ch')\n", None, "__import__"),
+    ("m = __import__('torch', fromlist=['nn'])\n", None, "__import__"),
 ])
 def test_the_scan_names_what_it_finds(tmp_path, source, hit, flag):
     (tmp_path / "assignment1").mkdir()

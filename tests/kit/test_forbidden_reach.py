@@ -128,34 +128,135 @@ def test_graded_layer_norm_from_another_file_or_a_patched_recorder_is_zeroed(tmp
 
 # LayerNorm by the aten kernel, reached through operator.attrgetter with a computed name: no forbidden name
 # in the source, and the recorder watches Python functions, not kernels (10/10 on main, nothing flagged)
+LN_BODY = ("        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n"
+           "        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1)\n" + LN_RETURN)
 ATTRGETTER = {LN: [(
-    "        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n"
-    "        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1)\n" + LN_RETURN,
+    LN_BODY,
     "        import operator\n\n"
     "        kernel = operator.attrgetter('ops.aten.' + 'native_layer_norm')(torch)\n"
     "        return kernel(x, [x.size(-1)], self.gamma, self.beta, self.eps)[0]\n")]}
 
 
-@pytest.fixture(scope="module")
-def holding_course(tmp_path_factory) -> Path:
-    """The kit's course with `[policy] flagged = "hold"`, its folders named absolutely."""
-    text = (ROOT / "course.toml").read_text()
-    for key, folder in (("reference", "solutions"), ("assignments", "assignments"), ("suites", "tests/grading")):
-        text = text.replace(f'{key} = "{folder}"', f'{key} = "{ROOT / folder}"', 1)
-    path = tmp_path_factory.mktemp("course") / "course.toml"
-    path.write_text(text + '\n[policy]\nflagged = "hold"\n')
-    assert config.load(path).flagged == "hold"
-    return path
-
-
-def test_a_kernel_reached_through_attrgetter_is_flagged_and_held_for_review(tmp_path, holding_course):
-    """Issue 51: the flag is found, and where the course holds flags LayerNorm's points are held at 0 for
+def test_a_kernel_reached_through_attrgetter_is_flagged_and_held_for_review(tmp_path):
+    """Issue 51: the flag is found, and under the default policy (the kit's course.toml says it, and so
+    does the grader without a `[policy]` table: `flagged = "hold"`) LayerNorm's points are held at 0 for
     review (`held`: what its checks earned, for an override to release); nothing else loses a point."""
+    assert COURSE.flagged == "hold" and config.Course.flagged == "hold"
     tree = mutant(tmp_path, ATTRGETTER)
-    report = grade_json(tree, "assignment1", course=holding_course)
+    report = grade_json(tree, "assignment1")
     got, full = scores(report), full_marks(report)
     layer_norm = next(c for c in report["components"] if c["name"] == "LayerNorm")
     assert got["LayerNorm"] == 0 and layer_norm["held"] == full["LayerNorm"], layer_norm
+    assert layer_norm["status"] == "held for review"
     assert ("operator.attrgetter", f"{LN}:{_line(tree, LN, 'attrgetter')}") in {
         (f["what"], f["where"]) for f in layer_norm["flagged"]}
     assert {n: s for n, s in got.items() if n != "LayerNorm" and s != full[n]} == {}
+
+
+# LayerNorm's forward by torch's own layer norm, reached through each tool of dynamic reach (issue 51, item 3):
+# the channel -> (the forward's body, the flag it must raise). Each computes the right answer (the test runs
+# it, but the fork's), so that under "count" the attack would earn every point its checks give it
+_ARGS = "(x, (x.size(-1),), self.gamma, self.beta, self.eps)"
+REACH = {
+    "sys.modules": ("        import sys\n"
+                    "        F = sys.modules['torch.nn.' + 'functional']\n"
+                    f"        return F.layer_norm{_ARGS}\n", "sys.modules"),
+    "torch._C": ("        fn = getattr(torch._C._VariableFunctions, 'native_layer' + '_norm')\n"
+                 "        return fn(x, [x.size(-1)], self.gamma, self.beta, self.eps)[0]\n", "torch._C"),
+    "torch.ops": ("        kernel = torch.ops.aten.native_layer_norm\n"
+                  "        return kernel(x, [x.size(-1)], self.gamma, self.beta, self.eps)[0]\n", "torch.ops"),
+    "torch.library": ("        import torch.library\n"
+                      "        registry = torch.library.Library('aten', 'FRAGMENT')  # the operator registry\n"
+                      "        kernel = getattr(torch.ops, registry.ns).native_layer_norm\n"
+                      "        return kernel(x, [x.size(-1)], self.gamma, self.beta, self.eps)[0]\n", "torch.library"),
+    "operator.attrgetter": ("        import operator\n"
+                            "        kernel = operator.attrgetter('ops.aten.' + 'native_layer_norm')(torch)\n"
+                            "        return kernel(x, [x.size(-1)], self.gamma, self.beta, self.eps)[0]\n",
+                            "operator.attrgetter"),
+    "operator.methodcaller": ("        import operator\n"
+                              f"        call = operator.methodcaller('layer' + '_norm', *{_ARGS})\n"
+                              "        return call(torch.nn.functional)\n", "operator.methodcaller"),
+    "getattr": ("        fn = getattr(torch.nn.functional, 'layer' + '_norm')\n"
+                f"        return fn{_ARGS}\n", "getattr with a computed name"),
+    "gc": ("        import gc\n"
+           "        F = next(o for o in gc.get_objects() if type(o) is type(torch)\n"
+           "                 and o.__name__ == 'torch.nn.' + 'functional')\n"
+           f"        return F.layer_norm{_ARGS}\n", "gc"),
+    "ctypes": ("        import ctypes\n"
+               "        ctypes.pythonapi.PyImport_ImportModule.restype = ctypes.py_object\n"
+               "        F = ctypes.pythonapi.PyImport_ImportModule(b'torch.nn.functional')\n"
+               f"        return F.layer_norm{_ARGS}\n", "ctypes"),
+    "importlib": ("        import importlib\n"
+                  "        F = importlib.import_module('torch.nn.' + 'functional')\n"
+                  f"        return F.layer_norm{_ARGS}\n", "importlib"),
+    "frames": ("        import sys\n"
+               "        F = sys._getframe().f_globals['torch'].nn.functional\n"
+               f"        return F.layer_norm{_ARGS}\n", "sys._getframe"),
+    "os.fork": ("        import os, pickle\n"
+                "        r, w = os.pipe()\n"
+                "        if os.fork() == 0:  # the recorder sees nothing in the child\n"
+                "            norm = torch.nn.functional.__dict__['layer' + '_norm']\n"
+                f"            os.write(w, pickle.dumps(norm{_ARGS}.detach()))\n"
+                "            os._exit(0)\n"
+                "        os.close(w)\n"
+                "        with os.fdopen(r, 'rb') as f:\n"
+                "            return pickle.loads(f.read())\n", "os.fork"),
+}
+
+
+def _forward_of(tree: Path):
+    """LayerNorm of `tree`'s layer_norm.py, imported under a name of its own (its file imports torch only)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_reach_{abs(hash(tree))}", tree / LN)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.LayerNorm
+
+
+@pytest.mark.parametrize("channel", sorted(REACH))
+def test_each_tool_of_dynamic_reach_gains_nothing_under_the_default_hold(tmp_path, channel):
+    """Issue 51, item 3 (a flag is a score): each attack computes the right LayerNorm through a kernel or
+    a module reached dynamically, where the worker's record may never see it (the submission can switch
+    the recorder off). Scored as if it passed every check (its best case), under the course's default
+    policy LayerNorm's points are held at 0 for review and the flag names the line; under "count" the
+    same attack would keep all 10. Judged from the source alone (no grading: the end-to-end case is
+    the attrgetter test above)."""
+    import torch
+
+    from grader.judging import scoring
+    from grader.results import ComponentStatus
+    from tests.kit.strategies import all_passed
+
+    body, flag = REACH[channel]
+    tree = mutant(tmp_path, {LN: [(LN_BODY, body)]})
+    if channel != "os.fork":  # live: the attack is the right answer (the fork is not run inside pytest)
+        x, norm = torch.randn(2, 3, 8), _forward_of(tree)(8)
+        want = torch.nn.functional.layer_norm(x, (8,), norm.gamma, norm.beta, norm.eps)
+        torch.testing.assert_close(norm(x), want)
+    a1 = COURSE.assignment("assignment1")
+    verdict = _judge(tree, "assignment1")
+    assert set(verdict) == {"LayerNorm"}, verdict
+    hits, flags = verdict["LayerNorm"]  # no name of a forbidden API: the flag alone decides
+    assert not hits and flag in {f["what"] for f in flags}, (hits, flags)
+    assert all(f["where"].startswith(f"{LN}:") for f in flags), flags
+
+    def graded(hold: bool) -> dict:
+        judged = scoring.Judged(all_passed(a1), forbidden=verdict, hold=hold)
+        return {c.name: c for c in scoring.components(a1, judged)}
+
+    held, counted = graded(COURSE.flagged == "hold"), graded(False)
+    assert held["LayerNorm"].score == 0 and all(c.score == c.max_score for n, c in held.items() if n != "LayerNorm")
+    # held for review: the points its checks earned kept for an override; "count" would give them all
+    assert held["LayerNorm"].status == ComponentStatus.HELD and held["LayerNorm"].held == 10
+    assert counted["LayerNorm"].score == 10 and counted["LayerNorm"].status == ComponentStatus.PASSED
+
+
+def test_the_attacks_said_flagged_are_those_the_scan_flags(tmp_path):
+    """tests/kit/attacks.py says which of its attacks are flagged (their points held for review under the
+    default policy: tests/kit/test_adversarial.py and test_root.py hold them to it); the scan agrees."""
+    from tests.kit.attacks import ATTACKS, FORK_BOMB, build
+
+    for name, attack in {**ATTACKS, "fork_bomb": FORK_BOMB}.items():
+        hits, flags = _judge(build(tmp_path / name, attack), "assignment1").get(attack.component, ([], []))
+        assert {f["what"] for f in flags} == set(attack.flagged) and not hits, (name, hits, flags)

@@ -49,6 +49,9 @@ SCHEMA = {
                 "score": {"type": "number", "minimum": 0}, "max_score": {"type": "number", "minimum": 0},
                 "status": {"enum": ["passed", "failed"]}, "output": {"type": "string"},
                 "visibility": {"enum": VISIBILITY},
+                # the points a flagged component's checks earned, held at 0 for review ([policy] flagged)
+                "extra_data": {"type": "object", "additionalProperties": False,
+                               "properties": {"held": {"type": "number", "minimum": 0}}},
             }}},
     },
 }

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader.sandbox import isolation
-from tests.kit.conftest import ROOT, SOLUTIONS, cli_json, cmdline, full_marks, mutant, scores
+from tests.kit.conftest import ROOT, SOLUTIONS, cli_json, cmdline, earned, full_marks, mutant, scores
 
 pytestmark = pytest.mark.skipif(bool(isolation.unavailable()),
                                 reason=f"no namespaces here: {isolation.unavailable()}")
@@ -38,8 +38,10 @@ def hostile(tmp_path: Path, attack: str, name: str = "submission") -> Path:
 
 
 def assert_full_marks(report: dict):
+    """Nothing got through (LEAK stayed False): every check passes. An attack that forks or reaches
+    ctypes is flagged, its points held at 0 for review under the default policy: what its checks earned."""
     assert report["isolation"] == "namespaces"
-    assert scores(report) == full_marks(report)
+    assert earned(report) == full_marks(report)
 
 
 def digest(path: Path) -> str:

@@ -91,9 +91,44 @@ def test_an_override_releases_what_a_component_held_for_review_earned(tmp_path):
     released = regrade.apply_overrides(report, granted["ada"])
     assert released["score"] == 40 and released["components"][0]["override"]["points"] == 10.0
     assert regrade.apply_overrides(released, {}) == report
-    rows = summary.summarise(SPEC, [("ada", {**report, "batch": {"status": "graded"}})])["flagged"]
-    assert [(r["component"], r["held"], r["where"]) for r in rows] == [
+    found = summary.summarise(SPEC, [("ada", {**report, "batch": {"status": "graded"}})])
+    assert [(r["component"], r["held"], r["where"]) for r in found["flagged"]] == [
         ("LayerNorm", True, "assignment1/layer_norm.py:7")]
+    assert found["held"] == [{"student": "ada", "component": "LayerNorm", "points": 10.0, "lines": [
+        {"what": "operator.attrgetter", "where": "assignment1/layer_norm.py:7"}]}]
+    released_summary = summary.summarise(SPEC, [("ada", {**released, "batch": {"status": "graded"}})])
+    assert released_summary["held"] == [] and not any(r["held"] for r in released_summary["flagged"])
+
+
+def test_a_held_component_is_said_held_for_review_with_its_lines_wherever_it_is_shown():
+    """Issue 51: the class summary lists every held component (past the 20 findings its other table
+    shows) with its lines, and the student's Gradescope feedback says the points are held for review
+    and which line flagged them, never "no points lost"; once released, the override says so instead."""
+    from rich.console import Console
+
+    from grader.batch import outputs, summary
+
+    def report(i: int) -> dict:
+        return {"score": 30, "max_score": 40, "components": [
+            {"name": c.name, "score": p, "max_score": c.points, "forbidden": [], "tests": [], "diagnosis": None,
+             "flagged": [{"what": "gc", "where": f"assignment1/layer_norm.py:{i}", "how": "source"}]
+             if c.name == "LayerNorm" else [], **({"held": 10.0} if c.name == "LayerNorm" else {})}
+            for c, p in zip(SPEC.components, [0, 8, 10, 6, 6], strict=True)], "batch": {"status": "graded"}}
+
+    rows = [(f"student{i:02}", report(i)) for i in range(25)]
+    console = Console(width=200, record=True, color_system=None)
+    console.print(summary.render(summary.summarise(SPEC, rows)))
+    text = console.export_text()
+    assert "Held for review" in text and all(f"student{i:02}" in text for i in range(25)), text
+    assert "held 10 pts: gc at assignment1/layer_norm.py:24" in text
+    said = outputs.gradescope(rows[0][1])["tests"][0]["output"]
+    assert outputs.gradescope(rows[0][1])["tests"][0]["extra_data"] == {"held": 10.0}
+    assert said.startswith("Held for review: its 10 points are at 0") and "- gc at assignment1/layer_norm.py:0" in said
+    assert "no points lost" not in said
+    released = regrade.apply_overrides(rows[0][1], {"LayerNorm": (None, "reviewed")})
+    said = outputs.gradescope(released)["tests"][0]["output"]
+    assert said.startswith("Override: 10 points instead of the 0 graded: reviewed") and "Held" not in said
+    assert "extra_data" not in outputs.gradescope(released)["tests"][0]
 
 
 @pytest.mark.parametrize("rows, bad", [

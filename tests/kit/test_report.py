@@ -136,3 +136,24 @@ def test_long_values_are_cut_to_a_few_lines_unless_verbose():
     assert "[19, 20]" in verbose and "[19, 20]" not in compact
     assert f"[{report.ELIDE_LINES - 1}, {report.ELIDE_LINES}]" in compact
     assert f"({20 - report.ELIDE_LINES} more lines: grade --verbose shows them)" in compact
+
+
+def test_a_held_component_says_held_for_review_and_which_lines_flagged_it():
+    """Issue 51: under the default `[policy] flagged = "hold"` a flagged component's panel says its
+    points are held at 0 for review and lists the lines, never "no points lost"; under "count" it does."""
+    course = config.load(ROOT / "course.toml")
+    assignment = course.assignment("assignment1")
+    flag = {"what": "operator.attrgetter", "where": "assignment1/layer_norm.py:7", "how": "source"}
+
+    def shown(hold: bool) -> str:
+        judged = scoring.Judged(all_checks(Outcome("passed")), forbidden={"LayerNorm": ([], [flag])}, hold=hold)
+        out = io.StringIO()
+        report.render(scoring.score(course, assignment, Path("/sub"), judged, 1.25),
+                      Console(file=out, width=100, no_color=True, force_terminal=False))
+        return out.getvalue()
+
+    held, counted = shown(True), shown(False)
+    assert "Held for review: its 10 points are at 0 until your instructor reviews these lines:" in held
+    assert "operator.attrgetter at assignment1/layer_norm.py:7 (in the source)" in held
+    assert "held for review" in held and "30 / 40" in held and "no points lost" not in held, held
+    assert "no points lost" in counted and "40 / 40" in counted, counted

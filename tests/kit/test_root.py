@@ -14,7 +14,7 @@ import pytest
 from grader.sandbox import isolation
 from tests.kit import seccomp
 from tests.kit.attacks import ATTACKS, FORK_BOMB, build
-from tests.kit.conftest import full_marks, run_grade, scores
+from tests.kit.conftest import earned, full_marks, held, run_grade, scores
 from tests.kit.test_isolation import hostile
 
 pytestmark = [pytest.mark.needs("root"),  # what a root grader does: run as root (CI does)
@@ -54,7 +54,9 @@ def test_an_attack_on_a_root_grader_fails_in_either_isolation(tmp_path, monkeypa
     got, full = scores(report), full_marks(report)
     assert {n: s for n, s in got.items() if n != attack.component} == \
         {n: s for n, s in full.items() if n != attack.component}
-    assert (got[attack.component] == full[attack.component]) == attack.keeps, report
+    # what its checks earn: the fork (flagged) holds its points at 0 for review under the default policy
+    assert (earned(report)[attack.component] == full[attack.component]) == attack.keeps, report
+    assert (attack.component in held(report)) == bool(attack.flagged), report
 
 
 @pytest.mark.parametrize("mode", BELOW_NAMESPACES)

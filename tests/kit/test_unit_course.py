@@ -105,6 +105,8 @@ def test_a_missing_or_unreadable_course_file_is_one_line_naming_it(tmp_path):
 
 
 def test_the_policy_on_flags_is_hold_or_count_and_anything_else_is_refused_naming_it():
+    without = {k: v for k, v in DATA.items() if k != "policy"}  # the default: a flag is a score (issue 51)
+    assert "policy" in DATA and loaded(without).flagged == "hold" and s.COURSE.flagged == "hold"
     assert loaded(edited(policy__flagged="hold")).flagged == "hold"
     assert loaded(edited(policy__flagged="count")).flagged == "count"
     said = loaded(edited(policy__flagged="zero"))

@@ -74,13 +74,17 @@ def test_a_forbidden_api_seen_running_is_charged_to_the_component_whose_check_ra
 def honest_trees() -> dict[str, tuple[str, dict[str, list[tuple[str, str]]]]]:
     """Every correct variant the kit has, as (assignment, patches of solutions/): written differently,
     placed differently, accepted by the contract, data pipelines, PyTorch's own functions wrapped."""
-    from tests.kit import mutants
+    from tests.kit import mutants, test_structure
     from tests.kit.test_torch_backed import VARIANTS as TORCH_BACKED
 
     trees = {name: (next(iter(p)).partition("/")[0], p) for table in (mutants.VARIANTS, mutants.DEVICE_VARIANTS,
                                                                        mutants.DATA_PIPELINE_VARIANTS)
              for name, p in table.items()}
-    return {**trees, **mutants.ACCEPTED_VARIANTS, **TORCH_BACKED}
+    # code relying on the contract's structure (tests/kit/test_structure.py): the Annotated Transformer's
+    # clones by `__import__('copy').deepcopy` among them
+    structure = {name: ("assignment3", getattr(test_structure, name)) for name in (
+        "LAYERS_BY_HAND", "INIT_BY_WALKING_MODULES", "READS_ATTRIBUTES_OF_ITS_PARTS", "CLONES_LAYERS")}
+    return {**trees, **mutants.ACCEPTED_VARIANTS, **TORCH_BACKED, **structure}
 
 
 def test_honest_code_is_never_flagged(tmp_path):

@@ -126,7 +126,9 @@ def test_a_flag_holds_its_components_points_at_zero_for_review_where_the_course_
 
     held, counted = judged(True), judged(False)
     assert held[comp.name].score == 0 and held[comp.name].held == clean[comp.name].score
-    assert held[comp.name].status == "failed" and held[comp.name].provisional == 0
+    assert held[comp.name].status == "held for review" and held[comp.name].provisional == 0
+    assert by_name(score(s.COURSE, assignment, Path("submission"),  # the default: a flag is a score
+                         Judged(outcomes, forbidden={comp.name: ([], [flag])}), 1.0))[comp.name].score == 0
     assert counted[comp.name].score == clean[comp.name].score and counted[comp.name].held is None
     assert [t.outcome for t in held[comp.name].checks] == [t.outcome for t in clean[comp.name].checks]
     assert all(held[n].score == clean[n].score and held[n].held is None for n in held if n != comp.name)
