@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.course import Assignment, Course
+from grader.findings import Attributed, Attribution
 from grader.judging.attribution import Blame
 from grader.results import (
     NOT_COUNTED,
@@ -102,7 +103,8 @@ def notes(course: Course, judged: Judged, faults: Iterable[Fault] = (), refused:
 
 
 def _attribute(result: CheckResult, blame: Blame, waiting: dict[str, tuple[str, ...]]) -> None:
-    names = " and ".join(blame.parts)
+    """What the check's failing parts mean for it (grader.findings.Attributed), as data: grader.render.words
+    words it."""
     own, on_reference = result.outcome, blame.on_reference
     if on_reference is None:
         # no reference to swap in (a student's copy): a failure that may come from the failing parts is
@@ -110,24 +112,15 @@ def _attribute(result: CheckResult, blame: Blame, waiting: dict[str, tuple[str, 
         # judged once they pass. A part that itself only waits passes the wait on to its own parts.
         if own.status != Status.PASSED and own.reason != Reason.NOT_ATTEMPTED:
             result.waiting_on = tuple(dict.fromkeys(q for p in blame.parts for q in waiting.get(p, (p,))))
-            roots = " and ".join(result.waiting_on)
-            result.note = (f"waiting: your {roots} fail{'s' * (len(result.waiting_on) == 1)} "
-                           f"{'its' if len(result.waiting_on) == 1 else 'their'} own checks, and this check runs "
-                           f"through {'it' if len(result.waiting_on) == 1 else 'them'}: its points count for now, "
-                           f"and once {'it passes' if len(result.waiting_on) == 1 else 'they pass'} it is graded "
-                           "again here (still failing, it then loses them)")
+            result.attribution = Attribution(Attributed.WAITING, result.waiting_on)
         else:
-            result.note = (f"your {names} also fail{'s' * (len(blame.parts) == 1)} their own checks: fix {names} "
-                           "first, then look here")
+            result.attribution = Attribution(Attributed.PARTS_FIRST, blame.parts)
     elif on_reference.status == Status.PASSED:
         if own.status != Status.PASSED:
             result.excused_by = blame.parts
-            result.note = (f"not counted here: with the reference's {names} in place of yours this check passes, "
-                           f"so the difference comes from your {names} (charged there)")
+            result.attribution = Attribution(Attributed.EXCUSED, blame.parts)
     elif own.status == Status.PASSED:
         result.outcome = on_reference
-        result.note = (f"passes with your {names} only because their bug hides one of this component's own: with "
-                       f"the reference's {names} it fails as shown")
+        result.attribution = Attribution(Attributed.HIDDEN, blame.parts)
     else:
-        result.note = (f"counted: this check fails with the reference's {names} too, so this component has a bug "
-                       "of its own")
+        result.attribution = Attribution(Attributed.OWN, blame.parts)

@@ -13,7 +13,7 @@ list of them.
 
 import torch
 
-from grader.render.words import inert
+from grader.render.trim import inert
 from grader.sandbox.host import StudentError
 from grader.suite.checks import Mismatch
 
