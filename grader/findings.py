@@ -46,3 +46,11 @@ class Attribution:
         if not isinstance(data, dict) or data.get("kind") not in set(Attributed):
             return None
         return cls(Attributed(data["kind"]), tuple(str(p) for p in data.get("parts", ())))
+
+
+class Evasion(StrEnum):
+    """A tool of evasion that grader.judging.forbidden flags where it names no API (the others are flagged
+    by their names: "vars()", "__dict__"); the value is what the report and the JSON's "what" say."""
+
+    FRAMES = "frame inspection"
+    COMPUTED_GETATTR = "getattr with a computed name"

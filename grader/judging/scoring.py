@@ -7,6 +7,7 @@ from pathlib import Path
 from grader.course import Assignment, Course
 from grader.findings import Attributed, Attribution
 from grader.judging.attribution import Blame
+from grader.render import words
 from grader.results import (
     NOT_COUNTED,
     CheckResult,
@@ -20,7 +21,7 @@ from grader.results import (
     Status,
 )
 
-MISSING = Outcome(Status.ERROR, Reason.MISSING, "this check did not run (not found in the grading suite)")
+MISSING = Outcome(Status.ERROR, Reason.MISSING, words.NOT_IN_SUITE)
 
 
 @dataclass(frozen=True)
@@ -91,15 +92,11 @@ def components(assignment: Assignment, judged: Judged) -> list[ComponentResult]:
 
 
 def notes(course: Course, judged: Judged, faults: Iterable[Fault] = (), refused: Iterable[str] = ()) -> list[str]:
-    """The report's notes on what was graded: the hidden tier left out, restarts of the submission's
-    process (`faults`), files not staged (`refused`)."""
-    said = []
+    """The report's notes on what was graded (grader.render.words.graded words them): the hidden tier left
+    out, restarts of the submission's process (`faults`), files not staged (`refused`)."""
     # a student's copy: hidden checks listed but not here, or (a release) not even listed
-    if any(o is not None and o.reason == Reason.UNAVAILABLE for o in judged.unavailable.values()) or student(course):
-        said.append("Public checks only: the hidden checks are run by your instructor.")
-    said += [f"The submission's process was restarted: {f.detail}" for f in list(faults)[:5]]
-    said += [f"Not graded, not a regular file under 1 MiB: {r}" for r in refused]
-    return said
+    public = any(o is not None and o.reason == Reason.UNAVAILABLE for o in judged.unavailable.values())
+    return words.graded(public or student(course), list(faults)[:5], list(refused))
 
 
 def _attribute(result: CheckResult, blame: Blame, waiting: dict[str, tuple[str, ...]]) -> None:

@@ -10,6 +10,17 @@ from grader.findings import Attributed, Attribution, Found
 from grader.judging.reveal import Reveal
 from grader.suite.pattern import Kind, fits
 
+# a check that did not run: not in the suite (grader.judging.scoring), not again on the reference's parts (attribution)
+NOT_IN_SUITE = "this check did not run (not found in the grading suite)"
+NOT_RUN_AGAIN = "this check did not run again on the reference's parts"
+
+
+def graded(public_only: bool, faults: list, refused: list[str]) -> list[str]:
+    """The report's notes on what was graded (grader.judging.scoring.notes): faults are grader.results.Fault."""
+    said = ["Public checks only: the hidden checks are run by your instructor."] if public_only else []
+    said += [f"The submission's process was restarted: {f.detail}" for f in faults]
+    return said + [f"Not graded, not a regular file under 1 MiB: {r}" for r in refused]
+
 
 def kind(found: dict) -> Found:
     """A diagnosis's kind (grader.findings.Found); one without (a report written before the kinds) is the table's."""
@@ -41,8 +52,7 @@ def fix(found: dict) -> str:
 
 
 def message(found: dict) -> str:
-    """The diagnosis in one sentence, as the JSON's "message" at "fix": the bug, the checks it explains
-    (a bug of the table: how many; the others: the one it was seen in), the fix."""
+    """The diagnosis in one sentence, the JSON's "message" at "fix": the bug, the checks it explains, the fix."""
     said, to = what(found), fix(found)
     if kind(found) == Found.TABLE:
         n = len(found.get("explains") or ()) or 1
@@ -54,8 +64,7 @@ def message(found: dict) -> str:
 
 
 def worded(found: dict | None) -> dict | None:
-    """A diagnosis (grader.judging.diagnosis's data) with its words, as the JSON carries it: "what",
-    "fix" and "message" beside the data they are made from."""
+    """A diagnosis (grader.judging.diagnosis's data) with its words beside, as the JSON carries it."""
     if not found:
         return found
     return {**found, "kind": str(kind(found)), "what": what(found), "fix": fix(found), "message": message(found)}
@@ -101,8 +110,7 @@ def shown(found: dict | None, reveal: Reveal | str = Reveal.FIX) -> dict | None:
 
 
 def note(found: Attribution | None) -> str:
-    """What grading learned of a composite's check from its failing parts (grader.judging.scoring's
-    Attribution), the "parts" row of its panel and the JSON's "note"; "" for none."""
+    """A composite's check's Attribution (grader.judging.scoring) in words: its panel's "parts", the JSON's "note"."""
     if found is None:
         return ""
     names, one = " and ".join(found.parts), len(found.parts) == 1
