@@ -109,6 +109,13 @@ def most_telling(component: ComponentResult, table: dict[str, dict]) -> CheckRes
     """The failure to show in full for `component`; `table`: grader.judging.diagnosis.load's bug table. Its
     diagnosis is completed first (`completed`): grading asks this once per component, after diagnosing."""
     component.diagnosis = completed(component.diagnosis, table)
+    return best(component, table)
+
+
+def best(component: ComponentResult, table: dict[str, dict]) -> CheckResult | None:
+    """The failure to show in full for `component`, as it stands: the one ranking (`rank`), which the
+    renderers ask too where grading chose none (a report scored alone, or its JSON without "telling":
+    `table` is then {})."""
     failed = shown(component)
     if not failed:
         return None

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.findings import Found
-from grader.judging import warned
+from grader.judging import telling, warned
 from grader.render import layout, trim, words
 from grader.results import (
     NOT_COUNTED,
@@ -76,16 +76,6 @@ def _details(t: CheckResult, verbose: bool = True, hint: bool = True, tight: boo
     return rows
 
 
-def _telling(checks: list[CheckResult]) -> CheckResult:
-    """The failed check that shows the bug best: a wrong value over an exception or a timeout, a
-    public check over a hidden one, then the smallest example."""
-    def rank(t: CheckResult):
-        o = t.outcome
-        return (o.reason != Reason.MISMATCH, t.tier == "hidden", bool(o.details.get("basis")),
-                len(str(o.details.get("example", ""))) or 1 << 20)
-    return min(checks, key=rank)
-
-
 def _excused(checks: list[CheckResult]) -> Panel:
     """Failures that come from the parts: one line each, not the red panels of a real failure."""
     parts = sorted({p for t in checks for p in t.excused_by})
@@ -141,9 +131,9 @@ def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, rev
     failed = [t for t in c.checks if t.outcome.status != Status.PASSED and t.outcome.reason not in NOT_COUNTED
               and not t.excused_by and not t.waiting_on]
     # one screen: the check that shows the bug best in full, the others by name (--verbose: all in full);
-    # grading chose it from the bug table (grader.judging.telling), and the rank here is for reports without it
-    best = next((t for t in failed if t.id == c.telling), None)
-    shown = failed if verbose or not failed else [best or _telling(failed)]
+    # grading chose it from the bug table (grader.judging.telling); a report without it is ranked there too
+    best = next((t for t in failed if t.id == c.telling), None) or telling.best(c, {})
+    shown = failed if verbose or not best else [best]
     for t in shown:
         tier = " (hidden)" if t.tier == "hidden" else ""
         # a diagnosis says the cause: the check's list of likely ones is for --verbose
