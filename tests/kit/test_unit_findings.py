@@ -106,3 +106,30 @@ def test_the_parse_back_patterns_see_the_old_readings():
            'if ":" not in bug:', 'name = diagnosis["message"].split(" on ")[0]']
     assert all(any(p.search(line) for p in PARSE_BACK) for line in old)
     assert not any(p.search('if words.kind(found) == Found.LOOKS_LIKE:') for p in PARSE_BACK)
+
+
+def test_the_json_carries_the_findings_as_data_and_a_rebuilt_report_words_them_alike():
+    from grader.findings import Attributed, Attribution
+    from grader.render import words
+    from grader.report_json import from_json
+    from grader.results import CheckResult, ComponentResult, Outcome, Report, to_json
+
+    excused = CheckResult("c_matches", "public", 1.0, Outcome("failed", "mismatch", "differs"), ("P", "Q"),
+                          Attribution(Attributed.EXCUSED, ("P", "Q")))
+    own = CheckResult("c_own", "public", 1.0, Outcome("failed", "mismatch", "differs"),
+                      attribution=Attribution(Attributed.OWN, ("P",)))
+    placed = {"kind": "placement", "bug": "placement:c_own", "check": "c_own", "component": "C",
+              "where": "a/c.py:3", "function": "C.forward", "line": "torch.zeros(3)"}
+    report = Report("a", "A", Path("s"), [ComponentResult("C", "a/c.py", 0.0, 1.0, [excused, own], ("P", "Q"),
+                                                         diagnosis=placed, telling="c_own")], 1.0)
+    data = to_json(report)
+    tests = data["components"][0]["tests"]
+    assert [t["attribution"] for t in tests] == [{"kind": "excused", "parts": ["P", "Q"]},
+                                                 {"kind": "own", "parts": ["P"]}]
+    assert tests[1]["note"] == words.note(own.attribution) and "bug of its own" in tests[1]["note"]
+    said = data["components"][0]["diagnosis"]
+    assert said["kind"] == "placement" and said["message"] == words.message(placed)
+    assert said["message"].startswith("C makes a tensor on the CPU at a/c.py:3 (C.forward: torch.zeros(3))")
+    again = from_json(data, depends={"C": ("P", "Q")})
+    assert [t.attribution for t in again.components[0].checks] == [excused.attribution, own.attribution]
+    assert to_json(again) == data
