@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from grader.findings import Attribution
 from grader.results import CheckResult, ComponentResult, Outcome, Report
 from grader.reveal import Reveal
 
 # the fields of a check's JSON entry that are not its outcome's details (_document puts them together)
 _CHECK_FIELDS = frozenset({"id", "status", "hidden", "tier", "reason", "message", "duration_seconds", "excused_by",
-                           "waiting_on", "note", "output"})
+                           "waiting_on", "note", "attribution", "output"})
 
 
 def from_json(data: dict, *, weights: dict[str, float] | None = None,
@@ -28,7 +29,8 @@ def from_json(data: dict, *, weights: dict[str, float] | None = None,
                               Outcome(t.get("status", ""), t.get("reason", ""), t.get("message", ""),
                                       {k: v for k, v in t.items() if k not in _CHECK_FIELDS}, t.get("output", ""),
                                       float(t.get("duration_seconds", 0.0))),
-                              tuple(t.get("excused_by", ())), t.get("note", ""), tuple(t.get("waiting_on", ())))
+                              tuple(t.get("excused_by", ())), Attribution.from_json(t.get("attribution")),
+                              tuple(t.get("waiting_on", ())))
                   for t in c.get("tests", [])]
         components.append(ComponentResult(c["name"], c["file"], float(c["score"]), float(c["max_score"]), checks,
                                           tuple(depends.get(c["name"], c.get("waiting_on", ()))),

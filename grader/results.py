@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from grader.findings import Attribution
 from grader.reveal import Reveal
 
 
@@ -100,7 +101,7 @@ class CheckResult:
     weight: float
     outcome: Outcome
     excused_by: tuple[str, ...] = ()  # failing parts whose reference versions make this check pass
-    note: str = ""  # what the grader learned about the check's failing parts
+    attribution: Attribution | None = None  # what the grader learned about the check's failing parts
     # without the reference (a student's copy): failing parts this failure may come from; it is not
     # charged until they pass their own checks (grader.judging.scoring)
     waiting_on: tuple[str, ...] = ()
@@ -125,7 +126,7 @@ class ComponentResult:
     # the points its checks earned, held at 0 for the instructor's review because it is flagged (the course's
     # `[policy] flagged = "hold"`); an override releases them (grader.batch.regrade). None: not held
     held: float | None = None
-    # the classic bug that explains every failing public check ({"bug", "message"}; grader.judging.diagnosis)
+    # what names the bug ({"kind": a Found, "bug", ...}: data, worded by grader.render.words; grader.judging.diagnosis)
     diagnosis: dict | None = None
     # the check whose failure says most about the bug (grader.judging.telling); None: as the renderer ranks them
     telling: str | None = None
@@ -219,7 +220,7 @@ class Report:
 
 # What one value of the JSON report may hold. Much of it is the submission's own text (its messages,
 # names, frames, printing; issue 43's channel table): each string is cut to MAX_STRING characters with its
-# control characters escaped (grader.render.words.inert), each list to MAX_ITEMS entries (an example's data
+# control characters escaped (grader.trim.inert), each list to MAX_ITEMS entries (an example's data
 # is MAX_NUMEL = 1024 numbers at most: grader.suite.example), nesting to MAX_DEPTH. Non-finite numbers
 # are the strings "nan", "inf", "-inf" (as in the examples' data): NaN and Infinity are not JSON, and
 # strict parsers (a browser's JSON.parse, Gradescope's) refuse the whole report. The submission's printing
@@ -228,7 +229,7 @@ MAX_STRING, MAX_ITEMS, MAX_DEPTH = 4_000, 1_024, 16
 
 
 def _bounded(value, depth: int = 0, key: str = ""):
-    from grader.render.words import inert
+    from grader.trim import inert
 
     if isinstance(value, str):
         return inert(value, None if key == "output" else MAX_STRING)
@@ -256,10 +257,10 @@ def to_json(report: Report) -> dict:
 
 
 def _document(report: Report) -> dict:
-    from grader.render.words import shown
+    from grader.render.words import note, shown, worded
 
     def diagnosis(c: ComponentResult) -> dict | None:
-        return shown(c.diagnosis, report.reveal) if report.student else c.diagnosis
+        return shown(c.diagnosis, report.reveal) if report.student else worded(c.diagnosis)
 
     return {
         "assignment": report.assignment,
@@ -280,7 +281,8 @@ def _document(report: Report) -> dict:
                         "duration_seconds": round(t.outcome.duration, 3), **t.outcome.details,
                         **({"excused_by": list(t.excused_by)} if t.excused_by else {}),
                         **({"waiting_on": list(t.waiting_on)} if t.waiting_on else {}),
-                        **({"note": t.note} if t.note else {}),
+                        **({"note": note(t.attribution), "attribution": t.attribution.to_json()}
+                           if t.attribution else {}),
                         **({"output": t.outcome.output} if t.outcome.output else {})}
                        for t in c.checks],
              "forbidden": c.forbidden, "flagged": c.flagged, **({"held": c.held} if c.held is not None else {}),

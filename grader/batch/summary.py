@@ -14,12 +14,14 @@ from rich.text import Text
 from grader.batch.outputs import RowStatus
 from grader.batch.safe import inert
 from grader.course import Assignment
-from grader.render import review
+from grader.findings import Found
+from grader.render import review, words
 from grader.results import Reason, Status
 
 BINS = 10
 BAR = 30  # characters of the longest histogram bar
 GROUPS = 10  # groups of similar submissions in summary.txt (summary.json and class.html have them all)
+FORENSIC = (Found.LOOKS_LIKE, Found.NAMES)  # diagnoses that describe values or names: no bug of the table
 GAP = 25.0  # percentage points between the full grade and the public tier's that get a submission listed
 
 
@@ -68,9 +70,8 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
     bugs: Counter[tuple[str, str, str]] = Counter()
     for _, r in rows:
         for c in r["components"]:
-            # a "looks like" (grader.suite.forensics) describes values, it names no classic bug of the table
-            if c.get("diagnosis") and not str(c["diagnosis"].get("bug", "")).startswith("looks_like:"):
-                # the diagnosis's data ("what": the bug alone), never its sentence parsed back
+            # a "looks like" (its kind, data) describes values or names: it names no classic bug of the table
+            if isinstance(c.get("diagnosis"), dict) and words.kind(c["diagnosis"]) not in FORENSIC:
                 what = str(c["diagnosis"].get("what") or c["diagnosis"]["bug"])
                 bugs[(c["name"], c["diagnosis"]["bug"], what)] += 1
     diagnoses = [{"component": comp, "bug": bug, "what": what, "students": n}

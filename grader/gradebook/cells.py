@@ -28,7 +28,7 @@ import sys
 import tempfile
 import warnings
 
-from grader.results import NOT_COUNTED, ComponentStatus, Reason, Status, Timing
+from grader.results import NOT_COUNTED, ComponentStatus, Status, Timing
 
 # the instructor's course.toml, set by the course directory's nbgrader_config.py (grader.gradebook.config)
 COURSE_VARIABLE = "GRADE_NBGRADER_COURSE"
@@ -217,7 +217,7 @@ def describe(entry: dict, *, assignment: str = "assignmentN") -> list[str]:
         # one in full, as `grade` shows it without --verbose; a diagnosis says the cause, so no hint
         # the check grading chose with the bug table (the JSON's `telling`, grader.judging.telling), as `grade` shows
         chosen = next((t for t in failed if t.get("id") == entry.get("telling")), None)
-        lines += _details(chosen or _telling(failed), hint=not diagnosed)
+        lines += _details(chosen or _telling(entry, failed), hint=not diagnosed)
         if len(failed) > 1:
             lines.append(f"  (`grade {assignment} --verbose` in this folder shows every failed check in full)")
     hidden = [t for t in tests if t.get("hidden") and t.get("reason") not in NOT_COUNTED]
@@ -232,10 +232,15 @@ def describe(entry: dict, *, assignment: str = "assignmentN") -> list[str]:
     return lines
 
 
-def _telling(failed: list[dict]) -> dict:
-    """The failed check that shows the bug best (grader.render.report): a wrong value over an
-    exception or a timeout, then the smallest example."""
-    return min(failed, key=lambda t: (t.get("reason") != Reason.MISMATCH, len(str(t.get("example") or "")) or 1 << 20))
+def _telling(entry: dict, failed: list[dict]) -> dict:
+    """The failed check to show in full where the JSON names none (a report written before "telling"):
+    ranked as grading ranks them (grader.judging.telling.best), without the bug table."""
+    from grader.judging.telling import best
+    from grader.report_json import from_json
+
+    component = from_json({"components": [{**entry, "tests": failed}]}).components[0]
+    chosen = best(component, {})
+    return next((t for t in failed if chosen is not None and t.get("id") == chosen.id), failed[0])
 
 
 def _details(t: dict, *, hint: bool) -> list[str]:

@@ -15,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from grader.course import Assignment, Component, Course
+from grader.render import words
 from grader.results import NOT_COUNTED, Outcome, Reason, Status
 
-MISSING = Outcome(Status.ERROR, Reason.MISSING, "this check did not run again on the reference's parts")
+MISSING = Outcome(Status.ERROR, Reason.MISSING, words.NOT_RUN_AGAIN)
 
 # (check id -> parts to swap in, quick=, one_failure=) -> outcomes (grader.grading.suites.run_checks)
 Run = Callable[..., dict[str, Outcome]]

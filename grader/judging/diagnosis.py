@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from grader.course import Assignment, Course
+from grader.findings import Found
 from grader.results import Drawn, Outcome, Reason, Status
 from grader.reveal import Reveal
 
@@ -103,7 +104,8 @@ def student_text(table: dict[str, dict], reveal: Reveal) -> str:
 def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
              excused: frozenset[str] = frozenset(), table: dict[str, dict] | None = None,
              upstream: frozenset[str] | None = None) -> dict[str, dict]:
-    """component -> {"bug": id, "message": the sentence for the student}, where one bug explains all.
+    """component -> what names its bug (data: {"kind": a grader.findings.Found, "bug": id, ...}, worded by
+    grader.render.words), where one bug explains all.
 
     `excused`: the failed checks that pass with the reference's parts swapped in. A component with
     one of them fails (at least partly) because of a part, and a part's bug can make it say exactly
@@ -123,14 +125,11 @@ def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
         matches = [name for name, bug in table.items() if bug["component"] == comp.name and bug["failing"] == failing]
         if len(matches) == 1:
             bug = table[matches[0]]
-            n = len(failing)
             # "what" (the bug alone) and "fix" are the table's own fields, for a report that names the bug
             # without the code to write (course.toml [feedback] reveal = "bug"); a student form of the table
             # holds only what its level shows (`student_form`): none of them at "check"
-            what, fix = bug.get("message", ""), bug.get("fix", "")
-            said = f"matches {what} on all {n} failing public check{'s' * (n > 1)}" if what else ""
-            found[comp.name] = {"bug": matches[0], "message": f"{said}: {fix}." if fix else f"{said}." * bool(said),
-                                "what": what, "fix": fix}
+            found[comp.name] = {"kind": Found.TABLE, "bug": matches[0], "what": bug.get("message", ""),
+                                "fix": bug.get("fix", ""), "explains": sorted(failing)}
         elif not matches and _own(spec, comp, results, upstream):
             seen = forensic(spec, comp.name, results)
             if seen:
@@ -168,14 +167,14 @@ def forensic(spec: Assignment, component: str, results: dict[str, Outcome]) -> d
             continue
         # what was compared, as the check named it (the Mismatch's `subject`); a check that names none
         # is said by its whole message
-        what = _text(o.details.get("subject")) or o.message
-        said = f"{what} looks like {_text(o.details['looks_like'])}"
-        return {"bug": f"looks_like:{chk.id}", "message": f"{said} (in {chk.id}).", "what": said, "fix": ""}
+        return {"kind": Found.LOOKS_LIKE, "bug": f"looks_like:{chk.id}", "check": chk.id,
+                "subject": _text(o.details.get("subject")) or o.message, "looks_like": _text(o.details["looks_like"])}
     for chk in comp.checks:
         o = results.get(chk.id)
-        said = _names(component, o) if chk.tier == "public" and o is not None and o.status != Status.PASSED else ""
-        if said:
-            return {"bug": f"looks_like:{chk.id}", "message": f"{said} (in {chk.id}).", "what": said, "fix": ""}
+        seen = _names(o) if chk.tier == "public" and o is not None and o.status != Status.PASSED else None
+        if seen:
+            return {"kind": Found.NAMES, "bug": f"looks_like:{chk.id}", "check": chk.id, "component": component,
+                    **seen}
     return placement(spec, comp, results)
 
 
@@ -195,13 +194,10 @@ def placement(spec: Assignment, comp, results: dict[str, Outcome]) -> dict | Non
     if not mine:
         return None  # made in another file: a part's line, said there
     f = next((f for f in mine if f.function == comp.name or f.function.startswith(f"{comp.name}.")), mine[0])
-    at = f"{f.file}:{f.line}"
     check = next(c.id for c in comp.checks if c.tier == "public" and c.id in results
                  and results[c.id].status != Status.PASSED)
-    what = (f"{comp.name} makes a tensor on the CPU at {at} ({f.function}: {f.code}) where its inputs' device "
-            f"is expected")
-    return {"bug": f"placement:{check}", "message": f"{what}: make it on the input's device (in {check}).",
-            "what": what, "fix": "make it on the input's device", "where": at, "line": f.code}
+    return {"kind": Found.PLACEMENT, "bug": f"placement:{check}", "check": check, "component": comp.name,
+            "where": f"{f.file}:{f.line}", "function": f.function, "line": f.code}
 
 
 # What the diagnosis reads of a check's details. They are the grader's checks' own records, but of what
@@ -247,21 +243,20 @@ def _listed(value: object) -> list[str] | None:
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")  # in a parameter's name: the index of a stacked layer
 
 
-def _names(component: str, outcome: Outcome) -> str:
-    """What a check of the module's parameter names (its details' `parameters`) says of the parameters
+def _names(outcome: Outcome) -> dict | None:
+    """What a check of the module's parameter names (its details' `parameters`) shows of the parameters
     that are missing, where none is unexpected or of the wrong shape: only the first of its stacked
-    layers has any (one module repeated), or only biases (a layer without one)."""
+    layers has any (one module repeated: {"names": "layers"}), or only biases (layers without one:
+    {"names": "unbiased", "modules": [...]})."""
     found = outcome.details.get("parameters")
     if not isinstance(found, dict):
-        return ""
+        return None
     missing, unexpected, reshaped = (_listed(found.get(k)) for k in ("missing", "unexpected", "wrong_shape"))
     if not missing or unexpected != [] or reshaped != []:
-        return ""
+        return None
     layers = {m.group(1) for n in missing for m in [_LAYER.search(n)] if m}
     if all(_LAYER.search(n) for n in missing) and "0" not in layers:
-        return (f"{component}'s layers look like one module repeated ([layer] * n): only layers.0 has "
-                f"parameters; build each layer with its own call")
+        return {"names": "layers"}
     if all(n.endswith(".bias") for n in missing):
-        where = ", ".join(n.removesuffix(".bias") for n in missing)
-        return f"{component} looks like {where} built with bias=False: the docstring asks for a bias"
-    return ""
+        return {"names": "unbiased", "modules": [n.removesuffix(".bias") for n in missing]}
+    return None

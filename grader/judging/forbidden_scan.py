@@ -5,6 +5,8 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.findings import Evasion
+
 _EVAL = {"eval", "exec", "compile", "__import__"}
 _SUSPECT_MODULES = ("importlib", "builtins", "grader", "torch.ops", "torch._C", "torch.overrides",
                     "torch.utils._python_dispatch", "sys.modules", "sys._getframe", "sys._current_frames",
@@ -16,14 +18,14 @@ _SUSPECT_MODULES = ("importlib", "builtins", "grader", "torch.ops", "torch._C", 
 # introspection by name or attribute: what it reaches is not in the source (flag -> what the report says)
 _INTROSPECTION = {"vars": "vars()", "globals": "globals()", "locals": "locals()", "__builtins__": "__builtins__"}
 _FRAMES = {"__dict__": "__dict__", "__globals__": "__globals__", "__builtins__": "__builtins__",
-           "__subclasses__": "__subclasses__", "f_back": "frame inspection", "f_globals": "frame inspection",
-           "f_locals": "frame inspection", "f_builtins": "frame inspection", "tb_frame": "frame inspection",
-           "gi_frame": "frame inspection", "cr_frame": "frame inspection", "ag_frame": "frame inspection"}
+           "__subclasses__": "__subclasses__",
+           **dict.fromkeys(("f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "gi_frame", "cr_frame",
+                            "ag_frame"), Evasion.FRAMES)}
 
 
 @dataclass(frozen=True)
 class Finding:
-    what: str  # the course's name of the API, or what was suspicious
+    what: str  # the course's name of the API, or what was suspicious (an Evasion where not a name)
     file: str  # "assignment1/layer_norm.py"
     line: int
     scope: str  # the top-level class or function it is in ("" at module level)
@@ -158,7 +160,7 @@ class _Scan(ast.NodeVisitor):
         func = node.func
         if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) > 1 and not (
                 isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
-            self._note(self.flags, "getattr with a computed name", node)
+            self._note(self.flags, Evasion.COMPUTED_GETATTR, node)
         if _constant_member(node) is not None and (whole := self._dotted(node)) is not None:
             self._check(whole, node)  # getattr(F, "layer_norm")
         dotted = self._dotted(func) if isinstance(func, (ast.Attribute, ast.Name)) else None

@@ -5,7 +5,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.course import Assignment, Course
+from grader.findings import Attributed, Attribution
 from grader.judging.attribution import Blame
+from grader.render import words
 from grader.results import (
     NOT_COUNTED,
     CheckResult,
@@ -19,7 +21,7 @@ from grader.results import (
     Status,
 )
 
-MISSING = Outcome(Status.ERROR, Reason.MISSING, "this check did not run (not found in the grading suite)")
+MISSING = Outcome(Status.ERROR, Reason.MISSING, words.NOT_IN_SUITE)
 
 
 @dataclass(frozen=True)
@@ -90,19 +92,16 @@ def components(assignment: Assignment, judged: Judged) -> list[ComponentResult]:
 
 
 def notes(course: Course, judged: Judged, faults: Iterable[Fault] = (), refused: Iterable[str] = ()) -> list[str]:
-    """The report's notes on what was graded: the hidden tier left out, restarts of the submission's
-    process (`faults`), files not staged (`refused`)."""
-    said = []
+    """The report's notes on what was graded (grader.render.words.graded words them): the hidden tier left
+    out, restarts of the submission's process (`faults`), files not staged (`refused`)."""
     # a student's copy: hidden checks listed but not here, or (a release) not even listed
-    if any(o is not None and o.reason == Reason.UNAVAILABLE for o in judged.unavailable.values()) or student(course):
-        said.append("Public checks only: the hidden checks are run by your instructor.")
-    said += [f"The submission's process was restarted: {f.detail}" for f in list(faults)[:5]]
-    said += [f"Not graded, not a regular file under 1 MiB: {r}" for r in refused]
-    return said
+    public = any(o is not None and o.reason == Reason.UNAVAILABLE for o in judged.unavailable.values())
+    return words.graded(public or student(course), list(faults)[:5], list(refused))
 
 
 def _attribute(result: CheckResult, blame: Blame, waiting: dict[str, tuple[str, ...]]) -> None:
-    names = " and ".join(blame.parts)
+    """What the check's failing parts mean for it (grader.findings.Attributed), as data: grader.render.words
+    words it."""
     own, on_reference = result.outcome, blame.on_reference
     if on_reference is None:
         # no reference to swap in (a student's copy): a failure that may come from the failing parts is
@@ -110,24 +109,15 @@ def _attribute(result: CheckResult, blame: Blame, waiting: dict[str, tuple[str, 
         # judged once they pass. A part that itself only waits passes the wait on to its own parts.
         if own.status != Status.PASSED and own.reason != Reason.NOT_ATTEMPTED:
             result.waiting_on = tuple(dict.fromkeys(q for p in blame.parts for q in waiting.get(p, (p,))))
-            roots = " and ".join(result.waiting_on)
-            result.note = (f"waiting: your {roots} fail{'s' * (len(result.waiting_on) == 1)} "
-                           f"{'its' if len(result.waiting_on) == 1 else 'their'} own checks, and this check runs "
-                           f"through {'it' if len(result.waiting_on) == 1 else 'them'}: its points count for now, "
-                           f"and once {'it passes' if len(result.waiting_on) == 1 else 'they pass'} it is graded "
-                           "again here (still failing, it then loses them)")
+            result.attribution = Attribution(Attributed.WAITING, result.waiting_on)
         else:
-            result.note = (f"your {names} also fail{'s' * (len(blame.parts) == 1)} their own checks: fix {names} "
-                           "first, then look here")
+            result.attribution = Attribution(Attributed.PARTS_FIRST, blame.parts)
     elif on_reference.status == Status.PASSED:
         if own.status != Status.PASSED:
             result.excused_by = blame.parts
-            result.note = (f"not counted here: with the reference's {names} in place of yours this check passes, "
-                           f"so the difference comes from your {names} (charged there)")
+            result.attribution = Attribution(Attributed.EXCUSED, blame.parts)
     elif own.status == Status.PASSED:
         result.outcome = on_reference
-        result.note = (f"passes with your {names} only because their bug hides one of this component's own: with "
-                       f"the reference's {names} it fails as shown")
+        result.attribution = Attribution(Attributed.HIDDEN, blame.parts)
     else:
-        result.note = (f"counted: this check fails with the reference's {names} too, so this component has a bug "
-                       "of its own")
+        result.attribution = Attribution(Attributed.OWN, blame.parts)

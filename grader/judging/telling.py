@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from grader.findings import Found
+from grader.render import words
 from grader.render.words import hint_fits, judged
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Drawn, Reason, Status
 
@@ -83,7 +85,7 @@ def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | 
 
 
 def completed(diagnosis: dict | None, table: dict[str, dict]) -> dict | None:
-    """`diagnosis` ({"bug", "message"}, grader.judging.diagnosis) with the data a report words it from (the
+    """`diagnosis` (grader.judging.diagnosis's data) with the data a report words it from (the
     level of course.toml [feedback] picks what it says): "what" (the bug, without the code to write)
     and "fix" (the code it should be) for a bug of the table, "explains" (the public checks the
     diagnosis accounts for: all of a table bug's, the one check of a "looks like")."""
@@ -98,8 +100,8 @@ def completed(diagnosis: dict | None, table: dict[str, dict]) -> dict | None:
         if entry.get("expression"):  # a one-line bug's complete fix (grader.authoring.fixes)
             done.setdefault("expression", entry["expression"])
         done.setdefault("explains", sorted(entry.get("failing", {})))
-    elif bug.startswith("looks_like:"):
-        done.setdefault("explains", [bug.removeprefix("looks_like:")])
+    elif words.kind(diagnosis) in (Found.LOOKS_LIKE, Found.NAMES):  # seen in one check (a placement: in all)
+        done.setdefault("explains", [str(diagnosis.get("check", ""))])
     return done
 
 
@@ -107,6 +109,13 @@ def most_telling(component: ComponentResult, table: dict[str, dict]) -> CheckRes
     """The failure to show in full for `component`; `table`: grader.judging.diagnosis.load's bug table. Its
     diagnosis is completed first (`completed`): grading asks this once per component, after diagnosing."""
     component.diagnosis = completed(component.diagnosis, table)
+    return best(component, table)
+
+
+def best(component: ComponentResult, table: dict[str, dict]) -> CheckResult | None:
+    """The failure to show in full for `component`, as it stands: the one ranking (`rank`), which the
+    renderers ask too where grading chose none (a report scored alone, or its JSON without "telling":
+    `table` is then {})."""
     failed = shown(component)
     if not failed:
         return None
@@ -116,6 +125,6 @@ def most_telling(component: ComponentResult, table: dict[str, dict]) -> CheckRes
     # the same message from several checks is one failure seen through them (a load that found no such
     # parameter): a check with a failure of its own tells more; the diagnosed bug says which is on topic
     said = Counter(t.outcome.message for t in failed if t.tier != "hidden")  # (hidden ones repeat the public)
-    what = str((component.diagnosis or {}).get("what") or "")
+    what = words.what(component.diagnosis) if component.diagnosis else ""
     context = (what, component.name, frozenset() if what else frozenset(m for m, n in said.items() if n > 1))
     return min(failed, key=lambda t: rank(t, bugs, suspects, context))

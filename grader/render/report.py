@@ -6,7 +6,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from grader.judging import warned
+from grader import trim
+from grader.findings import Found
+from grader.judging import telling, warned
 from grader.render import layout, review, words
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Reason, Report, Status
 from grader.reveal import Reveal
@@ -24,7 +26,7 @@ _LABELS = {"basis": "compared with", "drawn": "inputs"}
 def plain(text: str, limit: int = 2000) -> Text:
     """Untrusted text, made inert: control characters (ANSI escapes among them) and direction overrides
     shown as \\x.. and \\u...., no markup."""
-    text = words.CONTROL.sub(words.escaped, str(text))
+    text = trim.CONTROL.sub(trim.escaped, str(text))
     if len(text) > limit:
         text = text[:limit] + f" ... ({len(text) - limit} more characters)"
     return Text(text)
@@ -42,9 +44,9 @@ def _details(t: CheckResult, verbose: bool = True, hint: bool = True, tight: boo
     # the submission's text (a message, frames, names) gets a value's share of rows; --verbose shows all
     if check:  # the check's name, where the panel's title is too narrow for it
         rows.add_row("check", Text(check, overflow="fold"))
-    rows.add_row("message", plain(o.message if verbose else words.rows(o.message, MESSAGE_ROWS)))
-    if t.note:
-        rows.add_row("parts", plain(t.note))
+    rows.add_row("message", plain(o.message if verbose else trim.rows(o.message, MESSAGE_ROWS)))
+    if t.attribution:
+        rows.add_row("parts", plain(words.note(t.attribution)))
     hint = hint and words.hint_fits(o.details)  # else the pattern says what failed, and the causes go
     for key in ("expected", "got", "basis", "looks_like", "max_abs_error", "where", "pattern", "drawn", "example",
                 "hint"):
@@ -58,23 +60,13 @@ def _details(t: CheckResult, verbose: bool = True, hint: bool = True, tight: boo
                 continue
             # a diagnosis names the bug: an exception's traceback (where) is cut to its first frames
             lines = TIGHT_LINES if tight else 3 if named and key == "where" else ELIDE_LINES
-            cut = words.example(text, lines, tight) if key == "example" else words.elided(text, lines)
+            cut = trim.example(text, lines, tight) if key == "example" else trim.elided(text, lines)
             # the course's words (hint, pattern, drawn) as they are; what the submission's text can fill, to rows
-            cut = cut if key in ("example", "hint", "pattern", "drawn") else words.rows(cut, ELIDE_LINES)
+            cut = cut if key in ("example", "hint", "pattern", "drawn") else trim.rows(cut, ELIDE_LINES)
             rows.add_row(_LABELS.get(key, key.replace("_", " ")), plain(text if verbose else cut))
     if o.output:
-        rows.add_row("your output", plain(o.output if verbose else words.elided(o.output)))
+        rows.add_row("your output", plain(o.output if verbose else trim.elided(o.output)))
     return rows
-
-
-def _telling(checks: list[CheckResult]) -> CheckResult:
-    """The failed check that shows the bug best: a wrong value over an exception or a timeout, a
-    public check over a hidden one, then the smallest example."""
-    def rank(t: CheckResult):
-        o = t.outcome
-        return (o.reason != Reason.MISMATCH, t.tier == "hidden", bool(o.details.get("basis")),
-                len(str(o.details.get("example", ""))) or 1 << 20)
-    return min(checks, key=rank)
 
 
 def _excused(checks: list[CheckResult]) -> Panel:
@@ -131,18 +123,18 @@ def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, rev
     failed = [t for t in c.checks if t.outcome.status != Status.PASSED and t.outcome.reason not in NOT_COUNTED
               and not t.excused_by and not t.waiting_on]
     # one screen: the check that shows the bug best in full, the others by name (--verbose: all in full);
-    # grading chose it from the bug table (grader.judging.telling), and the rank here is for reports without it
-    best = next((t for t in failed if t.id == c.telling), None)
-    shown = failed if verbose or not failed else [best or _telling(failed)]
+    # grading chose it from the bug table (grader.judging.telling); a report without it is ranked there too
+    best = next((t for t in failed if t.id == c.telling), None) or telling.best(c, {})
+    shown = failed if verbose or not best else [best]
     for t in shown:
         tier = " (hidden)" if t.tier == "hidden" else ""
         # a diagnosis says the cause: the check's list of likely ones is for --verbose
         # ("looks like" says what the values are, not why: the hint stays)
-        bug = str((c.diagnosis or {}).get("bug", ""))
+        forensic = bool(c.diagnosis) and words.kind(c.diagnosis or {}) in (Found.LOOKS_LIKE, Found.NAMES)
         # the check's name in the title where it fits whole (a nested panel: the outer one's borders too),
         # else in the panel's first row: a name cut short names no check
         whole = len(f"{t.outcome.status}  {t.id}{tier}") <= width - 10
-        details = _details(t, verbose, hint=verbose or not said or bug.startswith("looks_like:"), tight=tight,
+        details = _details(t, verbose, hint=verbose or not said or forensic, tight=tight,
                            named=bool(said), check="" if whole else t.id + tier)
         panels.append(Panel(details, title=Text.assemble(layout.status(t.outcome.status), f"  {t.id}{tier}" * whole),
                             title_align="left", border_style=STYLES.get(t.outcome.status, "")))

@@ -6,7 +6,7 @@ Standard library only, as grader.render.words: the batch's outputs import it wit
 
 from __future__ import annotations
 
-from grader.render.words import inert
+from grader.trim import inert
 
 HOW = {"source": "in the source", "executed": "when it ran"}
 FORBIDDEN = ("Scored 0: this component uses what the course forbids it. Build it from allowed operations (its "

@@ -6,32 +6,68 @@ from __future__ import annotations
 
 import re
 
+from grader.findings import Attributed, Attribution, Found
 from grader.reveal import Reveal
 from grader.suite.pattern import Kind, fits
 
-# C0 but tab and newline, DEL, C1 (0x9b is a terminal's one-byte CSI): what makes text act on a terminal;
-# and the direction marks and overrides, which make text read other than it is (in a terminal or a page)
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_LINE_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # a line's: \n, \t too
+# a check that did not run: not in the suite (grader.judging.scoring), not again on the reference's parts (attribution)
+NOT_IN_SUITE = "this check did not run (not found in the grading suite)"
+NOT_RUN_AGAIN = "this check did not run again on the reference's parts"
 
 
-def escaped(m: re.Match) -> str:
-    code = ord(m.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+def graded(public_only: bool, faults: list, refused: list[str]) -> list[str]:
+    """The report's notes on what was graded (grader.judging.scoring.notes): faults are grader.results.Fault."""
+    said = ["Public checks only: the hidden checks are run by your instructor."] if public_only else []
+    said += [f"The submission's process was restarted: {f.detail}" for f in faults]
+    return said + [f"Not graded, not a regular file under 1 MiB: {r}" for r in refused]
 
 
-def inert(text: str, limit: int | None = None, *, line: bool = False) -> str:
-    """Text the submission made (its names, messages, frames), made inert wherever it is shown: control
-    characters written as \\x.. (ANSI escapes among them; newlines and tabs too where `line`: a frame is
-    one line), cut to `limit` characters with a note of how many more. Cut before the escape too, so
-    that megabytes cost no more than the limit."""
-    text = str(text)
-    more = len(text) - limit if limit is not None and len(text) > limit else 0
-    text = text[:limit] if more else text
-    text = (_LINE_BREAK if line else CONTROL).sub(escaped, text)
-    if more:
-        text = text[:limit] + f" ... ({more} more characters)"
-    return text
+def kind(found: dict) -> Found:
+    """A diagnosis's kind (grader.findings.Found); one without (a report written before the kinds) is the table's."""
+    value = found.get("kind")
+    return Found(value) if value in set(Found) else Found.TABLE
+
+
+def what(found: dict) -> str:
+    """The bug a diagnosis names, without the code to write: the table's words for a bug of the table, what
+    the values, the parameter names or the line show for the others."""
+    seen = kind(found)
+    if seen == Found.LOOKS_LIKE:
+        return f"{found.get('subject')} looks like {found.get('looks_like')}"
+    if seen == Found.NAMES and found.get("names") == "layers":
+        return (f"{found.get('component')}'s layers look like one module repeated ([layer] * n): only layers.0 has "
+                "parameters; build each layer with its own call")
+    if seen == Found.NAMES:
+        return (f"{found.get('component')} looks like {', '.join(str(m) for m in found.get('modules', []))} "
+                "built with bias=False: the docstring asks for a bias")
+    if seen == Found.PLACEMENT:
+        return (f"{found.get('component')} makes a tensor on the CPU at {found.get('where')} ({found.get('function')}: "
+                f"{found.get('line')}) where its inputs' device is expected")
+    return str(found.get("what") or "")
+
+
+def fix(found: dict) -> str:
+    """What the diagnosed code should be, in the table's words (or, a placement, where to make the tensor)."""
+    return "make it on the input's device" if kind(found) == Found.PLACEMENT else str(found.get("fix") or "")
+
+
+def message(found: dict) -> str:
+    """The diagnosis in one sentence, the JSON's "message" at "fix": the bug, the checks it explains, the fix."""
+    said, to = what(found), fix(found)
+    if kind(found) == Found.TABLE:
+        n = len(found.get("explains") or ()) or 1
+        said = f"matches {said} on all {n} failing public check{'s' * (n > 1)}" if said else ""
+        return f"{said}: {to}." if to else f"{said}." * bool(said)
+    if kind(found) == Found.PLACEMENT:
+        return f"{said}: {to} (in {found.get('check')})."
+    return f"{said} (in {found.get('check')})."
+
+
+def worded(found: dict | None) -> dict | None:
+    """A diagnosis (grader.judging.diagnosis's data) with its words beside, as the JSON carries it."""
+    if not found:
+        return found
+    return {**found, "kind": str(kind(found)), "what": what(found), "fix": fix(found), "message": message(found)}
 
 
 def failing_checks(n: int) -> str:
@@ -44,34 +80,53 @@ def failing_checks(n: int) -> str:
 def diagnosis(found: dict | None, reveal: Reveal | str = Reveal.FIX) -> str:
     """The diagnosis as course.toml [feedback] reveal allows: "fix" names the bug and the code it should
     be ("should be: ..."), "bug" the bug alone, "check" nothing (""). `found`: grader.judging.diagnosis's
-    {"bug", "message", "what", "fix"}, completed by grader.judging.telling ("explains")."""
+    data, completed by grader.judging.telling ("explains", "expression")."""
     if not found or Reveal(reveal) is Reveal.CHECK:
         return ""
-    what, fix = str(found.get("what") or ""), str(found.get("fix") or "")
+    said, to = what(found), fix(found)
     explains = found.get("explains") or []
-    bug = str(found.get("bug", ""))
-    if not what:  # a diagnosis without the structured fields: its own sentence, or nothing past "fix"
-        return str(found.get("message", "")) if Reveal(reveal) is Reveal.FIX else ""
-    if ":" not in bug:  # a bug of the course's table: it explains every failing public check
-        said = f"matches {what} on {failing_checks(len(explains) or 1)}."
+    if not said:  # a student form's diagnosis at "check" names nothing
+        return ""
+    if kind(found) == Found.TABLE:  # it explains every failing public check
+        said = f"matches {said} on {failing_checks(len(explains) or 1)}."
     else:  # forensics or placement: what the values or the line show, in the check named
         checks = f" (in {', '.join(explains)})" if explains else ""
-        said = f"{what}{checks}."
+        said = f"{said}{checks}."
     # a one-line bug: the whole expression to put in place of the bug's (grader.authoring.fixes); else the table's words
-    fix = str(found.get("expression") or fix)
-    return said + (f" Should be: {fix}." if fix and Reveal(reveal) is Reveal.FIX else "")
+    to = str(found.get("expression") or to)
+    return said + (f" Should be: {to}." if to and Reveal(reveal) is Reveal.FIX else "")
 
 
 def shown(found: dict | None, reveal: Reveal | str = Reveal.FIX) -> dict | None:
-    """The diagnosis in a report's JSON at the level `reveal`: all of it ("fix"), without the code
-    to write ("bug": no "fix", its message the bug alone), none ("check")."""
+    """The diagnosis in a report's JSON at the level `reveal`, with its words (`worded`): all of it
+    ("fix"), without the code to write ("bug": no "fix", its message the bug alone), none ("check")."""
     if not found or Reveal(reveal) is Reveal.CHECK:
         return None
     if Reveal(reveal) is Reveal.FIX:
-        return found
-    kept = {k: v for k, v in found.items() if k not in ("fix", "line", "expression")}
+        return worded(found)
+    kept = {k: v for k, v in (worded(found) or {}).items() if k not in ("fix", "line", "expression")}
     kept["message"] = diagnosis(found, Reveal.BUG) or ""
     return kept
+
+
+def note(found: Attribution | None) -> str:
+    """A composite's check's Attribution (grader.judging.scoring) in words: its panel's "parts", the JSON's "note"."""
+    if found is None:
+        return ""
+    names, one = " and ".join(found.parts), len(found.parts) == 1
+    if found.kind == Attributed.WAITING:
+        return (f"waiting: your {names} fail{'s' * one} {'its' if one else 'their'} own checks, and this check runs "
+                f"through {'it' if one else 'them'}: its points count for now, and once "
+                f"{'it passes' if one else 'they pass'} it is graded again here (still failing, it then loses them)")
+    if found.kind == Attributed.PARTS_FIRST:
+        return f"your {names} also fail{'s' * one} their own checks: fix {names} first, then look here"
+    if found.kind == Attributed.EXCUSED:
+        return (f"not counted here: with the reference's {names} in place of yours this check passes, "
+                f"so the difference comes from your {names} (charged there)")
+    if found.kind == Attributed.HIDDEN:
+        return (f"passes with your {names} only because their bug hides one of this component's own: with "
+                f"the reference's {names} it fails as shown")
+    return f"counted: this check fails with the reference's {names} too, so this component has a bug of its own"
 
 
 def warning(found: dict) -> str:
@@ -243,58 +298,3 @@ def pattern_shown(details: dict, tight: bool = False) -> bool:
     if not found or not hint_fits(details) or Kind.SOME_BATCH in kinds:
         return bool(found)
     return not tight and bool(kinds - {Kind.EVERYWHERE, Kind.SCATTERED})
-
-
-def elided(text: str, lines: int = 6) -> str:
-    """At most `lines` lines (a tensor's rows beyond them are left to --verbose)."""
-    kept = text.splitlines()
-    if len(kept) <= lines:
-        return text
-    return "\n".join([*kept[:lines], f"... ({len(kept) - lines} more lines: grade --verbose shows them)"])
-
-
-ROW_CHARS = 80  # of a value's line per terminal row: the value column of a panel at 100 columns is wider
-
-
-def rows(text: str, lines: int, width: int = ROW_CHARS) -> str:
-    """At most about `lines` terminal rows of `width` characters (a long line takes several): a value
-    of the submission's own text (a message, frames, names) that is one long line takes a panel's
-    share of the screen, no more; the rest is for --verbose."""
-    out: list[str] = []
-    used = 0
-    for line in text.splitlines():
-        need = max(1, -(-len(line) // width))
-        if used + need > lines + 1:  # the last row may be elided()'s own "... more lines"
-            room = max(lines - used, 1) * width - 40
-            out.append(f"{line[:room]} ... (grade --verbose shows all of it)")
-            break
-        out.append(line)
-        used += need
-    return "\n".join(out)
-
-
-def example(text: str, lines: int, tight: bool = False) -> str:
-    """An example cut to about `lines` lines without losing an input: each input (a line that starts at
-    the margin, grader.suite.checks.describe) keeps its first line, so that the mask after a long x shows;
-    lines to spare (at least 2 where not tight) go to the masks first, then to the inputs in order."""
-    kept = text.splitlines()
-    if len(kept) <= lines:
-        return text
-    starts = [i for i, line in enumerate(kept) if line[:1] not in (" ", "")]
-    if len(starts) <= 1 or len(starts) > max(lines, 2) and not tight:  # not inputs of a few lines each
-        return elided(text, lines)
-    entries = [kept[i:end] for i, end in zip(starts, [*starts[1:], len(kept)], strict=True)]
-    masks = [e for e in entries if "mask" in e[0].partition(":")[0].partition("=")[0]]
-    if tight:  # one screen for several panels: the mask is the input that matters
-        shown = [e[0] for e in masks] or kept[:lines]
-        return "\n".join([*shown, f"... ({len(kept) - len(shown)} more lines: grade --verbose shows them)"])
-    spare = max(2, lines - len(entries))
-    take = {id(e): 1 for e in entries}
-    for e in sorted(entries, key=lambda e: e not in masks):  # masks first, then in order
-        more = min(spare, len(e) - 1)
-        take[id(e)] += more
-        spare -= more
-    out = [line for e in entries for line in e[:take[id(e)]]]
-    if len(out) == len(kept):
-        return text
-    return "\n".join([*out, f"... ({len(kept) - len(out)} more lines: grade --verbose shows them)"])

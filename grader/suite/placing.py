@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import torch
 
-from grader.render.words import inert
 from grader.sandbox.host import StudentError
 from grader.suite.checks import Mismatch
+from grader.trim import inert
 
 PROBE = "kit:placement_probe"  # grader.sandbox.child.placement.probe
 # What the answer's words may hold: an honest watch sends 4 frames of a chain at most, each cut to 300

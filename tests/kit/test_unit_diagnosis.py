@@ -7,6 +7,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from grader.judging import diagnosis, telling
+from grader.render import words
 from grader.results import CheckResult, ComponentResult, Drawn, Outcome
 from tests.kit import strategies as s
 
@@ -135,7 +136,7 @@ def test_a_diagnosis_is_completed_with_the_tables_words_and_the_checks_it_explai
     done = telling.completed({"bug": "var_unbiased", "message": "m"}, table)
     assert done == {"bug": "var_unbiased", "message": "m", "what": "unbiased variance", "fix": "unbiased=False",
                     "explains": ["a", "b"]}
-    assert telling.completed({"bug": "looks_like:c3", "message": "m"}, table)["explains"] == ["c3"]
+    assert telling.completed({"kind": "looks_like", "bug": "looks_like:c3", "check": "c3"}, table)["explains"] == ["c3"]
     assert telling.completed(None, table) is None
 
 
@@ -156,10 +157,10 @@ def test_a_looks_like_is_said_of_the_checks_subject_and_a_check_that_names_none_
     said = Outcome("failed", "mismatch", "LayerNorm output differs from the expected values at 3 of 8 elements",
                    {"looks_like": "the expected values times 2", "subject": "the normalised rows"})
     found = _forensic_of("LayerNorm", "layer_norm_matches_torch", said)
-    assert found is not None and found["what"] == "the normalised rows looks like the expected values times 2"
+    assert found is not None and words.what(found) == "the normalised rows looks like the expected values times 2"
     unnamed = Outcome("failed", "mismatch", "LayerNorm output differs", {"looks_like": "the expected values times 2"})
     found = _forensic_of("LayerNorm", "layer_norm_matches_torch", unnamed)
-    assert found is not None and found["what"] == "LayerNorm output differs looks like the expected values times 2"
+    assert found is not None and words.what(found) == "LayerNorm output differs looks like the expected values times 2"
 
 
 @s.KIT
@@ -171,8 +172,9 @@ def test_missing_parameters_are_read_from_the_names_checks_data_and_never_from_i
     check = "feed_forward_has_named_layers"
     found = _forensic_of("PositionwiseFeedForward", check, Outcome("failed", "mismatch", "m", {"got": got,
                                                                                               "parameters": data}))
-    assert found is not None and found["what"] == (f"PositionwiseFeedForward looks like {', '.join(sorted(layers))} "
-                                                   "built with bias=False: the docstring asks for a bias")
+    assert found is not None and words.what(found) == (
+        f"PositionwiseFeedForward looks like {', '.join(sorted(layers))} built with bias=False: "
+        "the docstring asks for a bias")
     # the same words in `got` without the data name nothing; nor does data with an unexpected name
     assert _forensic_of("PositionwiseFeedForward", check, Outcome("failed", "mismatch", "m", {"got": got})) is None
     other = {**data, "unexpected": ["w"]}
@@ -184,7 +186,7 @@ def test_layers_missing_but_the_first_look_like_one_module_repeated():
     missing = ["layers.1.attn.w_q.weight", "layers.1.ffn.linear1.bias", "layers.2.norm.weight"]
     said = Outcome("failed", "mismatch", "m", {"parameters": {"missing": missing, "unexpected": [], "wrong_shape": []}})
     found = _forensic_of("Encoder", "encoder_has_named_parts", said)
-    assert found is not None and "look like one module repeated" in found["what"]
+    assert found is not None and "look like one module repeated" in words.what(found)
 
 
 @pytest.mark.parametrize("parameters", [
@@ -200,7 +202,7 @@ def test_what_the_forensics_read_of_a_checks_data_is_bounded():
     long = "x" * 100_000
     said = Outcome("failed", "mismatch", "m", {"looks_like": long, "subject": long})
     found = _forensic_of("LayerNorm", "layer_norm_matches_torch", said)
-    assert found is not None and len(found["what"]) <= 2 * diagnosis.MAX_TEXT + len(" looks like ")
+    assert found is not None and len(words.what(found)) <= 2 * diagnosis.MAX_TEXT + len(" looks like ")
     frame = {"file": "assignment3/transformer.py", "line": 7, "function": "Transformer.forward", "code": long}
     chain = diagnosis._chain(Outcome("failed", "mismatch", "m", {"made": [frame] * 10_000}))
     assert len(chain) == diagnosis.MAX_FRAMES and all(len(f.code) == diagnosis.MAX_TEXT for f in chain)

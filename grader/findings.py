@@ -1,0 +1,56 @@
+"""Findings as data: what judging (grader.judging) learns, as enums and frozen dataclasses, never as
+sentences. grader.render.words words them, for the terminal report, the JSON's text fields and the
+batch's outputs alike; nothing reads a sentence back. Standard library only, as grader.results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Found(StrEnum):
+    """What a diagnosis (grader.judging.diagnosis; ComponentResult.diagnosis's "kind") found; its other
+    fields are data that grader.render.words words. A diagnosis without a kind (a report written before
+    the kinds) is read as the table's."""
+
+    TABLE = "table"  # a classic bug of the course's table: "bug" its name, "what" and "fix" the table's
+    LOOKS_LIKE = "looks_like"  # forensics: in "check", "subject"'s got values look like "looks_like"
+    NAMES = "names"  # a check of parameter names: "layers" (one module repeated) or "unbiased" (modules without bias)
+    PLACEMENT = "placement"  # "component" makes a tensor on the CPU at "where" ("function": "line")
+
+
+class Attributed(StrEnum):
+    """What attribution (grader.judging.attribution) learned of a composite's check whose parts fail, as
+    scoring (grader.judging.scoring) decides it; grader.render.words.note words it."""
+
+    WAITING = "waiting"  # no reference: failing, uncharged until the parts pass (the parts: `waiting_on`)
+    PARTS_FIRST = "parts_first"  # no reference: passing or not attempted, with failing parts to fix first
+    EXCUSED = "excused"  # passes with the reference's parts: the parts are charged (the parts: `excused_by`)
+    HIDDEN = "hidden"  # passes with the student's parts only because their bug hides one of its own
+    OWN = "own"  # fails with the reference's parts too: the component's own bug
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """A finding of scoring on one check of a composite: which case (`kind`) and the parts it names."""
+
+    kind: Attributed
+    parts: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {"kind": str(self.kind), "parts": list(self.parts)}
+
+    @classmethod
+    def from_json(cls, data: object) -> Attribution | None:
+        """None where `data` is not one (a report written before attributions were data)."""
+        if not isinstance(data, dict) or data.get("kind") not in set(Attributed):
+            return None
+        return cls(Attributed(data["kind"]), tuple(str(p) for p in data.get("parts", ())))
+
+
+class Evasion(StrEnum):
+    """A tool of evasion that grader.judging.forbidden flags where it names no API (the others are flagged
+    by their names: "vars()", "__dict__"); the value is what the report and the JSON's "what" say."""
+
+    FRAMES = "frame inspection"
+    COMPUTED_GETATTR = "getattr with a computed name"

@@ -1,0 +1,86 @@
+"""Text cut and made inert for showing: the submission's own text (its names, messages, frames, printing)
+with its control characters escaped, values cut to a panel's share of rows. Standard library only
+(grader.results bounds its JSON with `inert`); the words of findings are grader.render.words'."""
+
+from __future__ import annotations
+
+import re
+
+# C0 but tab and newline, DEL, C1 (0x9b is a terminal's one-byte CSI): what makes text act on a terminal;
+# and the direction marks and overrides, which make text read other than it is (in a terminal or a page)
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_LINE_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # a line's: \n, \t too
+
+
+def escaped(m: re.Match) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def inert(text: str, limit: int | None = None, *, line: bool = False) -> str:
+    """Text the submission made (its names, messages, frames), made inert wherever it is shown: control
+    characters written as \\x.. (ANSI escapes among them; newlines and tabs too where `line`: a frame is
+    one line), cut to `limit` characters with a note of how many more. Cut before the escape too, so
+    that megabytes cost no more than the limit."""
+    text = str(text)
+    more = len(text) - limit if limit is not None and len(text) > limit else 0
+    text = text[:limit] if more else text
+    text = (_LINE_BREAK if line else CONTROL).sub(escaped, text)
+    if more:
+        text = text[:limit] + f" ... ({more} more characters)"
+    return text
+
+
+def elided(text: str, lines: int = 6) -> str:
+    """At most `lines` lines (a tensor's rows beyond them are left to --verbose)."""
+    kept = text.splitlines()
+    if len(kept) <= lines:
+        return text
+    return "\n".join([*kept[:lines], f"... ({len(kept) - lines} more lines: grade --verbose shows them)"])
+
+
+ROW_CHARS = 80  # of a value's line per terminal row: the value column of a panel at 100 columns is wider
+
+
+def rows(text: str, lines: int, width: int = ROW_CHARS) -> str:
+    """At most about `lines` terminal rows of `width` characters (a long line takes several): a value
+    of the submission's own text (a message, frames, names) that is one long line takes a panel's
+    share of the screen, no more; the rest is for --verbose."""
+    out: list[str] = []
+    used = 0
+    for line in text.splitlines():
+        need = max(1, -(-len(line) // width))
+        if used + need > lines + 1:  # the last row may be elided()'s own "... more lines"
+            room = max(lines - used, 1) * width - 40
+            out.append(f"{line[:room]} ... (grade --verbose shows all of it)")
+            break
+        out.append(line)
+        used += need
+    return "\n".join(out)
+
+
+def example(text: str, lines: int, tight: bool = False) -> str:
+    """An example cut to about `lines` lines without losing an input: each input (a line that starts at
+    the margin, grader.suite.checks.describe) keeps its first line, so that the mask after a long x shows;
+    lines to spare (at least 2 where not tight) go to the masks first, then to the inputs in order."""
+    kept = text.splitlines()
+    if len(kept) <= lines:
+        return text
+    starts = [i for i, line in enumerate(kept) if line[:1] not in (" ", "")]
+    if len(starts) <= 1 or len(starts) > max(lines, 2) and not tight:  # not inputs of a few lines each
+        return elided(text, lines)
+    entries = [kept[i:end] for i, end in zip(starts, [*starts[1:], len(kept)], strict=True)]
+    masks = [e for e in entries if "mask" in e[0].partition(":")[0].partition("=")[0]]
+    if tight:  # one screen for several panels: the mask is the input that matters
+        shown = [e[0] for e in masks] or kept[:lines]
+        return "\n".join([*shown, f"... ({len(kept) - len(shown)} more lines: grade --verbose shows them)"])
+    spare = max(2, lines - len(entries))
+    take = {id(e): 1 for e in entries}
+    for e in sorted(entries, key=lambda e: e not in masks):  # masks first, then in order
+        more = min(spare, len(e) - 1)
+        take[id(e)] += more
+        spare -= more
+    out = [line for e in entries for line in e[:take[id(e)]]]
+    if len(out) == len(kept):
+        return text
+    return "\n".join([*out, f"... ({len(kept) - len(out)} more lines: grade --verbose shows them)"])

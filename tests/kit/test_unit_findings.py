@@ -1,0 +1,135 @@
+"""Findings as data, words in one place (issue 52): the judging stages (grader/judging/) return no
+English, and nothing under grader/ reads a finding back out of its words or of an id's prefix.
+
+The rule for a judging module, read with `ast`, nothing imported: no f-string whose literal text holds
+two words side by side ("your {names} fails ..."), and no string constant that does, wherever it
+stands (a return value, a dict's value, a dataclass field's default, an argument), but a docstring, a
+`raise`'s message (for the caller, not a report), the receiver of `.split()` (a list of words to
+match, telling's stop words) and a pattern given to `re.compile`. Identifiers built with f-strings
+("looks_like:{check}", "{file}:{line}") have no space and pass. Words belong to grader.render.words;
+labels that are data are enums (grader.findings)."""
+
+import ast
+import re
+from pathlib import Path
+
+from tests.kit.conftest import ROOT
+
+GRADER = ROOT / "grader"
+WORDING = GRADER / "render" / "words.py"
+WORDS = re.compile(r"[A-Za-z]{2,}[,;:]? [A-Za-z]{2,}")  # two words side by side: a phrase
+
+# reading a finding back from text: a diagnosis's kind from its id's prefix or from a ":" in it, its
+# sentence taken apart
+PARSE_BACK = [
+    re.compile(r"""\.(startswith|endswith|removeprefix|removesuffix|partition|split|find|index)\(\s*f?["']"""
+               r"""(looks_like|placement):"""),
+    re.compile(r"""["'](looks_like|placement):["']\s+(not\s+)?in\b"""),
+    re.compile(r"""["']:["']\s+(not\s+)?in\s+\w*bug\b"""),
+    re.compile(r"""["'](message|what|note)["']\]?\)?\s*\.\s*(split|partition|startswith|removeprefix|find|index)\("""),
+]
+
+
+def sentences(source: str, name: str = "<source>") -> list[str]:
+    """'name:line: text' for each phrase a module's code (not its docstrings) builds or holds."""
+    tree = ast.parse(source)
+    allowed: set[int] = set()
+    found = []
+    for node in ast.walk(tree):  # breadth first: a node is allowed before its parts are read
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body \
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            allowed.add(id(body[0].value))
+        if isinstance(node, ast.Raise):
+            allowed |= {id(n) for n in ast.walk(node)}
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "split":
+            allowed |= {id(n) for n in ast.walk(node.func.value)}
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "compile":
+            allowed |= {id(n) for a in node.args for n in ast.walk(a)}
+        if isinstance(node, ast.JoinedStr):
+            parts = [v for v in node.values if isinstance(v, ast.Constant)]
+            allowed |= {id(v) for v in parts}
+            if id(node) not in allowed and any(WORDS.search(str(v.value)) for v in parts):
+                found.append(f"{name}:{node.lineno}: f-string {ast.unparse(node)[:80]}")
+    found += [f"{name}:{n.lineno}: {n.value[:80]!r}" for n in ast.walk(tree)
+              if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in allowed
+              and WORDS.search(n.value)]
+    return found
+
+
+def judging_sentences(grader: Path = GRADER) -> list[str]:
+    return [s for path in sorted((grader / "judging").glob("*.py"))
+            for s in sentences(path.read_text(encoding="utf-8"), path.relative_to(grader.parent).as_posix())]
+
+
+def parsed_back(grader: Path = GRADER) -> list[str]:
+    """'path:line: code' for each line outside the wording module that reads a finding back from text."""
+    found = []
+    for path in sorted(grader.rglob("*.py")):
+        if path.name == WORDING.name and path.parent.name == WORDING.parent.name:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if any(p.search(line) for p in PARSE_BACK):
+                found.append(f"{path.relative_to(grader.parent).as_posix()}:{n}: {line.strip()}")
+    return found
+
+
+def test_the_judging_modules_build_no_sentences():
+    found = judging_sentences()
+    assert not found, "judging returns data; grader.render.words words it:\n" + "\n".join(found)
+
+
+def test_nothing_reads_a_finding_back_out_of_its_words():
+    found = parsed_back()
+    assert not found, "read the finding's data (its kind, check, parts), not its words:\n" + "\n".join(found)
+
+
+def test_the_rule_sees_a_sentence_built_or_held_and_passes_data():
+    said = '''
+def note(names, n):
+    """Docstrings are words."""
+    if n < 0:
+        raise ValueError(f"n must be at least 0, got {n}")
+    return f"your {names} fail{'s' * (n == 1)} their own checks"
+
+MISSING = ("error", "this check did not run")
+STOP = frozenset("a an and as".split())
+ID = f"looks_like:{MISSING}"
+'''
+    found = sentences(said)
+    assert [f.split(":")[1] for f in found] == ["6", "8"], found
+    assert not sentences('key = f"{a}:{b}"\nkind = "looks_like"\n')
+
+
+def test_the_parse_back_patterns_see_the_old_readings():
+    old = ['if bug.startswith("looks_like:"):', 'done["explains"] = [bug.removeprefix("looks_like:")]',
+           'if ":" not in bug:', 'name = diagnosis["message"].split(" on ")[0]']
+    assert all(any(p.search(line) for p in PARSE_BACK) for line in old)
+    assert not any(p.search('if words.kind(found) == Found.LOOKS_LIKE:') for p in PARSE_BACK)
+
+
+def test_the_json_carries_the_findings_as_data_and_a_rebuilt_report_words_them_alike():
+    from grader.findings import Attributed, Attribution
+    from grader.render import words
+    from grader.report_json import from_json
+    from grader.results import CheckResult, ComponentResult, Outcome, Report, to_json
+
+    excused = CheckResult("c_matches", "public", 1.0, Outcome("failed", "mismatch", "differs"), ("P", "Q"),
+                          Attribution(Attributed.EXCUSED, ("P", "Q")))
+    own = CheckResult("c_own", "public", 1.0, Outcome("failed", "mismatch", "differs"),
+                      attribution=Attribution(Attributed.OWN, ("P",)))
+    placed = {"kind": "placement", "bug": "placement:c_own", "check": "c_own", "component": "C",
+              "where": "a/c.py:3", "function": "C.forward", "line": "torch.zeros(3)"}
+    report = Report("a", "A", Path("s"), [ComponentResult("C", "a/c.py", 0.0, 1.0, [excused, own], ("P", "Q"),
+                                                         diagnosis=placed, telling="c_own")], 1.0)
+    data = to_json(report)
+    tests = data["components"][0]["tests"]
+    assert [t["attribution"] for t in tests] == [{"kind": "excused", "parts": ["P", "Q"]},
+                                                 {"kind": "own", "parts": ["P"]}]
+    assert tests[1]["note"] == words.note(own.attribution) and "bug of its own" in tests[1]["note"]
+    said = data["components"][0]["diagnosis"]
+    assert said["kind"] == "placement" and said["message"] == words.message(placed)
+    assert said["message"].startswith("C makes a tensor on the CPU at a/c.py:3 (C.forward: torch.zeros(3))")
+    again = from_json(data, depends={"C": ("P", "Q")})
+    assert [t.attribution for t in again.components[0].checks] == [excused.attribution, own.attribution]
+    assert to_json(again) == data
