@@ -1,6 +1,7 @@
 """Shared steps of the kit's own tests: grade a tree through the warm grader, or the real command line."""
 
 import atexit
+import dataclasses
 import json
 import os
 import re
@@ -66,11 +67,15 @@ def grade_report(tree: Path, assignment: str, *, course: Path = ROOT / "course.t
     if not cached:
         return _grade_now(tree, assignment, course, device)
     key = report_key(tree, assignment, course, device)
-    if key in _REPORTS:
-        return _REPORTS[key]
+    if key not in _REPORTS:
+        _REPORTS[key] = _cached(key, tree, assignment, course, device)
+    # the key is the tree's files, not its folder: a report graded from a copy names the folder asked for
+    return dataclasses.replace(_REPORTS[key], submission=Path(tree).resolve())
+
+
+def _cached(key: str, tree: Path, assignment: str, course: Path, device: str):
     if REPORT_CACHE is None:
-        _REPORTS[key] = _grade_now(tree, assignment, course, device)
-        return _REPORTS[key]
+        return _grade_now(tree, assignment, course, device)
     import fcntl
 
     KIT_CACHE.mkdir(parents=True, exist_ok=True)
@@ -80,7 +85,6 @@ def grade_report(tree: Path, assignment: str, *, course: Path = ROOT / "course.t
         if report is None:
             report = _grade_now(tree, assignment, course, device)
             _store((KIT_CACHE if steady(report) else REPORT_CACHE) / f"{key}.pickle", report)
-    _REPORTS[key] = report
     return report
 
 

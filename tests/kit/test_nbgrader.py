@@ -364,7 +364,7 @@ def test_feedback_carries_the_public_detail_of_the_terminal_report(pipeline):
                 shown["diagnosis"] += 1
             # a "looks like" (numerical forensics, grader/judging/diagnosis.py) names no bug of the table:
             # the hint stays
-            forensic = bool(diagnosis) and diagnosis["bug"].startswith("looks_like:")
+            forensic = bool(diagnosis) and diagnosis["kind"] == "looks_like"
             keys = ("expected", "got", "where", "example", *(("hint",) if not diagnosis or forensic else ()))
 
             def in_full(t, keys=keys, text=text):
