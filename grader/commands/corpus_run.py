@@ -166,29 +166,13 @@ def _score_and_draw(display: Display, done: _Finished) -> int:
 
 def _draw(console, done: _Finished) -> int:
     """The training curve and the attention map of the first held-out sentence (when matplotlib is there)."""
-    from rich.panel import Panel
-
-    from grader.render.plots import save_training_plots
+    from grader.render.plots import show_training_plots
     from grader.training.library import cross_attention
 
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        console.print("[yellow]No pictures: pip install matplotlib (or the kit's \\[plots] extra).[/yellow]")
-        return 0
-    model = done.run.model.cpu()
-    src_tokens = done.data.held_out[0][0]
-    try:
-        attn, out_tokens = cross_attention(done.pkg, model, src_tokens, *done.run.vocabs,
-                                           max_len=done.run.spec.max_tokens + 2)
-        pe = model.src_embed.position.pe[:48].detach().cpu()
-        paths = save_training_plots(done.out, done.run.history, attn.detach().cpu(), src_tokens, out_tokens, pe)
-    except Exception as exc:
-        console.print(Panel(f"[red]{type(exc).__name__}: {exc}", title="could not draw the pictures",
-                            border_style="red"))
-        return 1
-    console.print(Panel("\n".join(str(p) for p in paths), title="pictures written", border_style="green"))
-    return 0
+    model, src_tokens = done.run.model.cpu(), done.data.held_out[0][0]
+    return show_training_plots(console, out=done.out, history=done.run.history, model=model, src_tokens=src_tokens,
+                               attend=lambda: cross_attention(done.pkg, model, src_tokens, *done.run.vocabs,
+                                                              max_len=done.run.spec.max_tokens + 2))
 
 
 def package_name(tree: Path, prefix: str = "_grade_train_") -> str:

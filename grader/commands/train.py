@@ -165,26 +165,10 @@ def _show_results(console, task, trained: _Trained) -> None:
 
 def _draw_pictures(console, pkg: str, task, trained: _Trained, out: Path) -> int:
     """The training curve, an attention map and the positional encoding as PNGs (when matplotlib is there)."""
-    from rich.panel import Panel
-
-    from grader.render.plots import save_training_plots
+    from grader.render.plots import show_training_plots
     from grader.training.library import cross_attention
 
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        console.print("[yellow]No pictures: pip install matplotlib (or the kit's \\[plots] extra) "
-                      "to get the training curve, attention map and positional encoding as PNGs.[/yellow]")
-        return 0
-    model, history = trained.model, trained.history
-    try:
-        sample_src = task.test[0][0]
-        attn, out_tokens = cross_attention(pkg, model, sample_src, history.src_vocab, history.tgt_vocab)
-        pe = model.src_embed.position.pe[:48].detach().cpu()
-        paths = save_training_plots(out, history, attn.detach().cpu(), sample_src, out_tokens, pe)
-    except Exception as exc:
-        console.print(Panel(f"[red]{type(exc).__name__}: {exc}", title="could not draw the pictures",
-                            border_style="red"))
-        return 1
-    console.print(Panel("\n".join(str(p) for p in paths), title="pictures written", border_style="green"))
-    return 0
+    model, history, src_tokens = trained.model, trained.history, task.test[0][0]
+    return show_training_plots(console, out=out, history=history, model=model, src_tokens=src_tokens,
+                               attend=lambda: cross_attention(pkg, model, src_tokens, history.src_vocab,
+                                                              history.tgt_vocab))

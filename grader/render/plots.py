@@ -1,6 +1,31 @@
 """Pictures of a training run (matplotlib, imported only when drawing)."""
 
+from collections.abc import Callable
 from pathlib import Path
+
+
+def show_training_plots(console, *, out: Path, history, model, src_tokens, attend: Callable[[], tuple]) -> int:
+    """Write the training curve, the cross-attention map of `src_tokens` (`attend()`: its weights and the
+    output tokens) and the positional encoding as PNGs in `out`, and say where on `console`; the exit
+    status: 0 (matplotlib missing is said, not failed), 1 when drawing failed."""
+    from rich.panel import Panel
+
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        console.print("[yellow]No pictures: pip install matplotlib (or the kit's \\[plots] extra) "
+                      "to get the training curve, attention map and positional encoding as PNGs.[/yellow]")
+        return 0
+    try:
+        attn, out_tokens = attend()
+        pe = model.src_embed.position.pe[:48].detach().cpu()
+        paths = save_training_plots(out, history, attn.detach().cpu(), src_tokens, out_tokens, pe)
+    except Exception as exc:
+        console.print(Panel(f"[red]{type(exc).__name__}: {exc}", title="could not draw the pictures",
+                            border_style="red"))
+        return 1
+    console.print(Panel("\n".join(str(p) for p in paths), title="pictures written", border_style="green"))
+    return 0
 
 
 def save_training_plots(out: Path, history, attn, attn_src, attn_out, pe) -> list[Path]:
