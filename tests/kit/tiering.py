@@ -105,6 +105,7 @@ class Reader:
         tiers: set[str] = set()
         modules: list[types.ModuleType] = []
         attributes: list[str] = []
+        imported: list[str] = []
         for ins in dis.get_instructions(code):
             if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval in scope:
                 value = scope[ins.argval]
@@ -113,12 +114,14 @@ class Reader:
                     modules.append(value)
             elif ins.opname == "IMPORT_NAME":
                 tiers |= {_module_tier(ins.argval)} - {""}
+                imported.append(ins.argval)  # `from grader.batch import run`: grader.batch.run, imported yet or not
                 module = sys.modules.get(ins.argval)
                 if module is not None:
                     modules.append(module)
             elif ins.opname in ("IMPORT_FROM", "LOAD_ATTR", "LOAD_METHOD"):
                 attributes.append(ins.argval)
         for name in attributes:
+            tiers |= {_module_tier(f"{module}.{name}") for module in imported} - {""}
             for holder in [*modules, *([owner] if owner else [])]:
                 if isinstance(holder, types.ModuleType) and not _ours(holder):
                     tiers |= {_module_tier(f"{holder.__name__}.{name}")} - {""}
