@@ -5,6 +5,7 @@ with its control characters escaped, values cut to a panel's share of rows. Stan
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # C0 but tab and newline, DEL, C1 (0x9b is a terminal's one-byte CSI): what makes text act on a terminal;
 # and the direction marks and overrides, which make text read other than it is (in a terminal or a page)
@@ -42,21 +43,60 @@ def elided(text: str, lines: int = 6) -> str:
 ROW_CHARS = 80  # of a value's line per terminal row: the value column of a panel at 100 columns is wider
 
 
+_WORD = re.compile(r"\s*\S+\s*")  # a word with the spaces around it, as rich wraps words
+
+
+def _cells(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _rows(line: str, width: int) -> int:
+    """Terminal rows a line takes in a column of `width` cells, wrapped as rich wraps it (rich._wrap's
+    divide_line: at spaces; a word too long for any row starts one of its own and is folded)."""
+    count, offset = 1, 0
+    for word in _WORD.finditer(line):
+        length = _cells(word.group().rstrip())
+        if width - offset >= length:
+            offset += _cells(word.group())
+        elif length > width:
+            cells = _cells(word.group())
+            count += -(-cells // width) - (0 if word.start() else 1)
+            offset = cells % width or width
+        elif offset and word.start():
+            count += 1
+            offset = _cells(word.group())
+    return count
+
+
 def rows(text: str, lines: int, width: int = ROW_CHARS) -> str:
-    """At most about `lines` terminal rows of `width` characters (a long line takes several): a value
-    of the submission's own text (a message, frames, names) that is one long line takes a panel's
-    share of the screen, no more; the rest is for --verbose."""
+    """At most `lines` terminal rows of `width` characters (a long line takes several), the note of
+    what is cut among them: a value of the submission's own text (a message, frames, names) that is
+    one long line takes a panel's share of the screen, no more; the rest is for --verbose. Counted as
+    shown: a control character takes the characters of its escape. elided()'s own last line ("... (3
+    more lines ...") may come past the rows."""
     out: list[str] = []
     used = 0
-    for line in text.splitlines():
-        need = max(1, -(-len(line) // width))
-        if used + need > lines + 1:  # the last row may be elided()'s own "... more lines"
-            room = max(lines - used, 1) * width - 40
-            out.append(f"{line[:room]} ... (grade --verbose shows all of it)")
-            break
-        out.append(line)
-        used += need
+    kept = CONTROL.sub(escaped, text).splitlines()
+    for i, line in enumerate(kept):
+        need = _rows(line, width)
+        if used + need <= lines or i == len(kept) - 1 and line.startswith("... (") and need == 1:
+            out.append(line)
+            used += need
+            continue
+        room = lines - used
+        if room < 1 and out:  # no row left for the note: it takes the last line's
+            line = out.pop()
+            room = _rows(line, width)
+        low, high = 0, len(line)  # the longest start of the line that fits the rows left, with the note
+        while low < high:
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if _rows(line[:mid] + _CUT, width) <= max(room, 1) else (low, mid - 1)
+        out.append(line[:low] + _CUT)
+        break
     return "\n".join(out)
+
+
+_CUT = " ... (grade --verbose shows all of it)"
 
 
 def example(text: str, lines: int, tight: bool = False) -> str:

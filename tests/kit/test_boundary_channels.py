@@ -48,7 +48,8 @@ def _inert(report, *, planted: str = "PWNED"):
     assert not re.search(CONTROL, screen)
     for line in lines:
         if planted in line:
-            assert "[bold red]" in line or line.index(planted) < 12, line  # markup shown as text, not applied
+            # markup shown as text, not applied: its tag beside the word, whichever row the wrap left it on
+            assert "[bold red]" in line or f"{planted}[/bold" in line or line.index(planted) < 12, line
     # the outputs made from the JSON (Gradescope's results.json, a batch's): bounded and inert as it is
     from grader.batch.outputs import gradescope
     from grader.gradescope.results import results

@@ -89,8 +89,26 @@ def _leaves(v) -> list:
     return []
 
 
+FILE_SHOWN = 40  # characters of a frame's file: the watch writes it relative to the submission (assignment2/masks.py)
+
+
 def _frame(frame: str) -> str:
-    return frame.split(" in ")[0]
+    """"file:line" of a frame; a longer file than the watch writes (the worker's say-so: a path into the
+    kit, long or short with the machine's folders) keeps its tail, so that the report's length is the
+    same on every machine."""
+    file, sep, line = frame.split(" in ")[0].rpartition(":")
+    if len(file) > FILE_SHOWN:
+        file = "…" + file[-(FILE_SHOWN - 1):]
+    return f"{file}{sep}{line}" if sep else line[:FILE_SHOWN]
+
+
+def _shown(frame: str) -> str:
+    """A whole frame for the report's `where`: its file as _frame bounds it, the rest to a line's worth."""
+    head, sep, rest = frame.partition(" in ")
+    return f"{_frame(head)}{sep}{rest[:FRAME_SHOWN]}"
+
+
+FRAME_SHOWN = 120  # characters of a frame past its file: the function and its line of code
 
 
 # a frame as the worker's watch writes it (grader.sandbox.child.record.student_frames):
@@ -119,19 +137,19 @@ def expect_no_stray(answer: dict, *, component: str, device: str, example: str, 
     if made:
         # the line that made it, and the one that called it there (make_causal_mask(T) without a device)
         origin = f"made at {_frame(made[0])}" + (f", called from {_frame(made[1])}" if len(made) > 1 else "")
-        where = "\n".join([f"made at {made[0]}", *(f"  called from {f}" for f in made[1:])])
+        where = "\n".join([f"made at {_shown(made[0])}", *(f"  called from {_shown(f)}" for f in made[1:])])
     elif stray.get("attribute"):
         origin = f"self.{stray['attribute']}, a plain tensor attribute that .to(device) does not move"
         where = f"self.{stray['attribute']} is a tensor attribute, not a buffer or parameter"
     else:
         origin, where = "of unknown origin", ""
-    where += "".join(f"\n{'met at' if i == 0 else '  called from'} {f}" for i, f in enumerate(met))
+    where += "".join(f"\n{'met at' if i == 0 else '  called from'} {_shown(f)}" for i, f in enumerate(met))
     at = f" at {_frame(met[0])}" if met else ""
     if stray.get("device"):  # the worker's second run, on fake tensors on another device than meta
         device = f"a second device ({str(stray['device'])[:20]}, simulated: code that tests for meta meets it)"
     device = "the meta device" if device == "meta" else device
     raise Mismatch(f"{component} mixes devices: a CPU tensor ({origin}) meets tensors on {device} in "
-                   f"{stray.get('function')}(){at}",
+                   f"{str(stray.get('function'))[:FILE_SHOWN]}(){at}",
                    expected=f"every tensor of the computation on {device}, where the inputs are",
                    got=f"a tensor on the CPU ({origin})",
                    found=Found(where=where.strip(), made=chain(made)), example=example,
@@ -147,7 +165,8 @@ def expect_on(answer: dict, device: str, *, component: str, example: str, hint: 
         origin = f" (made at {_frame(made[0])})" if made else ""
         raise Mismatch(f"{component} returns a tensor on {wrong[0]}{origin} when its inputs are on {device}",
                        expected=f"outputs on {device}", got=f"devices {', '.join(devices)}", example=example,
-                       found=Found(where="\n".join([f"made at {made[0]}", *(f"  called from {f}" for f in made[1:])])
+                       found=Found(where="\n".join([f"made at {_shown(made[0])}",
+                                                     *(f"  called from {_shown(f)}" for f in made[1:])])
                                    if made else "", made=chain(made)),
                        hint=f"{hint} {PLACEMENT_HINT}".strip())
 

@@ -1,0 +1,41 @@
+"""grader.trim.rows, held to what a reader sees: the text it keeps, rendered by rich in a column of the
+width it counts with, takes at most the rows it was given (elided()'s last "... more lines" aside),
+whatever the submission's text holds: long words, spaces, control characters escaped to several
+characters. The forged-frames report (test_boundary_channels) failed one screen by a row on a machine
+whose folders were longer, when rows counted characters rather than rows as wrapped."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+from rich.text import Text
+
+from grader import trim
+
+# what a submission's message or frame is made of: words short and long, spaces, escapes, markup
+PIECES = st.sampled_from(["a", "word", "forward", "A" * 90, "\x1b[2J", "\u202e", "[bold]", " ", "  ", "\n",
+                          "assignment1/layer_norm.py:12 in forward:", "…", "x" * 200, "注意力"])
+TEXTS = st.lists(PIECES, max_size=60).map("".join)
+
+
+def rendered_rows(text: str, width: int) -> int:
+    console = Console(width=width, file=None, color_system=None, force_terminal=False, record=True)
+    with console.capture() as capture:
+        console.print(Text(text), overflow="fold")
+    return len(capture.get().splitlines())
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=TEXTS, lines=st.integers(1, 8))
+def test_rows_keeps_at_most_the_rows_given_as_rich_wraps_them(text, lines):
+    kept = trim.rows(text, lines)
+    assert rendered_rows(kept, trim.ROW_CHARS) <= lines, kept
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=TEXTS, lines=st.integers(1, 8))
+def test_rows_keeps_text_that_fits_as_it_is_escaped(text, lines):
+    shown = "\n".join(trim.CONTROL.sub(trim.escaped, text).splitlines())  # a trailing newline is no row
+    if rendered_rows(shown, trim.ROW_CHARS) <= lines:
+        assert trim.rows(text, lines) == shown
+    else:
+        assert trim.rows(text, lines).endswith("(grade --verbose shows all of it)")
