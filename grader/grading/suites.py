@@ -58,6 +58,20 @@ def one_intra_op_thread():
         torch.set_num_threads(threads)
 
 
+# what pytest reads from the environment of whoever runs `grade` (their own test runs' options and
+# plugins, set in a shell or a CI's settings): the grading suites run as the course says, whatever is set
+_PYTEST_VARIABLES = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")
+
+
+@contextmanager
+def _no_pytest_settings():
+    kept = {name: os.environ.pop(name) for name in _PYTEST_VARIABLES if name in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(kept)
+
+
 def run_checks(course: Course, student, checks: dict[str, tuple[str, ...]], *, quick: frozenset[str] = frozenset(),
                one_failure: bool = False) -> dict[str, Outcome]:
     """One pytest run over the suites that hold `checks` (id -> parts to swap in first); `quick` and
@@ -79,7 +93,7 @@ def run_checks(course: Course, student, checks: dict[str, tuple[str, ...]], *, q
     # the suites report through grader.suite.checks, not bare asserts: no rewriting to pay for
     args += ["-q", "--assert=plain", "--rootdir", str(course.root), "-c", str(course.path),
              "-o", "python_files=test_*.py", "-W", "ignore", "--tb=no"]
-    with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err:
+    with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err, _no_pytest_settings():
         code = pytest.main(args, plugins=[plugin])
     if plugin.interrupted:  # pytest catches Ctrl-C and returns (INTERRUPTED, also its code for a suite
         raise KeyboardInterrupt  # it cannot collect): the grade is unfinished

@@ -1,5 +1,6 @@
 """Bad input to the kit: one line naming the bad value, exit status 2, never a traceback."""
 
+import json
 import os
 import re
 import subprocess
@@ -93,13 +94,19 @@ def test_malformed_solution_marker(tmp_path, marks, line, problem):
     assert not (tmp_path / "assignments").exists()
 
 
-def test_grading_leaves_the_current_folder_as_it_was(tmp_path):
-    """Nothing written where grade runs: no .hypothesis/ (Hypothesis's caches), no pytest cache."""
+def test_grading_leaves_the_current_folder_as_it_was_whatever_pytest_settings_are_set(tmp_path):
+    """Nothing written where grade runs: no .hypothesis/ (Hypothesis's caches), no pytest cache. And the
+    user's own pytest settings (PYTEST_ADDOPTS, PYTEST_PLUGINS: a shell's or a CI's) leave the grading
+    suites alone: with these set, the suites did not run at all (pytest's usage error)."""
     env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_STORAGE_DIRECTORY"}
+    env |= {"NO_COLOR": "1", "PYTEST_ADDOPTS": f"--junitxml={tmp_path / 'junit.xml'} -x --no-such-option",
+            "PYTEST_PLUGINS": "no_such_plugin_module"}
     proc = subprocess.run([sys.executable, "-m", "grader", "assignment1", "--submission", str(SOLUTIONS),
-                           "--course", str(ROOT / "course.toml")], cwd=tmp_path, env={**env, "NO_COLOR": "1"},
+                           "--course", str(ROOT / "course.toml"), "--json", "-"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert report["score"] == report["max_score"] > 0, report["score"]
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
