@@ -8,14 +8,18 @@ import re
 import unicodedata
 
 # C0 but tab and newline, DEL, C1 (0x9b is a terminal's one-byte CSI): what makes text act on a terminal;
-# and the direction marks and overrides, which make text read other than it is (in a terminal or a page)
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_LINE_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # a line's: \n, \t too
+# and the direction marks, overrides and isolates (Trojan Source), which make text read other than it is
+# (in a terminal, a page or a spreadsheet). The one list of them for every reader: the report, the JSON,
+# a batch's files and its progress (grader.batch.safe), Gradescope's output.
+_DIRECTION = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_DIRECTION}]")
+_LINE_BREAK = re.compile(f"[\x00-\x1f\x7f-\x9f{_DIRECTION}]")  # a line's: \n, \t too
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}  # as Python's repr writes them
 
 
 def escaped(m: re.Match) -> str:
-    code = ord(m.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    c = m.group()
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
 
 
 def inert(text: str, limit: int | None = None, *, line: bool = False) -> str:

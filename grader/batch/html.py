@@ -38,7 +38,7 @@ def _inert(value):
     import markupsafe
 
     if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
-        return inert(value, keep="\t\n")
+        return inert(value, lines=True)
     return value
 
 

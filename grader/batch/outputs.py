@@ -121,11 +121,11 @@ def gradescope(report: dict) -> dict:
                       # the points held for review, as data (Gradescope keeps a test's extra_data)
                       **({"extra_data": {"held": c["held"]}} if isinstance(c.get("held"), (int, float))
                          and not c.get("override") else {})})
-        tests[-1]["output"] = safe.inert(tests[-1]["output"], keep="\n")
+        tests[-1]["output"] = safe.inert(tests[-1]["output"], lines=True)
     batch = report.get("batch", {})
     notes = [*report.get("notes", []), *([batch["message"]] if batch.get("message") else [])]
     return {"score": report["score"], "execution_time": report.get("duration_seconds", 0.0),
-            "output": safe.inert("\n".join(notes), keep="\n"),
+            "output": safe.inert("\n".join(notes), lines=True),
             "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
 
 

@@ -5,7 +5,7 @@ A student's name and a submission's messages reach the instructor's terminal, su
 grades.csv, changes.csv, Gradescope's output and the HTML pages. Two things in them can act:
 - control characters (ESC starts a terminal escape sequence that recolours, moves the cursor or
   retitles the window; CR overwrites a line; bidirectional overrides reorder what is shown);
-  `inert` writes each as its escape, visible (`\\x1b`), as Python's repr would;
+  `inert` writes each as its escape, visible (`\\x1b`), as Python's repr would (grader.trim's);
 - a CSV cell that starts with `=`, `+`, `-`, `@`, tab or CR is read as a formula by Excel,
   LibreOffice and Google Sheets (OWASP's "CSV injection"); `cell` puts a `'` before it, which
   the spreadsheets show as the text itself.
@@ -15,27 +15,15 @@ markup string.
 
 from __future__ import annotations
 
-import unicodedata
+from grader import trim
 
-# bidirectional controls: they reorder the characters shown after them (Trojan Source)
-BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
-def inert(text: str, *, keep: str = "") -> str:
-    """`text` with every control character (but those in `keep`) written as its visible escape."""
-    if text.isprintable() and not BIDI.intersection(text):
-        return text  # the common case, at C speed
-    out = []
-    for c in text:
-        if c in keep or not (c in BIDI or unicodedata.category(c) == "Cc"):
-            out.append(c)
-        elif c in NAMED:
-            out.append(NAMED[c])
-        else:
-            out.append(f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
-    return "".join(out)
+def inert(text: str, *, lines: bool = False) -> str:
+    """`text` with every control character and direction mark written as its visible escape (grader.trim's
+    list, one for every reader); `lines`: newlines and tabs kept, for an output of several lines."""
+    return trim.inert(text, line=not lines)
 
 
 def cell(text: str) -> str:

@@ -34,14 +34,14 @@ def results(report: dict, *, execution_time: float, notes: Sequence[str] = ()) -
         hidden = _hidden_detail(component)
         if hidden:
             tests.append({"name": f"{component['name']}: hidden checks", "status": test["status"],
-                          "output": safe.inert(hidden, keep="\n"), "visibility": "after_published"})
+                          "output": safe.inert(hidden, lines=True), "visibility": "after_published"})
     isolation = report.get("isolation") or ""
     detail = ISOLATION.get(isolation) or report.get("isolation_detail") or isolation
     top = [f"{report['assignment']}: {report['score']:g} / {report['max_score']:g} points.",
            *([f"Isolation: {detail}."] if isolation else []),
            *notes, *([data["output"]] if data["output"] else [])]
     # the submission's text (exception types and messages, its output) shown inert: no escape reaches a page
-    return {**data, "execution_time": round(execution_time, 2), "output": safe.inert("\n".join(top), keep="\n"),
+    return {**data, "execution_time": round(execution_time, 2), "output": safe.inert("\n".join(top), lines=True),
             "tests": tests}
 
 

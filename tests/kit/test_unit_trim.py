@@ -39,3 +39,21 @@ def test_rows_keeps_text_that_fits_as_it_is_escaped(text, lines):
         assert trim.rows(text, lines) == shown
     else:
         assert trim.rows(text, lines).endswith("(grade --verbose shows all of it)")
+
+
+# every control character (C0, DEL, C1) and every direction mark, override and isolate (Trojan Source)
+ACTING = {chr(c) for c in (*range(0x20), *range(0x7f, 0xa0))} | set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d"
+                                                                      "\u202e\u2066\u2067\u2068\u2069")
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(sorted(ACTING | set("ab =+\\x")))))
+def test_one_list_of_acting_characters_for_every_reader(text):
+    """The report's text (trim.inert) and a batch's files (grader.batch.safe) escape the same characters:
+    a line keeps none of them, a multi-line output only its newlines and tabs; a CSV cell is never a formula."""
+    from grader.batch import safe
+
+    for shown, kept in ((trim.inert(text, line=True), set()), (safe.inert(text), set()),
+                        (trim.inert(text), {"\n", "\t"}), (safe.inert(text, lines=True), {"\n", "\t"})):
+        assert not (set(shown) & ACTING) - kept, repr(shown)
+    assert not safe.cell(text).startswith(("=", "+", "-", "@"))
