@@ -54,6 +54,18 @@ def _cells(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
+def _folded(word: str, width: int) -> tuple[int, int]:
+    """Rows a word too long for one takes, folded as rich folds it (cells.chop_cells: a wide character
+    that does not fit the row's end starts the next), and the cells of its last row."""
+    count, used = 1, 0
+    for c in word:
+        cells = _cells(c)
+        if used + cells > width:
+            count, used = count + 1, 0
+        used += cells
+    return count, used
+
+
 def _rows(line: str, width: int) -> int:
     """Terminal rows a line takes in a column of `width` cells, wrapped as rich wraps it (rich._wrap's
     divide_line: at spaces; a word too long for any row starts one of its own and is folded)."""
@@ -63,9 +75,8 @@ def _rows(line: str, width: int) -> int:
         if width - offset >= length:
             offset += _cells(word.group())
         elif length > width:
-            cells = _cells(word.group())
-            count += -(-cells // width) - (0 if word.start() else 1)
-            offset = cells % width or width
+            folded, offset = _folded(word.group(), width)
+            count += folded - (0 if word.start() else 1)
         elif offset and word.start():
             count += 1
             offset = _cells(word.group())

@@ -4,7 +4,7 @@ whatever the submission's text holds: long words, spaces, control characters esc
 characters. The forged-frames report (test_boundary_channels) failed one screen by a row on a machine
 whose folders were longer, when rows counted characters rather than rows as wrapped."""
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 from rich.text import Text
@@ -26,6 +26,7 @@ def rendered_rows(text: str, width: int) -> int:
 
 @settings(max_examples=200, deadline=None)
 @given(text=TEXTS, lines=st.integers(1, 8))
+@example(text="x注" * 80, lines=3)  # a wide character that does not fit a row's end starts the next: 4 rows
 def test_rows_keeps_at_most_the_rows_given_as_rich_wraps_them(text, lines):
     kept = trim.rows(text, lines)
     assert rendered_rows(kept, trim.ROW_CHARS) <= lines, kept
