@@ -72,3 +72,14 @@ def scored(assignment: Assignment, outcomes: dict[str, Outcome], *, blame: dict[
     """grader.judging.scoring's Report of hand-made outcomes, as a grading of the reference tree scores them."""
     return score(COURSE, assignment, Path("submission"),
                  Judged(outcomes, unavailable or {}, blame or {}, forbidden or {}), 1.0)
+
+
+# text a submission makes that a report shows (a message, a frame): words short and long, spaces, escapes,
+# markup, a frame's head, wide characters
+submission_texts = st.lists(st.sampled_from(["a", "word", "forward", "A" * 90, "\x1b[2J", "\u202e", "[bold]", " ",
+                                             "  ", "\n", "assignment1/layer_norm.py:12 in forward:", "…", "x" * 200,
+                                             "注意力"]), max_size=60).map("".join)
+# every control character (C0, DEL, C1) and every direction mark, override and isolate (Trojan Source)
+ACTING = frozenset({chr(c) for c in (*range(0x20), *range(0x7f, 0xa0))}
+                   | set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"))
+acting_texts = st.text(alphabet=st.sampled_from(sorted(ACTING | set("ab =+\\x"))))

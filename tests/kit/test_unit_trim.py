@@ -10,11 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from grader import trim
-
-# what a submission's message or frame is made of: words short and long, spaces, escapes, markup
-PIECES = st.sampled_from(["a", "word", "forward", "A" * 90, "\x1b[2J", "\u202e", "[bold]", " ", "  ", "\n",
-                          "assignment1/layer_norm.py:12 in forward:", "…", "x" * 200, "注意力"])
-TEXTS = st.lists(PIECES, max_size=60).map("".join)
+from tests.kit.strategies import ACTING, KIT, acting_texts, submission_texts
 
 
 def rendered_rows(text: str, width: int) -> int:
@@ -24,16 +20,16 @@ def rendered_rows(text: str, width: int) -> int:
     return len(capture.get().splitlines())
 
 
-@settings(max_examples=200, deadline=None)
-@given(text=TEXTS, lines=st.integers(1, 8))
+@settings(KIT, max_examples=200)
+@given(text=submission_texts, lines=st.integers(1, 8))
 @example(text="x注" * 80, lines=3)  # a wide character that does not fit a row's end starts the next: 4 rows
 def test_rows_keeps_at_most_the_rows_given_as_rich_wraps_them(text, lines):
     kept = trim.rows(text, lines)
     assert rendered_rows(kept, trim.ROW_CHARS) <= lines, kept
 
 
-@settings(max_examples=100, deadline=None)
-@given(text=TEXTS, lines=st.integers(1, 8))
+@settings(KIT, max_examples=100)
+@given(text=submission_texts, lines=st.integers(1, 8))
 def test_rows_keeps_text_that_fits_as_it_is_escaped(text, lines):
     shown = "\n".join(trim.CONTROL.sub(trim.escaped, text).splitlines())  # a trailing newline is no row
     if rendered_rows(shown, trim.ROW_CHARS) <= lines:
@@ -42,13 +38,8 @@ def test_rows_keeps_text_that_fits_as_it_is_escaped(text, lines):
         assert trim.rows(text, lines).endswith("(grade --verbose shows all of it)")
 
 
-# every control character (C0, DEL, C1) and every direction mark, override and isolate (Trojan Source)
-ACTING = {chr(c) for c in (*range(0x20), *range(0x7f, 0xa0))} | set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d"
-                                                                      "\u202e\u2066\u2067\u2068\u2069")
-
-
-@settings(max_examples=300, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from(sorted(ACTING | set("ab =+\\x")))))
+@settings(KIT, max_examples=300)
+@given(text=acting_texts)
 def test_one_list_of_acting_characters_for_every_reader(text):
     """The report's text (trim.inert) and a batch's files (grader.batch.safe) escape the same characters:
     a line keeps none of them, a multi-line output only its newlines and tabs; a CSV cell is never a formula."""
