@@ -109,6 +109,7 @@ def _shown(frame: str) -> str:
 
 
 FRAME_SHOWN = 120  # characters of a frame past its file: the function and its line of code
+NAME_SHOWN = 40  # characters of the function the watch names (an identifier; the worker's say-so)
 
 
 # a frame as the worker's watch writes it (grader.sandbox.child.record.student_frames):
@@ -149,7 +150,7 @@ def expect_no_stray(answer: dict, *, component: str, device: str, example: str, 
         device = f"a second device ({str(stray['device'])[:20]}, simulated: code that tests for meta meets it)"
     device = "the meta device" if device == "meta" else device
     raise Mismatch(f"{component} mixes devices: a CPU tensor ({origin}) meets tensors on {device} in "
-                   f"{str(stray.get('function'))[:FILE_SHOWN]}(){at}",
+                   f"{str(stray.get('function'))[:NAME_SHOWN]}(){at}",
                    expected=f"every tensor of the computation on {device}, where the inputs are",
                    got=f"a tensor on the CPU ({origin})",
                    found=Found(where=where.strip(), made=chain(made)), example=example,
