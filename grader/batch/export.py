@@ -212,9 +212,11 @@ def _number(text: str) -> float | None:
 
 
 def comment(components: list[str], row: dict[str, str]) -> str:
-    """One line: the total and the points per component, overrides named."""
+    """One line: the total and the points per component, overrides and points held for review named."""
     changed = set((row.get("overrides") or "").split())
-    parts = [f"{c} {row[c]}" + (" (override)" if c in changed else "") for c in components]
+    held = dict(entry.rpartition("=")[::2] for entry in (row.get("held") or "").split())
+    parts = [f"{c} {row[c]}" + (" (override)" if c in changed else "")
+             + (f" (held for review: {held[c]} earned)" if c in held else "") for c in components]
     status = "" if row["status"] in (RowStatus.GRADED, "") else f" [{row['status']}]"
     late = row.get("late") or ""
     if late and late != "0":

@@ -133,11 +133,13 @@ def write_csv(path: Path, spec: Assignment, rows: list[tuple[str, dict]]) -> Non
     """grades.csv: student, one column per component (course.toml order), total, status, lms_id (the
     LMS's id of the student, from a Canvas or Moodle download; else empty), overrides (the components
     whose points an override set), isolation (the tier the submission ran in: grader.sandbox.isolation),
-    student_id (the roster's: grader.batch.roster), late and late_penalty (grader.batch.late.column)."""
+    student_id (the roster's: grader.batch.roster), late and late_penalty (grader.batch.late.column), held
+    (the components whose points are held for review, as `Name=points`: they count 0 in their column and
+    the total until an override releases them, and a sheet that shows the 0 alone would read as failed)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["student", *(c.name for c in spec.components), "total", "status", "lms_id", "overrides",
-                     "isolation", "student_id", "late", "late_penalty"])
+                     "isolation", "student_id", "late", "late_penalty", "held"])
     for student, report in rows:
         got = {c["name"]: c["score"] for c in report["components"]}
         writer.writerow([safe.cell(student), *(f"{got.get(c.name, 0.0):g}" for c in spec.components),
@@ -145,5 +147,12 @@ def write_csv(path: Path, spec: Assignment, rows: list[tuple[str, dict]]) -> Non
                          safe.cell(report["batch"].get("lms_id", "")),
                          " ".join(c["name"] for c in report["components"] if c.get("override")),
                          report.get("isolation") or "", safe.cell(report["batch"].get("student_id", "")),
-                         *column(report)])
+                         *column(report), held_column(report)])
     write_atomic(path, buffer.getvalue())
+
+
+def held_column(report: dict) -> str:
+    """grades.csv's `held`: "LayerNorm=6 ..." for each component whose points are held for review (not
+    released by an override), the points it earned and is held at 0 for."""
+    return " ".join(f"{c['name']}={c['held']:g}" for c in report["components"]
+                    if isinstance(c.get("held"), (int, float)) and not c.get("override"))

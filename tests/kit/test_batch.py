@@ -92,7 +92,7 @@ def test_every_submission_gets_a_row_whatever_it_does(graded, class_dir):
     students = {p.stem if p.suffix == ".zip" else p.name for p in class_dir.iterdir()}
     assert set(rows) == students
     assert list(rows["correct"]) == ["student", *components("assignment1"), "total", "status", "lms_id", "overrides",
-                                     "isolation", "student_id", "late", "late_penalty"]
+                                     "isolation", "student_id", "late", "late_penalty", "held"]
     assert rows["correct"]["isolation"] == reports_by_student(out)["correct"]["isolation"] != ""
     for student in ("correct", "zipped", "flat_files"):
         assert (rows[student]["total"], rows[student]["status"]) == ("40", "graded"), rows[student]
@@ -160,6 +160,10 @@ def test_the_class_summary_is_printed_and_written(graded):
     # the LayerNorm that forks is flagged: held for review (the default policy), listed with its line
     assert [(h["student"], h["component"]) for h in summary["held"]] == [("forks_hundreds_of_sleepers", "LayerNorm")]
     assert {f["what"] for f in summary["held"][0]["lines"]} == {"os.fork"} and "Held for review" in text, text
+    # grades.csv says so too: the 0 in LayerNorm's column is held, with what it earned; no one else is held
+    held = {student: row["held"] for student, row in read_csv(out / "grades.csv").items() if row["held"]}
+    assert held == {"forks_hundreds_of_sleepers": f"LayerNorm={summary['held'][0]['points']:g}"}, held
+    assert read_csv(out / "grades.csv")["forks_hundreds_of_sleepers"]["LayerNorm"] == "0"
     # the tier the submissions ran in, and what it kept from them
     tiers = {t["tier"]: t["students"] for t in summary["isolation"]}
     assert sum(tiers.values()) >= 10 and all(f"isolation: {tier}" in text for tier in tiers), (tiers, text)

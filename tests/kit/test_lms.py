@@ -129,6 +129,20 @@ def test_the_moodle_worksheet_gets_grades_and_a_one_line_comment(tmp_path):
                                 "LMS download, and not in a roster)"]
 
 
+def test_points_held_for_review_are_named_in_the_comment_not_shown_as_a_bare_0(tmp_path):
+    """grades.csv's `held` (grader.batch.outputs.held_column): a component held for review counts 0 in its
+    column and the total; the LMS's comment says it is held and what it earned, so that neither the
+    student nor the instructor reads the 0 as failed."""
+    held = GRADES.replace("overrides\n", "overrides,held\n", 1)
+    held = held.replace("Ana C,10,8,10,6,6,40,graded,501,", "Ana C,0,8,10,6,6,30,graded,501,,LayerNorm=10")
+    (tmp_path / "grades.csv").write_text(held)
+    (tmp_path / "worksheet.csv").write_text(MOODLE_WORKSHEET)
+    rows = list(csv.DictReader(io.StringIO(export.moodle(tmp_path / "grades.csv", tmp_path / "worksheet.csv").text)))
+    assert rows[0]["Grade"] == "30"
+    assert rows[0]["Feedback comments"].startswith(
+        "Total 30: LayerNorm 0 (held for review: 10 earned), PositionwiseFeedForward 8"), rows[0]
+
+
 def test_canvas_gradebooks_with_first_and_last_names_and_a_manual_posting_row_are_filled(tmp_path):
     # canvas-lms writes LastName, FirstName where the gradebook shows them apart, and a row above Points
     # Possible, with no ID, naming the assignments that are posted by hand
