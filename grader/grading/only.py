@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from grader.course import Assignment
 from grader.course_table import ConfigError
+from grader.render import words
 
 
 def check_ids(spec: Assignment) -> list[str]:
@@ -22,8 +23,7 @@ def unknown(name: str, spec: Assignment, *, option: str = "--only", among: list[
     """The one-line error for a check id the assignment does not have, naming the closest ids."""
     ids = check_ids(spec) if among is None else among
     close = difflib.get_close_matches(name, ids, n=3, cutoff=0.5)
-    hint = f"; closest: {', '.join(close)}" if close else f"; its checks start with {', '.join(_prefixes(ids))}"
-    return ConfigError(f"{option}: {spec.name} has no check {name!r}{hint}")
+    return ConfigError(words.no_check(option, spec.name, name, close, _prefixes(ids)))
 
 
 def _prefixes(ids: list[str]) -> list[str]:
@@ -56,7 +56,4 @@ def narrow(spec: Assignment, only: frozenset[str]) -> Assignment:
 
 def note(only: frozenset[str], spec: Assignment) -> str:
     """What the report says of a narrowed grading."""
-    ordered = [i for i in check_ids(spec) if i in only]
-    one = len(ordered) == 1
-    return (f"--only: {len(ordered)} check{'' if one else 's'} run ({', '.join(ordered)}); the score counts "
-            f"{'it' if one else 'them'} alone and is not the assignment's grade.")
+    return words.only([i for i in check_ids(spec) if i in only])

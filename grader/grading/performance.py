@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from grader.course import PERFORMANCE_KINDS, Assignment, Course
 from grader.judging import attribution
+from grader.render import words
 from grader.results import Outcome, Reason, Timing
 from grader.sandbox.child import profile
 from grader.sandbox.host import StudentError, WorkerFault
@@ -59,8 +60,7 @@ def measure(course: Course, assignment: Assignment, student, results: dict[str, 
     score = round(config.points * sum(within) / len(within), 2) if config.points else 0.0
     return {"informational": not config.points, "score": score, "max_score": config.points,
             "max_ratio": config.max_ratio, "shape": dict(profile.SHAPE), "repeat": config.repeat,
-            "measured": "forward + backward, median seconds of `repeat` steps after a warm-up; memory: peak "
-                        "allocated on a GPU, bytes saved for backward on the CPU", "entries": entries,
+            "measured": words.MEASURED, "entries": entries,
             "overhead_seconds": round(time.monotonic() - start, 3)}
 
 
@@ -69,7 +69,7 @@ def _entry(course: Course, student, timed: Timed, reference: bool) -> dict:
     try:
         got = student.profile(timed.kind, timed.target, timed.device, timed.repeat, dict(profile.SHAPE))
     except StudentError as e:
-        return {"status": Timing.ERROR, "message": f"your code raised {e.type}: {e.message}"[:300]}
+        return {"status": Timing.ERROR, "message": words.raised(e.type, e.message)[:300]}
     except WorkerFault as e:  # a malformed frame included (the worker was killed): the submission's fault
         return {"status": Timing.ERROR, "message": e.detail[:300]}
     finally:
@@ -77,7 +77,7 @@ def _entry(course: Course, student, timed: Timed, reference: bool) -> dict:
     try:
         own, torch_ = _timing(got["student"]), _timing(got["torch"])
     except Exception:  # whatever it sent (a float too large for one, a list): its own fault, never the grader's
-        return {"status": Timing.ERROR, "message": "the submission's process sent malformed timings"}
+        return {"status": Timing.ERROR, "message": words.MALFORMED_TIMINGS}
     entry = {"status": Timing.MEASURED, "seconds": own[0], "memory_bytes": own[1], "torch_seconds": torch_[0],
              "torch_memory_bytes": torch_[1], "time_vs_torch": _ratio(own[0], torch_[0]),
              "memory_vs_torch": _ratio(own[1], torch_[1])}

@@ -9,6 +9,7 @@ import time
 
 from grader.grading.run import GradingRun
 from grader.judging import attribution, diagnosis, forbidden, scoring, telling
+from grader.render import words
 from grader.results import Fault, Outcome, Reason, Report, Status
 from grader.sandbox import isolation
 
@@ -86,13 +87,11 @@ def score(run: GradingRun) -> None:
     for component in run.assignment.components:
         for check in component.checks:
             if check.tier == "hidden" and not run.has_reference:
-                rec.unavailable[check.id] = Outcome(Status.SKIPPED, Reason.UNAVAILABLE,
-                                                    "hidden tier: graded by your instructor")
+                rec.unavailable[check.id] = Outcome(Status.SKIPPED, Reason.UNAVAILABLE, words.HIDDEN_TIER)
             elif check.tier == "cuda" and device != "cuda":
                 rec.unavailable[check.id] = None
             elif check.tier == "cuda" and run.gpu is None:
-                rec.unavailable[check.id] = Outcome(Status.SKIPPED, Reason.NO_CUDA,
-                                                    "no CUDA device here: GPU check not run")
+                rec.unavailable[check.id] = Outcome(Status.SKIPPED, Reason.NO_CUDA, words.NO_CUDA)
     rec.components = scoring.components(run.assignment, _judged(run))
 
 
@@ -148,12 +147,12 @@ def gpu_summary(components, results: dict[str, Outcome], gpu: str | None) -> dic
     ids = [chk.id for comp in components for chk in comp.checks if chk.tier == "cuda"]
     if gpu is None:
         return {"available": False, "device": "", "checks": len(ids), "seconds": 0.0,
-                "note": f"GPU checks skipped ({len(ids)}): no CUDA device here; not run and not counted."}
+                "note": words.gpu_skipped(len(ids))}
     import torch
 
     name = torch.cuda.get_device_name(torch.device(gpu)) if gpu.startswith("cuda") else gpu
     seconds = round(sum(results[i].duration for i in ids if i in results), 2)
     passed = sum(results[i].status == Status.PASSED for i in ids if i in results)
     return {"available": True, "device": name, "checks": len(ids), "seconds": seconds,
-            "note": f"GPU checks on {name}: {passed} of {len(ids)} passed, in {seconds:g} s."}
+            "note": words.gpu_ran(name, passed, len(ids), seconds)}
 

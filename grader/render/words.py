@@ -13,6 +13,16 @@ from grader.suite.pattern import Kind, fits
 # a check that did not run: not in the suite (grader.judging.scoring), not again on the reference's parts (attribution)
 NOT_IN_SUITE = "this check did not run (not found in the grading suite)"
 NOT_RUN_AGAIN = "this check did not run again on the reference's parts"
+# a check that cannot run here (grader.grading.stages.score): a student's kit holds no hidden tier, a
+# machine without CUDA runs no GPU check
+HIDDEN_TIER = "hidden tier: graded by your instructor"
+NO_CUDA = "no CUDA device here: GPU check not run"
+
+# the JSON's performance (grader.grading.performance): what its numbers are, since the seconds alone
+# depend on the machine; and a timing the submission's process sent that is no pair of numbers
+MEASURED = ("forward + backward, median seconds of `repeat` steps after a warm-up; memory: peak "
+            "allocated on a GPU, bytes saved for backward on the CPU")
+MALFORMED_TIMINGS = "the submission's process sent malformed timings"
 
 
 def graded(public_only: bool, faults: list, refused: list[str]) -> list[str]:
@@ -20,6 +30,36 @@ def graded(public_only: bool, faults: list, refused: list[str]) -> list[str]:
     said = ["Public checks only: the hidden checks are run by your instructor."] if public_only else []
     said += [f"The submission's process was restarted: {f.detail}" for f in faults]
     return said + [f"Not graded, not a regular file under 1 MiB: {r}" for r in refused]
+
+
+def raised(error: str, message: str) -> str:
+    """An exception the submission's code raised (grader.sandbox.host.StudentError: its type's name, its message)."""
+    return f"your code raised {error}: {message}"
+
+
+def gpu_skipped(checks: int) -> str:
+    """The report's note where --device cuda finds no CUDA device (grader.grading.stages.gpu_summary)."""
+    return f"GPU checks skipped ({checks}): no CUDA device here; not run and not counted."
+
+
+def gpu_ran(device: str, passed: int, checks: int, seconds: float) -> str:
+    """The report's note on the GPU tier where it ran (grader.grading.stages.gpu_summary)."""
+    return f"GPU checks on {device}: {passed} of {checks} passed, in {seconds:g} s."
+
+
+def only(ordered: list[str]) -> str:
+    """The report's note on a grading narrowed to some checks (`grade --only`, grader.grading.only):
+    its score is no grade."""
+    one = len(ordered) == 1
+    return (f"--only: {len(ordered)} check{'' if one else 's'} run ({', '.join(ordered)}); the score counts "
+            f"{'it' if one else 'them'} alone and is not the assignment's grade.")
+
+
+def no_check(option: str, assignment: str, name: str, close: list[str], prefixes: list[str]) -> str:
+    """The one-line error for a check id `assignment` does not have (--only, --repro): the ids `close`
+    to it, else the `prefixes` its checks start with, to show what exists."""
+    hint = f"closest: {', '.join(close)}" if close else f"its checks start with {', '.join(prefixes)}"
+    return f"{option}: {assignment} has no check {name!r}; {hint}"
 
 
 def kind(found: dict) -> Found:

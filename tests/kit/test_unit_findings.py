@@ -1,15 +1,19 @@
-"""Findings as data, words in one place (issue 52): the judging stages (grader/judging/) return no
-English, and nothing under grader/ reads a finding back out of its words or of an id's prefix.
+"""Findings as data, words in one place (issue 52): the judging and grading stages (grader/judging/,
+grader/grading/) return no English, and nothing under grader/ reads a finding back out of its words or
+of an id's prefix.
 
-The rule for a judging module, read with `ast`, nothing imported: no f-string whose literal text holds
+The rule for a stage's module, read with `ast`, nothing imported: no f-string whose literal text holds
 two words side by side ("your {names} fails ..."), and no string constant that does, wherever it
 stands (a return value, a dict's value, a dataclass field's default, an argument), but a docstring, a
-`raise`'s message (for the caller, not a report), the receiver of `.split()` (a list of words to
-match, telling's stop words) and a pattern given to `re.compile`. Identifiers built with f-strings
-("looks_like:{check}", "{file}:{line}") have no space and pass. Words belong to grader.render.words;
-labels that are data are enums (grader.findings)."""
+`raise`'s or an `assert`'s message (for the caller, not a report), the receiver of `.split()` (a list
+of words to match, telling's stop words), a pattern given to `re.compile`, and a program handed to a
+Python subprocess: the string (or the module-level constant named) right after "-c" in an argv list
+(`[sys.executable, "-c", BOOT]`), which is code. Identifiers built with f-strings ("looks_like:{check}",
+"{file}:{line}") have no space and pass. Words belong to grader.render.words; labels that are data are
+enums (grader.findings)."""
 
 import ast
+import itertools
 import re
 from pathlib import Path
 
@@ -30,10 +34,31 @@ PARSE_BACK = [
 ]
 
 
+STAGES = ("judging", "grading")  # grader's packages that judge and grade: data out, words in grader.render.words
+
+
+def programs(tree: ast.AST) -> tuple[set[int], set[str]]:
+    """A Python subprocess's program: the constants right after "-c" in an argv list or tuple (their
+    ids), and the names there, each a module-level constant that holds one."""
+    given, named = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple)):
+            for flag, program in itertools.pairwise(node.elts):
+                if isinstance(flag, ast.Constant) and flag.value == "-c":
+                    if isinstance(program, ast.Name):
+                        named.add(program.id)
+                    else:
+                        given |= {id(n) for n in ast.walk(program)}
+    return given, named
+
+
 def sentences(source: str, name: str = "<source>") -> list[str]:
     """'name:line: text' for each phrase a module's code (not its docstrings) builds or holds."""
     tree = ast.parse(source)
-    allowed: set[int] = set()
+    allowed, named = programs(tree)
+    for stmt in getattr(tree, "body", []):  # a named program: only its module-level constant, bound once
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and getattr(stmt.targets[0], "id", None) in named:
+            allowed |= {id(n) for n in ast.walk(stmt.value)}
     found = []
     for node in ast.walk(tree):  # breadth first: a node is allowed before its parts are read
         body = getattr(node, "body", None)
@@ -42,6 +67,8 @@ def sentences(source: str, name: str = "<source>") -> list[str]:
             allowed.add(id(body[0].value))
         if isinstance(node, ast.Raise):
             allowed |= {id(n) for n in ast.walk(node)}
+        if isinstance(node, ast.Assert) and node.msg is not None:
+            allowed |= {id(n) for n in ast.walk(node.msg)}
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "split":
             allowed |= {id(n) for n in ast.walk(node.func.value)}
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "compile":
@@ -57,8 +84,8 @@ def sentences(source: str, name: str = "<source>") -> list[str]:
     return found
 
 
-def judging_sentences(grader: Path = GRADER) -> list[str]:
-    return [s for path in sorted((grader / "judging").glob("*.py"))
+def stage_sentences(grader: Path = GRADER) -> list[str]:
+    return [s for stage in STAGES for path in sorted((grader / stage).glob("*.py"))
             for s in sentences(path.read_text(encoding="utf-8"), path.relative_to(grader.parent).as_posix())]
 
 
@@ -74,9 +101,9 @@ def parsed_back(grader: Path = GRADER) -> list[str]:
     return found
 
 
-def test_the_judging_modules_build_no_sentences():
-    found = judging_sentences()
-    assert not found, "judging returns data; grader.render.words words it:\n" + "\n".join(found)
+def test_the_judging_and_grading_stages_build_no_sentences():
+    found = stage_sentences()
+    assert not found, "judging and grading return data; grader.render.words words it:\n" + "\n".join(found)
 
 
 def test_nothing_reads_a_finding_back_out_of_its_words():
@@ -99,6 +126,21 @@ ID = f"looks_like:{MISSING}"
     found = sentences(said)
     assert [f.split(":")[1] for f in found] == ["6", "8"], found
     assert not sentences('key = f"{a}:{b}"\nkind = "looks_like"\n')
+
+
+def test_the_rule_passes_a_subprocess_program_and_an_assert_message_but_no_sentence_beside():
+    code = '''
+BOOT = "import sys; from grader import main; main()"
+NOTE = "import this, or say it"
+assert KINDS == WORKER_KINDS, "course.toml's kinds are the worker's"
+subprocess.Popen([sys.executable, "-c", BOOT])
+subprocess.run((sys.executable, "-I", "-c", "import sys; print(sys.path)"))
+def later():
+    BOOT = "a sentence under the program's name"
+    return {"note": "the worker ran it"}
+'''
+    found = sentences(code)
+    assert [f.split(":")[1] for f in found] == ["3", "8", "9"], found
 
 
 def test_the_parse_back_patterns_see_the_old_readings():

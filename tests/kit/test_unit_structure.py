@@ -1,6 +1,7 @@
-"""Small parts (issue 46): no module of grader/ over 300 lines, no function over 60 lines or over six
-parameters (self and cls not counted; *args and **kwargs counted; keyword-only options that travel
-together belong in a dataclass).
+"""Size is a question, not a rule (issue 56): a module of grader/ past 400 lines, a function past 60 lines
+or over six parameters (self and cls not counted; *args and **kwargs counted; keyword-only options that
+travel together belong in a dataclass) says why, in EXPLAINED, or is split by concept. The standard is
+not a count to land on: a reason is read by whoever keeps the module, and a stale one fails.
 
 A function's lines run from its `def` to its last line, decorators not counted; a nested function
 counts on its own and within the function around it. Read with `ast`, nothing imported."""
@@ -11,11 +12,11 @@ from pathlib import Path
 from tests.kit.conftest import ROOT
 
 GRADER = ROOT / "grader"
-MAX_MODULE_LINES, MAX_FUNCTION_LINES, MAX_PARAMETERS = 300, 60, 6
+MAX_MODULE_LINES, MAX_FUNCTION_LINES, MAX_PARAMETERS = 400, 60, 6
 
-# issue 46: being split. Known violations that other parts of the work are taking apart; the lead
-# empties this at integration. A name here that no longer violates fails too (the list stays true).
-BEING_SPLIT: set[str] = set()  # names over the standard while being split (none now)
+# 'path' or 'path:qualified.name' -> why it is past the standard (none now). A name here that no longer
+# is fails too, so the list stays true.
+EXPLAINED: dict[str, str] = {}
 
 
 def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
@@ -54,15 +55,16 @@ def violations(package: Path = GRADER) -> dict[str, str]:
     return found
 
 
-def test_no_module_function_or_parameter_list_of_grader_is_over_the_standard():
-    new = {k: v for k, v in violations().items() if k not in BEING_SPLIT}
-    assert not new, "over the standard (DEVGUIDE: modules <= 300 lines, functions <= 60 lines, <= 6 parameters):\n" \
-        + "\n".join(f"  {k}: {v}" for k, v in sorted(new.items()))
+def test_what_is_past_the_standard_in_grader_says_why():
+    unexplained = {k: v for k, v in violations().items() if not EXPLAINED.get(k, "").strip()}
+    assert not unexplained, (
+        "past the standard (modules ~400 lines, functions 60 lines, 6 parameters): split it by concept, or say "
+        "why in EXPLAINED:\n" + "\n".join(f"  {k}: {v}" for k, v in sorted(unexplained.items())))
 
 
-def test_the_allow_list_names_only_what_is_still_over():
-    done = sorted(BEING_SPLIT - set(violations()))
-    assert not done, f"no longer over the standard, take them out of BEING_SPLIT: {done}"
+def test_the_explanations_name_only_what_is_still_past_the_standard():
+    done = sorted(set(EXPLAINED) - set(violations()))
+    assert not done, f"no longer past the standard, take them out of EXPLAINED: {done}"
 
 
 def test_the_reader_counts_as_the_standard_says(tmp_path):
@@ -75,7 +77,8 @@ def test_the_reader_counts_as_the_standard_says(tmp_path):
         "class C:\n    def wide(self, a, b, c, d, e, *, f, g=0):\n        pass\n\n"
         "    @classmethod\n    def ok(cls, a, b, c, d, e, f):\n        def inner(*args, **kwargs):\n"
         "            pass\n")
-    (package / "big.py").write_text("x = 1\n" * 301)
+    (package / "big.py").write_text("x = 1\n" * 401)
+    (package / "fits.py").write_text("x = 1\n" * 400)
     found = violations(package)
     assert set(found) == {"pkg/m.py:long", "pkg/m.py:C.wide", "pkg/big.py"}, found
     assert found["pkg/m.py:C.wide"].startswith("7 parameters") and found["pkg/m.py:long"].startswith("61 lines")
