@@ -9,7 +9,8 @@ Grading is deterministic (Hypothesis derandomized, the same inputs drawn for the
 code that computes what a bug computes fails the same checks on the same shrunk examples with the
 same values. A component is diagnosed when exactly one bug of its table explains every one of its
 failing public checks, and no other: a partial match, or two bugs that match, is no diagnosis.
-Numbers are compared to 4 significant digits (the same bug written another way rounds alike).
+Numbers are compared to 4 significant digits (the same bug written another way rounds alike), and a
+zero is 0 whatever its sign (-0.0 == 0.0: the same value, reached another way).
 
 A component no entry explains gets its numerical forensics instead ("looks like": the failing
 values as a simple function of the expected ones, grader.suite.forensics), only where every part it
@@ -30,6 +31,8 @@ from grader.reveal import Reveal
 
 KEYS = ("status", "reason", "message", "expected", "got", "example")
 _NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
+# a zero written with its sign ("-0", "-0.0", "-0e+00"), not a digit of a longer number or word
+_NEGATIVE_ZERO = re.compile(r"(?<![\w.])-0(?:\.0+)?(?:e[-+]?\d+)?(?![\w.])")
 
 
 def path_for(course: Course) -> Path:
@@ -40,6 +43,18 @@ def signature(outcome: Outcome) -> dict[str, str]:
     """What a failed check says, numbers rounded: equal for the same bug however it is written."""
     said = {"status": outcome.status, "reason": outcome.reason, "message": outcome.message, **outcome.details}
     return {k: _NUMBER.sub(lambda m: f"{float(m.group()):.4g}", str(said[k])) for k in KEYS if k in said}
+
+
+def alike(said: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """Signatures (check id -> signature) as a failure and a bug of the table are matched: each zero
+    without its sign. -0.0 and 0.0 are the same number (IEEE 754: -0.0 == 0.0); which of them a float
+    computation prints tells only which way it got there (a negative value times a dropped-out 0), not
+    what it computes, so the same bug written another way may print either. (A table is course material
+    a student's kit holds: what is not a signature is left as it is, to match nothing.)"""
+    if not isinstance(said, dict):
+        return said
+    return {check: {k: _NEGATIVE_ZERO.sub(lambda m: m.group()[1:], v) if isinstance(v, str) else v
+                    for k, v in sig.items()} if isinstance(sig, dict) else sig for check, sig in said.items()}
 
 
 def failing_public(spec: Assignment, component: str, results: dict[str, Outcome]) -> dict[str, dict[str, str]]:
@@ -122,7 +137,8 @@ def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
         attempted = all(s.get("reason") != Reason.NOT_ATTEMPTED for s in failing.values())
         if not failing or not attempted or excused & set(failing):
             continue
-        matches = [name for name, bug in table.items() if bug["component"] == comp.name and bug["failing"] == failing]
+        matches = [name for name, bug in table.items()
+                   if bug["component"] == comp.name and alike(bug["failing"]) == alike(failing)]
         if len(matches) == 1:
             bug = table[matches[0]]
             # "what" (the bug alone) and "fix" are the table's own fields, for a report that names the bug
