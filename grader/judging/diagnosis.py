@@ -49,8 +49,8 @@ def alike(said: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
     """Signatures (check id -> signature) as a failure and a bug of the table are matched: each zero
     without its sign. -0.0 and 0.0 are the same number (IEEE 754: -0.0 == 0.0); which of them a float
     computation prints tells only which way it got there (a negative value times a dropped-out 0), not
-    what it computes, so the same bug written another way may print either. (A table is course material
-    a student's kit holds: what is not a signature is left as it is, to match nothing.)"""
+    what it computes, so the same bug written another way may print either. bugs.json is a file the
+    student's kit holds and may be edited: a value not shaped as a signature is passed through unchanged."""
     if not isinstance(said, dict):
         return said
     return {check: {k: _NEGATIVE_ZERO.sub(lambda m: m.group()[1:], v) if isinstance(v, str) else v
