@@ -14,8 +14,10 @@ performance, the forbidden scan and scoring run as before, on the whole.
 A file whose imports cannot be read from its source (importlib, exec, reading files) makes its
 components run every time. One difference from a whole grade is known: what a module prints when
 it is imported shows under the first check of each process that imports it, so a component that
-runs again (or each side of a split) shows it again. Only `--watch` keeps anything: what counts
-for a grade (a plain `grade`, `grade batch`, Gradescope) runs every check.
+runs again (or each side of a split) shows it again. Only `--watch` keeps the assignment's own checks:
+what counts for a grade (a plain `grade`, `grade batch`, Gradescope) runs every one of them. What
+attribution learns of the parts of earlier assignments, which earns no points itself, every warm
+grader keeps (grader.grading.known_parts).
 """
 
 from __future__ import annotations

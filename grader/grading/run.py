@@ -14,6 +14,7 @@ from grader.grading.suites import run_checks
 from grader.results import ComponentResult, Fault, Outcome
 
 if TYPE_CHECKING:
+    from grader.grading.known_parts import KnownParts
     from grader.grading.reuse import Reuse
     from grader.grading.split import Helper
     from grader.judging.attribution import Blame
@@ -30,7 +31,9 @@ class Options:
     grader.sandbox.template.Template to fork the worker from; `helper`: a grader.grading.split.Helper that
     runs the later components' checks meanwhile, chosen by `cost` (seconds by check, from earlier
     gradings); `reuse`: a grader.grading.reuse.Reuse that runs again only the components whose files
-    changed; `only`: check ids to run alone, the report listing only them (grader.grading.only)."""
+    changed; `only`: check ids to run alone, the report listing only them (grader.grading.only); `known`:
+    a grader.grading.known_parts.KnownParts that keeps what the parts of other assignments gave
+    attribution, across gradings, and runs again only the parts whose files changed."""
 
     device: str = "cpu"
     template: Template | None = None
@@ -38,6 +41,7 @@ class Options:
     cost: Mapping[str, float] = field(default_factory=dict)
     reuse: Reuse | None = None
     only: frozenset[str] | None = None
+    known: KnownParts | None = None
 
 
 @dataclass

@@ -37,9 +37,10 @@ def run_checks(run: GradingRun) -> None:
 def attribute(run: GradingRun) -> None:
     """Blame for the composites' failing checks (grader.judging.attribution), and the failing parts of
     earlier assignments."""
-    rec = run.record
+    rec, known = run.record, run.options.known
     rec.blame = attribution.attribute(run.course, run.assignment, rec.results, run.run, swap=run.has_reference,
-                                      upstream=rec.upstream)
+                                      upstream=rec.upstream,
+                                      run_parts=(lambda ids: known.run(run, ids)) if known is not None else None)
 
 
 def shrink(run: GradingRun) -> None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader.course import Course, load
+from grader.grading.known_parts import KnownParts
 
 if TYPE_CHECKING:
     from grader.grading.reuse import Reuse
@@ -48,6 +49,7 @@ class Grader:
         self._helper: Helper | None = None
         self._cost: dict[str, float] = {}  # seconds by check, from the last grading that ran it
         self._reuse: Reuse | None = None
+        self._known = KnownParts()  # what attribution learnt of the parts of other assignments, by their files
         self.only: frozenset[str] | None = None  # check ids every grading runs alone (grader.grading.only)
         if reuse:
             from grader.grading.reuse import Reuse
@@ -97,7 +99,7 @@ class Grader:
             self._helper.close(now=True)
             self._helper = Helper(self.course)
         options = Options(device=device, template=self._template, helper=self._helper, cost=self._cost,
-                          reuse=self._reuse, only=only or self.only)
+                          reuse=self._reuse, only=only or self.only, known=self._known)
         report = grade_submission(course=self.course, assignment=assignment, submission=submission, sandbox=sandbox,
                                   options=options)
         self._cost.update({check.id: check.outcome.duration for comp in report.components for check in comp.checks})
@@ -112,6 +114,12 @@ class Grader:
     def reused_checks(self) -> int:
         """How many checks gradings took from an earlier grading, their files unchanged (grader.grading.reuse)."""
         return self._reuse.reused if self._reuse is not None else 0
+
+    @property
+    def known_parts(self) -> int:
+        """How many times a grading took a part of another assignment's outcomes from an earlier grading
+        (grader.grading.known_parts)."""
+        return self._known.reused
 
     @property
     def split_gradings(self) -> int:

@@ -22,6 +22,8 @@ MISSING = Outcome(Status.ERROR, Reason.MISSING, words.NOT_RUN_AGAIN)
 
 # (check id -> parts to swap in, quick=, one_failure=) -> outcomes (grader.grading.suites.run_checks)
 Run = Callable[..., dict[str, Outcome]]
+# check ids of parts of other assignments -> their outcomes, each part's checks run until its first failure
+Parts = Callable[[list[str]], dict[str, Outcome]]
 
 
 def target(component: Component) -> str:
@@ -40,7 +42,7 @@ class Blame:
 
 
 def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome], run: Run,
-              swap: bool, upstream: list[str] | None = None) -> dict[str, Blame]:
+              swap: bool, upstream: list[str] | None = None, run_parts: Parts | None = None) -> dict[str, Blame]:
     """check id -> Blame, for the checks of every composite whose parts fail.
 
     With `swap` false (no reference tree: the students' public tier) nothing is re-run, and
@@ -61,10 +63,10 @@ def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome
         # parts graded elsewhere: run their own checks, only to learn whether they fail (not the GPU
         # tier: it says nothing about the part's arithmetic), so a part's first failure decides
         outside = sorted({d for c in composites for d in c.depends if d not in here})
-        ids = [chk.id for d in outside for chk in components[d].checks if chk.tier != "cuda"]
-        status.update(run(dict.fromkeys(ids, ()), quick=frozenset(ids), one_failure=True))
+        run_parts = run_parts or (lambda ids: run(dict.fromkeys(ids, ()), quick=frozenset(ids), one_failure=True))
+        status.update(run_parts([chk.id for d in outside for chk in components[d].checks if chk.tier != "cuda"]))
         if upstream is not None and not swap:
-            _deepen(components, here, outside, status, run)
+            _deepen(components, here, outside, status, run_parts)
 
     if upstream is not None:
         order = [c.name for a in course.assignments.values() for c in a.components]
@@ -87,7 +89,7 @@ def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome
 
 
 def _deepen(components: dict[str, Component], here: set[str], ran: list[str], status: dict[str, Outcome],
-            run: Run) -> None:
+            parts: Parts) -> None:
     """The parts of failing parts of other assignments, run in turn until none fails: a student's
     report starts at the earliest failing part, which may lie two assignments back."""
     done = set(ran)
@@ -97,8 +99,7 @@ def _deepen(components: dict[str, Component], here: set[str], ran: list[str], st
         if not deeper:
             return
         done |= set(deeper)
-        ids = [chk.id for d in deeper for chk in components[d].checks if chk.tier != "cuda"]
-        status.update(run(dict.fromkeys(ids, ()), quick=frozenset(ids), one_failure=True))
+        status.update(parts([chk.id for d in deeper for chk in components[d].checks if chk.tier != "cuda"]))
 
 
 def failing_parts(components: dict[str, Component], name: str, fails: Callable[[str], bool]) -> tuple[str, ...]:

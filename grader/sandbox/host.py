@@ -229,6 +229,12 @@ class Sandbox(Answers):
         if self.user is not None:  # as root: whatever runs as its uid, wherever it went (never reused)
             kill_user(self.user)
 
+    def renew(self) -> None:
+        """End the worker and whatever it started: the next request starts a fresh one (a fork of the
+        template, where there is one), which has run nothing of the submission, as after a fault that
+        no check owns (grader.grading.known_parts runs the parts of other assignments in one)."""
+        self._kill()
+
     def read_output(self, start: int, limit: int) -> tuple[str, int]:
         """What the submission printed since byte `start` (at most `limit` bytes), and the new end."""
         end = self.output.stat().st_size
