@@ -1,4 +1,7 @@
-"""The adversarial suite: every hostile submission of tests/kit/attacks.py, graded through the real CLI.
+"""The adversarial suite: every hostile submission of tests/kit/attacks.py, graded through the real CLI:
+together, with an honest neighbour, by `grade batch` as a class is graded (each attack then also
+meets the template its successors' workers are forked from), and, where the attack aims at what
+`grade` itself prints or a batch refuses it before grading, alone by `grade`.
 
 For each attack: the attacked component earns what its honest code earns (nothing for a
 cheat), every other component keeps its points, the JSON is valid, the report carries no
@@ -10,11 +13,13 @@ submission outlives the grade, and nothing reaches the network.
 import hashlib
 import json
 import os
+import shutil
 import socket
 import sys
 import sysconfig
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -92,22 +97,64 @@ class Probe:
         self.server.close()
 
 
-@pytest.mark.parametrize("name", sorted(ATTACKS))
-def test_an_attack_earns_nothing_and_harms_nothing(tmp_path, quick_course, name):
-    attack = ATTACKS[name]
-    tree = build(tmp_path / "attacker", attack)
-    neighbour = mutant(tmp_path / "neighbour", {})
-    before = fingerprint(*WATCHED, neighbour)
-    probe = Probe(PROBE_PORT) if name == "calls_home" else None
+# the attacks a folder of the class can hold: a batch refuses a symbolic link in a submission before
+# grading it (its own test, tests/kit/test_batch.py), so the link's attack is graded by `grade` alone
+IN_A_CLASS = sorted(name for name, attack in ATTACKS.items() if not attack.link[0])
+BY_GRADE = sorted(set(ATTACKS) - set(IN_A_CLASS)) + [
+    "spoofs_the_report_with_escapes", "prints_fake_json", "floods_its_output"]  # what reaches grade's streams
+CLASS = pytest.mark.xdist_group("adversarial_class")  # one worker grades the class, once
+NEIGHBOUR = "neighbour"  # an honest submission graded in the same class, after and between the attacks
+
+
+@dataclass
+class Graded:
+    reports: dict[str, dict]
+    output: str  # what the grading printed (stdout and stderr), where a submission's escape could show
+    changed: list[str]  # files outside the scratch folders that changed while it ran
+    leftover: list[str]  # submission processes that outlived it
+    reached: int  # connections to the loopback listener
+
+
+def _watched_while(run, trees: list[Path], probe: bool) -> tuple[object, list[str], list[str], int]:
+    """run(), and what it changed among WATCHED and `trees`, the submission processes it left, and (with
+    `probe`: the network attack is among those graded) the connections to PROBE_PORT."""
+    before = fingerprint(*WATCHED, *trees)
+    listener = Probe(PROBE_PORT) if probe else None
     try:
-        proc = run_grade("assignment1", "--submission", str(tree), "--json", "-", "--course", str(quick_course))
+        result = run()
     finally:
-        if probe:
-            probe.close()
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert "\x1b" not in proc.stderr  # NO_COLOR and TERM=dumb: any escape would be the submission's
-    assert len(proc.stdout) < 1_000_000, f"a JSON report of {len(proc.stdout)} bytes"
-    report = json.loads(proc.stdout)
+        if listener:
+            listener.close()
+    after = fingerprint(*WATCHED, *trees)
+    deadline = time.monotonic() + 5
+    while leftover_processes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return result, sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k)), \
+        leftover_processes(), listener.reached if listener else 0
+
+
+@pytest.fixture(scope="module")
+def class_graded(tmp_path_factory, quick_course) -> Graded:
+    """Every attack a class can hold, and an honest neighbour, graded by `grade batch` as an instructor
+    grades a class (the same isolation as `grade`, its workers forked from one template that each
+    attack could try to poison for the submissions after it)."""
+    work, root = tmp_path_factory.mktemp("attacks"), tmp_path_factory.mktemp("class")
+    for name in IN_A_CLASS:
+        shutil.copytree(build(work / name, ATTACKS[name]), root / name, symlinks=True)
+    shutil.copytree(mutant(work / NEIGHBOUR, {}), root / NEIGHBOUR)
+    out = tmp_path_factory.mktemp("out")
+    proc, changed, leftover, reached = _watched_while(lambda: run_grade(
+        "batch", str(root), "--assignment", "assignment1", "--out", str(out), "--course", str(quick_course)),
+        [root / name for name in IN_A_CLASS + [NEIGHBOUR]], probe="calls_home" in IN_A_CLASS)
+    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    reports = {name: json.loads((out / "reports" / f"{name}.json").read_text()) for name in IN_A_CLASS + [NEIGHBOUR]}
+    texts = [proc.stdout, proc.stderr, *((out / "feedback" / f"{n}.txt").read_text() for n in reports)]
+    return Graded(reports, "".join(texts), changed, leftover, reached)
+
+
+def _holds_its_ground(name: str, report: dict, graded: Graded) -> None:
+    """What every attack must leave as it found it, and what it may earn."""
+    attack = ATTACKS[name]
     if attack.needs_namespaces:
         assert report["isolation"] == "namespaces", f"{name} is stopped by namespace isolation only"
     got, full, checks = scores(report), full_marks(report), earned(report)
@@ -123,12 +170,33 @@ def test_an_attack_earns_nothing_and_harms_nothing(tmp_path, quick_course, name)
         failed = [t for c in report["components"] if c["name"] == attack.component for t in c["tests"]
                   if t["status"] != "passed"]
         assert failed and all(MESSAGES[name] in t["message"] and len(t["message"]) < 5000 for t in failed), failed
-    assert fingerprint(*WATCHED, neighbour) == before, "a file outside the scratch folder changed"
-    deadline = time.monotonic() + 5
-    while leftover_processes() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not leftover_processes(), leftover_processes()
-    assert probe is None or probe.reached == 0, "the submission reached a loopback listener"
+    assert "\x1b" not in graded.output  # NO_COLOR and TERM=dumb: any escape would be the submission's
+    assert not graded.changed, f"files outside the scratch folders changed: {graded.changed}"
+    assert not graded.leftover, graded.leftover
+    assert graded.reached == 0, "a submission reached a loopback listener"
+
+
+@CLASS
+@pytest.mark.parametrize("name", IN_A_CLASS)
+def test_an_attack_in_a_class_earns_nothing_and_harms_nothing(class_graded, name):
+    _holds_its_ground(name, class_graded.reports[name], class_graded)
+
+
+@CLASS
+def test_the_honest_neighbour_of_every_attack_keeps_every_point(class_graded):
+    report = class_graded.reports[NEIGHBOUR]
+    assert report["score"] == report["max_score"], scores(report)
+
+
+@pytest.mark.parametrize("name", BY_GRADE)
+def test_an_attack_graded_by_grade_earns_nothing_and_harms_nothing(tmp_path, quick_course, name):
+    tree = build(tmp_path / "attacker", ATTACKS[name])
+    proc, changed, leftover, reached = _watched_while(lambda: run_grade(
+        "assignment1", "--submission", str(tree), "--json", "-", "--course", str(quick_course)),
+        [mutant(tmp_path / NEIGHBOUR, {})], probe=name == "calls_home")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert len(proc.stdout) < 1_000_000, f"a JSON report of {len(proc.stdout)} bytes"
+    _holds_its_ground(name, json.loads(proc.stdout), Graded({}, proc.stderr, changed, leftover, reached))
 
 
 CHEAT = '''
