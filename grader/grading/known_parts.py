@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from grader.grading.reuse import _Staged, _starts
+from grader.grading.reuse import Staged, component_files
 from grader.results import Outcome, Reason
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class KnownParts:
         components = {c.name: c for a in grading.course.closure(grading.assignment.name) for c in a.components}
         part_of = {chk.id: c.name for c in components.values() for chk in c.checks}
         parts = list(dict.fromkeys(part_of[check] for check in checks))
-        files, found = _Staged(grading.staged), {}
+        files, found = Staged(grading.staged), {}
         for part in parts:
             kept = self.kept.get(self._key(grading, part))
             if kept is not None and kept.digest == self._digest(grading, files, part, kept.modules):
@@ -76,10 +76,10 @@ class KnownParts:
         return results
 
     @staticmethod
-    def _digest(grading: GradingRun, files: _Staged, part: str, modules: set[str]) -> bytes | None:
+    def _digest(grading: GradingRun, files: Staged, part: str, modules: set[str]) -> bytes | None:
         """Of the files `part`'s checks can run; None where its own file was not staged (nothing to key on)."""
         spec = next(c for a in grading.course.closure(grading.assignment.name) for c in a.components if c.name == part)
-        start = _starts(grading, part, files.root, modules)
+        start = component_files(grading, part, files.root, modules)
         return files.digest(start) if files.root / spec.assignment / spec.file in start else None
 
     @staticmethod

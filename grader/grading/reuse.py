@@ -60,10 +60,11 @@ class Reuse:
 
     def recall(self, grading: GradingRun) -> dict[str, Kept]:
         """The kept results of the grading's components whose staged files are unchanged."""
-        files, found = _Staged(grading.staged), {}
+        files, found = Staged(grading.staged), {}
         for comp in grading.assignment.components:
             kept = self.kept.get((grading.context, comp.name))
-            if kept is not None and kept.digest == files.digest(_starts(grading, comp.name, files.root, kept.modules)):
+            if kept is not None and kept.digest == files.digest(
+                    component_files(grading, comp.name, files.root, kept.modules)):
                 found[comp.name] = kept
         self.reused += sum(len(k.results) for k in found.values())
         return found
@@ -89,13 +90,13 @@ class Reuse:
             return  # a fault no check owns: nothing is known to be one component's
         if student.order:
             self.order = list(student.order)
-        files, executed = _Staged(grading.staged), calls(student)
+        files, executed = Staged(grading.staged), calls(student)
         for comp in grading.assignment.components:
             if comp.name not in ran:
                 continue
             ids = {chk.id for chk in comp.checks}
             modules = set(student.modules.get(comp.name, ()))
-            digest = files.digest(_starts(grading, comp.name, files.root, modules))
+            digest = files.digest(component_files(grading, comp.name, files.root, modules))
             if digest is None:
                 self.kept.pop((grading.context, comp.name), None)
                 continue
@@ -104,7 +105,7 @@ class Reuse:
                 [f for f in faults if f.check in ids], [(e, c) for e, c in executed if c in ids], modules)
 
 
-def _starts(grading: GradingRun, name: str, root: Path, modules: set[str]) -> set[Path]:
+def component_files(grading: GradingRun, name: str, root: Path, modules: set[str]) -> set[Path]:
     """The staged files of component `name`, of those it depends on, and of the modules its checks asked for."""
     components = {c.name: c for a in grading.course.closure(grading.assignment.name) for c in a.components}
     todo, files = [name], set()
@@ -119,7 +120,7 @@ def _starts(grading: GradingRun, name: str, root: Path, modules: set[str]) -> se
     return {f for f in files if f.is_file()}
 
 
-class _Staged:
+class Staged:
     """The staged files of one grading, each read and parsed once."""
 
     def __init__(self, staged: Path):
