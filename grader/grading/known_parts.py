@@ -58,7 +58,9 @@ class KnownParts:
                 found[part] = kept.results
         self.reused += len(found)
         todo = [check for check in checks if part_of[check] not in found]
-        keep = bool(todo) and grading.sandbox.template is not None
+        # the grader's own template (a sandbox without one may borrow a spare after a fault): a cold `grade`
+        # grades once and keeps nothing
+        keep = bool(todo) and grading.options.template is not None
         if keep:
             grading.sandbox.renew()
         faults = len(grading.sandbox.faults)

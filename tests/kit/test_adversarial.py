@@ -147,9 +147,11 @@ def class_graded(tmp_path_factory, quick_course) -> Graded:
         "batch", str(root), "--assignment", "assignment1", "--out", str(out), "--course", str(quick_course)),
         [root / name for name in IN_A_CLASS + [NEIGHBOUR]], probe="calls_home" in IN_A_CLASS)
     assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-3000:]
-    reports = {name: json.loads((out / "reports" / f"{name}.json").read_text()) for name in IN_A_CLASS + [NEIGHBOUR]}
-    texts = [proc.stdout, proc.stderr, *((out / "feedback" / f"{n}.txt").read_text() for n in reports)]
-    return Graded(reports, "".join(texts), changed, leftover, reached)
+    texts = {name: (out / "reports" / f"{name}.json").read_text() for name in IN_A_CLASS + [NEIGHBOUR]}
+    assert all(len(text) < 1_000_000 for text in texts.values()), {n: len(t) for n, t in texts.items()}
+    reports = {name: json.loads(text) for name, text in texts.items()}
+    printed = [proc.stdout, proc.stderr, *((out / "feedback" / f"{n}.txt").read_text() for n in reports)]
+    return Graded(reports, "".join(printed), changed, leftover, reached)
 
 
 def _holds_its_ground(name: str, report: dict, graded: Graded) -> None:
