@@ -12,6 +12,7 @@ unit test really starts nothing (the conftest's autouse fixture `_unit_tier_guar
 from __future__ import annotations
 
 import dis
+import functools
 import inspect
 import os
 import sys
@@ -48,6 +49,7 @@ PROGRAMS = {"chromium": "browser", "docker": "container", "jupyter": "kernel", "
 INFRASTRUCTURE = {"_unit_tier_guard", "report_cache"}
 
 
+@functools.cache  # asked for about 1.4 million times in one collection of the kit, of a few thousand names
 def _module_tier(name: str) -> str:
     for prefix, tier in MODULES.items():
         if name == prefix or name.startswith(prefix + "."):
@@ -120,9 +122,11 @@ class Reader:
                     modules.append(module)
             elif ins.opname in ("IMPORT_FROM", "LOAD_ATTR", "LOAD_METHOD"):
                 attributes.append(ins.argval)
-        for name in attributes:
-            tiers |= {_module_tier(f"{module}.{name}") for module in imported} - {""}
-            for holder in [*modules, *([owner] if owner else [])]:
+        # each name and holder once: a test's code names the same few attributes and modules many times
+        holders = list({id(h): h for h in [*modules, *([owner] if owner else [])]}.values())
+        for name in dict.fromkeys(attributes):
+            tiers |= {_module_tier(f"{module}.{name}") for module in dict.fromkeys(imported)} - {""}
+            for holder in holders:
                 if isinstance(holder, types.ModuleType) and not _ours(holder):
                     tiers |= {_module_tier(f"{holder.__name__}.{name}")} - {""}
                 if hasattr(holder, name) and (_ours(holder) or isinstance(holder, type)):
