@@ -5,9 +5,12 @@ the index leave a pair out holds on every pair."""
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from grader.batch import similarity, similarity_index
 from tests.kit import generated_class, test_similarity
+from tests.kit.strategies import KIT
 
 pytestmark = pytest.mark.sandbox  # copydetect imports matplotlib, whose first import runs fc-list
 
@@ -72,8 +75,9 @@ def test_a_generated_class_lists_the_same_pairs(assignment, n, threshold):
 
 
 def test_the_bound_holds_and_the_cover_is_copydetects_on_every_pair():
-    """What the index leaves out rests on: the tokens of x's code a pair shares are at most x's common
-    positions' cover plus K per shared rare position; and _cover measures exactly copydetect's tokens."""
+    """What the index leaves out rests on: the tokens of x's code a pair shares are at most what the
+    cover of x's assumed positions and of the shared ones adds up to; and _cover measures exactly
+    copydetect's tokens."""
     assignment = "assignment1"
     made = generated_class.generate(assignment, 30, seed=5, copies=0.1, disguised=0.1)
     stubs = generated_class.stub_files(assignment)
@@ -85,20 +89,54 @@ def test_the_bound_holds_and_the_cover_is_copydetects_on_every_pair():
     prints = [similarity_index.Prints({n: (np.array([h for h, ii in fp.hash_idx.items() for _ in ii], dtype=np.int64),
                                            np.array([i for ii in fp.hash_idx.values() for i in ii], dtype=np.int64),
                                            fp.token_coverage) for n, fp in f.items()}) for f in full]
-    for bound in (0.6, 0.2):  # 0.2: most submissions common-heavy, every pair measured
+    for bound in (0.6, 0.2):  # 0.2: little room under the threshold, few positions assumed
         index = similarity_index._Index(prints, bound)
-        heavy = 0
+        ruled_out = 0  # pairs whose bound is under the threshold, never measured
         for s in range(len(students)):
             upper = index.upper(s)
-            heavy += upper is None
             others = np.array([b for b in range(len(students)) if b != s])
-            kid = index.kid[s]
-            cover = similarity_index._cover(index._shared(others, kid, index.column[kid] >= 0), index.pos[s])
+            cover = similarity_index._cover(index.held(others, index.kid[s]), index.pos[s])
             for b, covered in zip(others, cover, strict=True):
                 exact = similarity.score(full[s], full[b])["matched_tokens"]
                 assert covered == exact, (students[s], students[b])
-                assert upper is None or exact <= upper[b], (students[s], students[b])
-        assert heavy < len(students) if bound == 0.6 else heavy > 0  # both ways of the bound are used
+                assert exact <= upper[b], (students[s], students[b])
+            ruled_out += int((upper[others] < bound * index.total[s]).sum())
+        assert ruled_out or bound < 0.6  # the bound leaves pairs out, not only holds
+
+
+def _union(starts) -> int:
+    return len({t for p in starts for t in range(int(p), int(p) + similarity_index.K)})
+
+
+@KIT
+@given(st.lists(st.dictionaries(st.sampled_from(["a.py", "b.py"]),
+                                st.lists(st.tuples(st.integers(0, 200), st.integers(0, 9)), max_size=25)),
+                min_size=2, max_size=6),
+       st.sampled_from([0.2, 0.6, 0.95]))
+def test_the_bound_is_the_cover_of_the_assumed_and_shared_positions(made, bound):
+    """upper() is exactly the cover of s's assumed positions with those whose key b has, overlapping
+    stretches counted once (its pruning is no looser than the proof says), and held() and _cover
+    measure the shared positions alone as a plain union of stretches does; on small made-up
+    submissions, fingerprints drawn from few hashes so that they share, two files apart."""
+    prints = []
+    for files in made:
+        found = {}
+        for name, at in files.items():
+            idx = np.array(sorted({p for p, _ in at}), dtype=np.int64)
+            hashes = np.array([dict(at)[p] for p in idx.tolist()], dtype=np.int64)
+            found[name] = (hashes, idx, float(_union(idx)))
+        prints.append(similarity_index.Prints(found))
+    index = similarity_index._Index(prints, bound)
+    for s in range(len(prints)):
+        pos, kid = index.pos[s], index.kid[s]
+        assumed, _ = similarity_index._assumed(pos, index.df[kid], similarity_index.ASSUMED * bound * index.total[s])
+        upper = index.upper(s)
+        for b in range(len(prints)):
+            if b == s:
+                continue
+            theirs = np.isin(kid, index.kid[b])
+            assert upper[b] == _union(pos[assumed | theirs]), (s, b)
+            assert similarity_index._cover(index.held(np.array([b]), kid), pos)[0] == _union(pos[theirs]), (s, b)
 
 
 def test_an_honest_class_is_not_every_pair():
