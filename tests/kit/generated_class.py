@@ -91,7 +91,8 @@ def rewrite(body: str, rng: random.Random, *, light: bool) -> str:
 
 def _statements(body: list[ast.stmt], rng: random.Random, *, light: bool) -> list[ast.stmt]:
     stored = {n.id for s in body for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    renames = {name: f"{rng.choice(WORDS)}_{rng.randrange(100)}" for name in stored}
+    # in sorted order: a set's order follows the process's hash seed, and the class must be the same in every run
+    renames = {name: f"{rng.choice(WORDS)}_{rng.randrange(100)}" for name in sorted(stored)}
     read = sorted({n.id for s in body for n in ast.walk(s) if isinstance(n, ast.Name)} - stored) or ["self"]
     out: list[ast.stmt] = []
     # every block gets a line of the student's own, one in two statements another: independent work
