@@ -1,6 +1,7 @@
-"""Hypothesis strategies for the kit's unit tests of the judging stages, and the hand-made outcomes they
-compose: what a grading's checks could have said, over the checks of the kit's own course.toml, with no
-sandbox (tests/kit/test_unit_*.py)."""
+"""Hypothesis strategies of the kit's own tests, composed here: the hand-made outcomes the unit tests of the
+judging stages draw (what a grading's checks could have said, over the checks of the kit's own course.toml,
+with no sandbox: tests/kit/test_unit_*.py), the texts a submission makes, small reference Transformers for
+beam search, and translated dates for BLEU."""
 
 from __future__ import annotations
 
@@ -83,3 +84,49 @@ submission_texts = st.lists(st.sampled_from(["a", "word", "forward", "A" * 90, "
 ACTING = frozenset({chr(c) for c in (*range(0x20), *range(0x7f, 0xa0))}
                    | set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"))
 acting_texts = st.text(alphabet=st.sampled_from(sorted(ACTING | set("ab =+\\x"))))
+
+
+# a failed comparison, with the figures a report shows
+mismatches = st.builds(Outcome, status=st.just("failed"), reason=st.just("mismatch"), message=words,
+                       details=st.fixed_dictionaries({"expected": st.floats(-9, 9).map(lambda x: f"{x:.6f}"),
+                                                      "got": st.floats(-9, 9).map(lambda x: f"{x:.6f}")}))
+
+
+@st.composite
+def one_component_failing(draw):
+    """(assignment, component, outcomes): every check passed but some public checks of one component."""
+    comp = draw(st.sampled_from([c for c in COMPONENTS if sum(chk.tier == "public" for chk in c.checks) > 1]))
+    assignment = assignment_of(comp)
+    public = [chk.id for chk in comp.checks if chk.tier == "public"]
+    failing = draw(st.lists(st.sampled_from(public), min_size=1, unique=True))
+    return assignment, comp, {**all_passed(assignment), **{c: draw(mismatches) for c in failing}}
+
+
+@st.composite
+def tiny_models(draw, package: str, pad: int = 0):
+    """(model, source ids, max_len): a random 1-layer reference Transformer (from the tree imported as
+    `package`) whose output layer is scaled by a drawn factor (from nearly uniform to peaked next-token
+    distributions: <eos> early or never)."""
+    import torch
+
+    from grader.sandbox.child.tree import resolve
+
+    seed = draw(st.integers(0, 2**16))
+    n_src, n_tgt = draw(st.integers(5, 12)), draw(st.integers(4, 9))
+    torch.manual_seed(seed)
+    model = resolve(package, "assignment3.transformer:Transformer")(
+        n_src, n_tgt, d_model=8, n_heads=2, n_layers=1, d_ff=16, dropout=0.0, max_len=16, pad_idx=pad)
+    with torch.no_grad():
+        model.projection.weight.mul_(draw(st.sampled_from([1.0, 4.0, 12.0])))
+    src = draw(st.lists(st.integers(3, n_src - 1), min_size=1, max_size=7))
+    return model.eval(), src, draw(st.integers(2, 10))
+
+
+@st.composite
+def translated_dates(draw):
+    """(hypothesis, reference): an ISO date's tokens, and the same with a few tokens changed or cut."""
+    ref = list(draw(st.dates()).isoformat())
+    hyp = list(ref)
+    for i in draw(st.lists(st.integers(0, len(ref) - 1), max_size=3)):
+        hyp[i] = draw(st.sampled_from(list("0123456789-")))
+    return hyp[:draw(st.integers(4, len(hyp)))], ref

@@ -16,6 +16,7 @@ from grader.training import library as train
 from grader.training import toytask
 from tests.grading.helpers.names import PAD_ID
 from tests.grading.helpers.training import SMALL, tiny_batches, train_epoch_expected
+from tests.kit import strategies as s
 from tests.kit.conftest import (
     ROOT,
     SOLUTIONS,
@@ -128,18 +129,8 @@ def test_corpus_bleu_is_sacrebleus():
     assert 0 < train.corpus_bleu([list("1994-03-04"), list("2001-12-25")], ref) < 100
 
 
-@st.composite
-def translated_dates(draw):
-    """(hypothesis, reference): an ISO date's tokens, and the same with a few tokens changed or cut."""
-    ref = list(draw(st.dates()).isoformat())
-    hyp = list(ref)
-    for i in draw(st.lists(st.integers(0, len(ref) - 1), max_size=3)):
-        hyp[i] = draw(st.sampled_from(list("0123456789-")))
-    return hyp[:draw(st.integers(4, len(hyp)))], ref
-
-
 @settings(derandomize=True, max_examples=60, deadline=None, database=None)
-@given(st.lists(translated_dates(), min_size=1, max_size=6))
+@given(st.lists(s.translated_dates(), min_size=1, max_size=6))
 def test_on_date_tokens_sacrebleu_gives_the_textbook_figure_whenever_every_order_matches(pairs):
     hyps, refs = [h for h, _ in pairs], [r for _, r in pairs]
     textbook = textbook_bleu(hyps, refs)

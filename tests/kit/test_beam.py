@@ -9,27 +9,13 @@ from hypothesis import strategies as st
 
 from grader.sandbox.child.tree import import_tree, resolve
 from grader.translation.beam import BeamOptions, beam_search
+from tests.kit import strategies as s
 from tests.kit.conftest import SOLUTIONS
 
 PKG = "_beam_reference"
 import_tree(SOLUTIONS, PKG)
 SOS, EOS, PAD = 1, 2, 0
 SETTINGS = settings(derandomize=True, max_examples=40, deadline=None, database=None)
-
-
-@st.composite
-def tiny_models(draw):
-    """(model, source ids, max_len): a random 1-layer reference Transformer whose output layer is scaled
-    by a drawn factor (from nearly uniform to peaked next-token distributions: <eos> early or never)."""
-    seed = draw(st.integers(0, 2**16))
-    n_src, n_tgt = draw(st.integers(5, 12)), draw(st.integers(4, 9))
-    torch.manual_seed(seed)
-    model = resolve(PKG, "assignment3.transformer:Transformer")(
-        n_src, n_tgt, d_model=8, n_heads=2, n_layers=1, d_ff=16, dropout=0.0, max_len=16, pad_idx=PAD)
-    with torch.no_grad():
-        model.projection.weight.mul_(draw(st.sampled_from([1.0, 4.0, 12.0])))
-    src = draw(st.lists(st.integers(3, n_src - 1), min_size=1, max_size=7))
-    return model.eval(), src, draw(st.integers(2, 10))
 
 
 def greedy(model, src: list[int], max_len: int) -> list[int]:
@@ -48,7 +34,7 @@ def log_prob(model, src: list[int], ids) -> float:
 
 
 @SETTINGS
-@given(tiny_models())
+@given(s.tiny_models(PKG, PAD))
 def test_beam_size_one_is_greedy_decoding(drawn):
     model, src, max_len = drawn
     (best,) = beam_search(model, src, BeamOptions(beam_size=1, max_len=max_len, sos=SOS, eos=EOS))
@@ -56,7 +42,7 @@ def test_beam_size_one_is_greedy_decoding(drawn):
 
 
 @SETTINGS
-@given(tiny_models(), st.integers(2, 5))
+@given(s.tiny_models(PKG, PAD), st.integers(2, 5))
 def test_the_best_beam_is_never_less_probable_than_greedy_decoding(drawn, beam):
     model, src, max_len = drawn
     found = beam_search(model, src, BeamOptions(beam_size=beam, max_len=max_len, sos=SOS, eos=EOS))
@@ -64,7 +50,7 @@ def test_the_best_beam_is_never_less_probable_than_greedy_decoding(drawn, beam):
 
 
 @SETTINGS
-@given(tiny_models(), st.integers(1, 5), st.sampled_from([0.0, 0.6, 1.0]))
+@given(s.tiny_models(PKG, PAD), st.integers(1, 5), st.sampled_from([0.0, 0.6, 1.0]))
 def test_hypotheses_carry_the_models_own_log_probability_ranked_best_first(drawn, beam, alpha):
     model, src, max_len = drawn
     found = beam_search(model, src, BeamOptions(beam_size=beam, length_penalty=alpha, max_len=max_len,

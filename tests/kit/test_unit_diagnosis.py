@@ -11,20 +11,6 @@ from grader.render import words
 from grader.results import CheckResult, ComponentResult, Drawn, Outcome
 from tests.kit import strategies as s
 
-mismatches = st.builds(Outcome, status=st.just("failed"), reason=st.just("mismatch"), message=s.words,
-                       details=st.fixed_dictionaries({"expected": st.floats(-9, 9).map(lambda x: f"{x:.6f}"),
-                                                      "got": st.floats(-9, 9).map(lambda x: f"{x:.6f}")}))
-
-
-@st.composite
-def one_component_failing(draw):
-    """(assignment, component, outcomes): every check passed but some public checks of one component."""
-    comp = draw(st.sampled_from([c for c in s.COMPONENTS if sum(chk.tier == "public" for chk in c.checks) > 1]))
-    assignment = s.assignment_of(comp)
-    public = [chk.id for chk in comp.checks if chk.tier == "public"]
-    failing = draw(st.lists(st.sampled_from(public), min_size=1, unique=True))
-    return assignment, comp, {**s.all_passed(assignment), **{c: draw(mismatches) for c in failing}}
-
 
 def entry(assignment, comp, outcomes, name="bug_x") -> dict[str, dict]:
     """A table entry of a bug whose failing public checks say exactly what `outcomes` say."""
@@ -33,7 +19,7 @@ def entry(assignment, comp, outcomes, name="bug_x") -> dict[str, dict]:
 
 
 @s.KIT
-@given(one_component_failing())
+@given(s.one_component_failing())
 def test_the_one_bug_that_explains_every_failing_public_check_is_named_on_its_component_alone(case):
     assignment, comp, outcomes = case
     table = {**entry(assignment, comp, outcomes)}
@@ -43,7 +29,7 @@ def test_the_one_bug_that_explains_every_failing_public_check_is_named_on_its_co
 
 
 @s.KIT
-@given(one_component_failing(), st.data())
+@given(s.one_component_failing(), st.data())
 def test_a_failure_on_the_instructors_second_set_of_draws_alone_leaves_the_bug_named(case, data):
     """The table is of the student's own draws; the instructor's grade runs a passing public check again
     on draws the release does not ship (grader.suite.draws): a failure there alone changes no diagnosis."""
@@ -51,7 +37,7 @@ def test_a_failure_on_the_instructors_second_set_of_draws_alone_leaves_the_bug_n
     table = entry(assignment, comp, outcomes)
     passing = [chk.id for chk in comp.checks if chk.tier == "public" and outcomes[chk.id].status == "passed"]
     assume(passing)
-    afresh = data.draw(mismatches)
+    afresh = data.draw(s.mismatches)
     afresh.details = {**afresh.details, "drawn": Drawn.AFRESH}
     more = {**outcomes, data.draw(st.sampled_from(passing)): afresh}
     assert diagnosis.diagnose(s.COURSE, assignment, more, table=table)[comp.name]["bug"] == "bug_x"
@@ -60,7 +46,7 @@ def test_a_failure_on_the_instructors_second_set_of_draws_alone_leaves_the_bug_n
 
 
 @s.KIT
-@given(one_component_failing())
+@given(s.one_component_failing())
 def test_two_bugs_that_both_explain_the_failures_name_neither(case):
     assignment, comp, outcomes = case
     table = {**entry(assignment, comp, outcomes, "bug_x"), **entry(assignment, comp, outcomes, "bug_y")}
@@ -68,19 +54,19 @@ def test_two_bugs_that_both_explain_the_failures_name_neither(case):
 
 
 @s.KIT
-@given(one_component_failing(), st.data())
+@given(s.one_component_failing(), st.data())
 def test_a_bug_that_explains_only_some_of_the_failures_is_not_named(case, data):
     assignment, comp, outcomes = case
     table = entry(assignment, comp, outcomes)
     passing = [chk.id for chk in comp.checks if chk.tier == "public" and outcomes[chk.id].status == "passed"]
     assume(passing)
-    more = {**outcomes, data.draw(st.sampled_from(passing)): data.draw(mismatches)}
+    more = {**outcomes, data.draw(st.sampled_from(passing)): data.draw(s.mismatches)}
     found = diagnosis.diagnose(s.COURSE, assignment, more, table=table)
     assert found.get(comp.name, {}).get("bug") != "bug_x"
 
 
 @s.KIT
-@given(one_component_failing())
+@given(s.one_component_failing())
 def test_a_component_whose_failures_pass_with_the_reference_parts_is_not_named(case):
     assignment, comp, outcomes = case
     excused = frozenset(c for c, o in outcomes.items() if o.status != "passed")
