@@ -160,3 +160,19 @@ def test_fingerprinting_in_two_processes_lists_the_same_pairs():
     assert two == similarity.compare(sources=made.sources, stubs=stubs, threshold=similarity.THRESHOLD) and two
     n = len(made.sources)
     assert ("fingerprinting", n, n) in told and ("comparing", n, n) in told
+
+
+def test_a_generated_class_is_the_same_in_every_process():
+    """The class the tests and benchmarks/class_scale.py compare is a function of its seed alone: Python's
+    hash seed (another in every process) decides no rename, so every run checks the same pairs."""
+    import subprocess
+    import sys
+
+    from tests.kit.conftest import ROOT
+
+    make = ("import hashlib; from tests.kit import generated_class as g\n"
+            "made = g.generate('assignment1', 30, seed=30).sources\n"
+            "print(hashlib.sha256(repr(sorted((k, sorted(v.items())) for k, v in made.items())).encode()).hexdigest())")
+    digests = {subprocess.run([sys.executable, "-c", make], cwd=ROOT, env={"PYTHONHASHSEED": seed, "PATH": ""},
+                              capture_output=True, text=True, check=True).stdout for seed in ("1", "2")}
+    assert len(digests) == 1, digests
