@@ -4,6 +4,7 @@ message its `reveal` holds back, code that does a component's job), checked on t
 Apart from grader.authoring.release, which writes the kit and runs this on it, so that the audit
 reads as one idea: every reason a kit is refused."""
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -80,16 +81,16 @@ def shared_code(out: Path, course: Course) -> list[str]:
     stubs: set[int] = set()
     stub_texts: set[bytes] = set()  # a release ships them under assignments/, nbgrader under source/<name>/
     for path in course.assignments_dir.rglob("*.py"):
-        stubs |= similarity.fingerprint(path.name, path.read_text(errors="replace")).hashes
+        stubs |= _fingerprint(path.name, path.read_text(errors="replace")).hashes
         stub_texts.add(path.read_bytes())
-    solutions = {path: similarity.fingerprint(path.name, path.read_text(errors="replace"))
+    solutions = {path: _fingerprint(path.name, path.read_text(errors="replace"))
                  for path in sorted(course.reference.rglob("*.py")) if "__pycache__" not in path.parts}
     problems = []
     for path in sorted(out.rglob("*.py")):
         rel = path.relative_to(out)
         if path.read_bytes() in stub_texts:
             continue
-        mine = similarity.fingerprint(path.name, path.read_text(errors="replace"))
+        mine = _fingerprint(path.name, path.read_text(errors="replace"))
         for solution, theirs in solutions.items():
             shared = (mine.hashes & theirs.hashes) - stubs
             tokens = len({i for h in shared for start in mine.hash_idx[h] for i in range(start, start + mine.k)})
@@ -97,6 +98,15 @@ def shared_code(out: Path, course: Course) -> list[str]:
                 problems.append(f"{rel} shares {tokens} tokens of code with the solution "
                                 f"{solution.relative_to(course.reference)} (beyond its stub)")
     return problems
+
+
+@functools.lru_cache(maxsize=1024)
+def _fingerprint(name: str, text: str):
+    """similarity.fingerprint, kept: a kit's audits (each reveal level's, `grade release`'s after
+    writing) fingerprint the same few hundred files again, and tokenising is most of an audit's time."""
+    from grader.batch import similarity
+
+    return similarity.fingerprint(name, text)
 
 
 def _strings(path: Path) -> set[str]:

@@ -5,8 +5,8 @@
   bug) never lowers any component's score, nor the total;
 - own bugs count: a composite's own bug loses it marks even while its parts are broken.
 
-Parts and composites come from course.toml's `depends`. Pairs: a composite's bug with a bug of each
-of its direct parts, and the model's (Transformer) with a bug of every part below it. assignment4's
+Parts and composites come from course.toml's `depends`. Pairs: a composite's bug with a bug of every
+part it builds on, directly or through other composites (assignments 1 to 3). assignment4's
 composites are graded once per direct part (their checks are slow: they train a model), with
 a part bug that costs the composite marks where its parts are not attributed.
 """
@@ -43,22 +43,11 @@ ONE_BUG = _first_bug_per_component()
 # (part bug, assignment holding a composite built on that part)
 ONCE = sorted({(bug, HOME[c]) for bug in ONE_BUG.values() for c in HOME
                if HOME[c] in GRADED and BUGS[bug].component in builds_on(c)})
-TOP = "Transformer"  # built on every part of assignments 1 to 3
-
-
-def _paired(part: str, composite: str) -> bool:
-    """A part of the composite's own (in its `depends`), or any part below the whole model: every
-    attribution path (a part through the composites between it and the model) is walked by the model's
-    pairs, and each composite between is held to "once" for every part bug below it (ONCE)."""
-    spec = next(c for a in COURSE.assignments.values() for c in a.components if c.name == composite)
-    return part in spec.depends or (composite == TOP and part in builds_on(composite))
-
-
 # (part bug, composite bug), the composite built on the part; a pair's tests share one worker (and
 # its graded reports) under `--dist loadgroup`
 PAIRS = [pytest.param(p, c, marks=pytest.mark.xdist_group(f"{p}+{c}"), id=f"{p}-{c}")
          for p, c in sorted((p, c) for p in ONE_BUG.values() for c in ONE_BUG.values()
-                            if HOME[BUGS[c].component] in GRADED and _paired(BUGS[p].component, BUGS[c].component))]
+                            if HOME[BUGS[c].component] in GRADED and BUGS[p].component in builds_on(BUGS[c].component))]
 
 # assignment4: a bug of each direct part of each composite (one that costs the composite marks when
 # parts are not attributed: it stops the model learning or breaks the masks), with a bug of the composite's own
