@@ -1,9 +1,11 @@
 """A report rebuilt from its JSON (grader.results.to_json's document): to render again what was graded
-elsewhere or earlier (a batch's reports, the kit's golden record) without grading it anew. Standard
-library only, as grader.results."""
+elsewhere or earlier (a batch's reports, the kit's golden record) without grading it anew; and what a batch
+adds to the document (its record, overrides, lateness: `graded`), read here so that no other module reads
+a report by its keys (tests/kit/test_unit_typed_reads.py). Standard library only, as grader.results."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.findings import Attribution
@@ -32,7 +34,10 @@ def from_json(data: dict, *, weights: dict[str, float] | None = None,
                               tuple(t.get("excused_by", ())), Attribution.from_json(t.get("attribution")),
                               tuple(t.get("waiting_on", ())))
                   for t in c.get("tests", [])]
-        components.append(ComponentResult(c["name"], c["file"], float(c["score"]), float(c["max_score"]), checks,
+        # a document written by hand (a regrade's or a summary's test) may leave out the file and maximum that
+        # nothing read from it needs
+        components.append(ComponentResult(c["name"], c.get("file", ""), _number(c["score"]),
+                                          _number(c.get("max_score", 0.0)), checks,
                                           tuple(depends.get(c["name"], c.get("waiting_on", ()))),
                                           list(c.get("forbidden", [])), list(c.get("flagged", [])),
                                           held=c.get("held"), diagnosis=c.get("diagnosis"),
@@ -46,3 +51,53 @@ def from_json(data: dict, *, weights: dict[str, float] | None = None,
                   list(data.get("notes", [])), data.get("isolation", ""), data.get("isolation_detail", ""),
                   data.get("performance"), data.get("gpu"), upstream, Reveal(data.get("reveal", Reveal.FIX)),
                   student)
+
+
+def _number(value) -> float:
+    # as written: a course's points may be whole (`points = 10`), and what is printed or written again
+    # from the rebuilt report (Gradescope's max_score "10", not "10.0") must read as the JSON did
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else float(value)
+
+
+@dataclass(frozen=True)
+class Override:
+    """An instructor's override on a component of a batch's report (grader.batch.regrade)."""
+
+    points: float
+    reason: str
+    graded: float  # what grading gave, which the override replaces
+
+
+@dataclass(frozen=True)
+class Graded:
+    """A batch's report document (grader.batch.run): the Report `to_json` wrote it from, and what the batch
+    adds beside it, which the typed Report does not hold. Read here, in one place, as the Report is."""
+
+    report: Report
+    # the document's "score": after overrides and the late penalty (the Report's is what grading gave)
+    total: float
+    graded_total: float  # the total before overrides: the document's "graded_score", where it has overrides
+    status: str  # the batch record's status (a grader.batch.outputs.RowStatus); "" where it has none
+    batch: dict  # the batch's record: key, digests, lms_id, student_id, message
+    overrides: dict[str, Override] = field(default_factory=dict)  # component -> its override
+    late: dict | None = None  # grader.batch.late's record: hours, days, source, percent, points, before, note
+
+    def held(self, component: ComponentResult) -> float | None:
+        """The points `component` earned and holds at 0 for review, where no override released them."""
+        held = component.held
+        return held if isinstance(held, int | float) and component.name not in self.overrides else None
+
+
+def graded(data: dict) -> Graded:
+    """`data`, a batch's report document (or a report `to_json` wrote), read once."""
+    batch = data.get("batch") or {}
+    overrides = {c["name"]: Override(o["points"], o["reason"], o["graded"])
+                 for c in data.get("components", []) if (o := c.get("override"))}
+    return Graded(from_json(data), data["score"], data.get("graded_score", data["score"]), batch.get("status", ""),
+                  batch, overrides, data.get("late"))
+
+
+def entries(data: dict) -> list[dict]:
+    """The components' own entries of `data`, for a batch that writes the document again with its edits
+    (an override's points) and keeps every other field as it was."""
+    return list(data.get("components", []))

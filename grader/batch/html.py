@@ -17,7 +17,7 @@ from urllib.parse import quote
 from grader.batch.outputs import safe_name, write_atomic
 from grader.batch.safe import inert
 from grader.render import words
-from grader.reveal import Reveal
+from grader.report_json import from_json, graded
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 NO_PLOTS = "matplotlib is not installed: the plots are left out (pip install \"transformer-course-kit[plots]\")"
@@ -44,12 +44,13 @@ def _inert(value):
 
 def write_class(out: Path, summary: dict, rows: list[tuple[str, dict]]) -> Path:
     """class.html in `out`; `rows`: (student, report with its "batch" record), as summarise takes."""
+    docs = [(s, graded(r)) for s, r in rows]
     names = [c["name"] for c in summary["components"]]
-    points = {n: [next((c["score"] for c in r["components"] if c["name"] == n), 0.0) for _, r in rows] for n in names}
+    points = {n: [next((c.score for c in d.report.components if c.name == n), 0.0) for _, d in docs] for n in names}
     plots, note = _plots(summary, points)
-    students = [{"name": s, "score": r["score"], "status": r["batch"]["status"],
+    students = [{"name": s, "score": d.total, "status": d.status,
                  "href": f"feedback/{quote(safe_name(s))}.html" if (out / "feedback" / f"{safe_name(s)}.html").exists()
-                 else ""} for s, r in rows]
+                 else ""} for s, d in docs]
     page = _env().get_template("class.html.j2").render(
         s=summary, plots=plots, note=note, students=students, shown=SHOWN_PAIRS,
         medians={n: _median(v) for n, v in points.items()})
@@ -66,8 +67,8 @@ def similarity_page(assignment: str, found: dict) -> str:
 def student_page(student: str, report: dict, feedback_html: str) -> str:
     """A student's page: their score per component and the feedback report (rich's HTML of it)."""
     # as much of each diagnosis as course.toml [feedback] reveal allows (none with "check")
-    said = {c["name"]: words.diagnosis(c.get("diagnosis"), report.get("reveal", Reveal.FIX))
-            for c in report["components"]}
+    typed = from_json(report)
+    said = {c.name: words.diagnosis(c.diagnosis, typed.reveal) for c in typed.components}
     return _env().get_template("student.html.j2").render(student=student, r=report, feedback=feedback_html,
                                                           said=said)
 

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.late_policy import Late
+from grader.report_json import graded
 
 METADATA = "submission_metadata.json"
 IGNORED = {"__MACOSX", "__pycache__", ".ipynb_checkpoints", ".DS_Store", ".git", METADATA}
@@ -142,11 +143,12 @@ def percent(hours: float | None, policy: Late) -> tuple[int, float]:
 
 def undo(report: dict) -> dict:
     """`report` as it was before any late penalty."""
-    if "late" not in report:
+    late = graded(report).late
+    if late is None:
         return report
     out = {k: v for k, v in report.items() if k != "late"}
-    out["score"] = report["late"]["before"]
-    out["notes"] = [n for n in report.get("notes", []) if n != report["late"]["note"]]
+    out["score"] = late["before"]
+    out["notes"] = [n for n in report.get("notes", []) if n != late["note"]]
     return out
 
 
@@ -157,7 +159,7 @@ def apply(report: dict, lateness: Lateness | None, policy: Late | None) -> dict:
     if lateness is None:
         return report
     days, taken = percent(lateness.hours, policy) if policy else (0, 0.0)
-    before = report["score"]
+    before = graded(report).total
     after = round(before * (1 - taken / 100), 4)
     note = note_of(lateness, days, taken, before, after, policy)
     return {**report, "score": after, "notes": [*report.get("notes", []), note],

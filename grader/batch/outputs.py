@@ -21,8 +21,8 @@ from grader.batch import safe
 from grader.batch.late import column
 from grader.course import Assignment
 from grader.render import review, words
-from grader.results import Reason, Status
-from grader.reveal import Reveal
+from grader.report_json import Graded, from_json, graded
+from grader.results import ComponentResult, Reason, Status
 
 FAULTS = (Reason.CRASH, Reason.TIMEOUT, Reason.TAMPER)
 
@@ -75,7 +75,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def status_of(report: dict) -> RowStatus:
-    faulted = any(t.get("reason") in FAULTS for c in report["components"] for t in c["tests"])
+    faulted = any(t.outcome.reason in FAULTS for c in from_json(report).components for t in c.checks)
     return RowStatus.FAULT if faulted else RowStatus.GRADED
 
 
@@ -96,37 +96,39 @@ def read_student(out: Path, student: str) -> dict | None:
 
 def gradescope(report: dict) -> dict:
     """Gradescope's results.json: one test per component; hidden checks only as counts."""
+    doc = graded(report)
     tests = []
-    for number, c in enumerate(report["components"], 1):
-        # as much of a diagnosis as course.toml [feedback] reveal allows (none with "check")
-        said = words.diagnosis(c.get("diagnosis"), report.get("reveal", Reveal.FIX))
-        lines = [f"Diagnosis: {said}"] if said else []
-        if isinstance(c.get("held"), (int, float)) and not c.get("override"):  # a flag holds its points for review
-            lines[:0] = [review.flagged(c["held"]), *(f"- {review.finding(f)}" for f in c.get("flagged", [])
-                                                      if isinstance(f, dict))]
-        if c.get("override"):
-            o = c["override"]
-            lines.insert(0, f"Override: {o['points']:g} points instead of the {o['graded']:g} graded"
-                            + (f": {o['reason']}" if o["reason"] else ""))
-        secret = [t for t in c["tests"] if t.get("hidden")]
-        for t in c["tests"]:
-            if not t.get("hidden") and t["status"] != Status.PASSED:
-                lines.append(f"{t['status']}: {t['id']}: {t.get('message', '')}".strip())
-        if secret:
-            passed = sum(t["status"] == Status.PASSED or bool(t.get("excused_by")) for t in secret)
-            lines.append(f"hidden checks passed: {passed} of {len(secret)}")
-        tests.append({"name": c["name"], "number": str(number), "score": c["score"], "max_score": c["max_score"],
-                      "status": Status.PASSED if c["score"] >= c["max_score"] else Status.FAILED,
-                      "output": "\n".join(lines), "visibility": "visible",
+    for number, c in enumerate(doc.report.components, 1):
+        held = doc.held(c)
+        tests.append({"name": c.name, "number": str(number), "score": c.score, "max_score": c.max_score,
+                      "status": Status.PASSED if c.score >= c.max_score else Status.FAILED,
+                      "output": safe.inert("\n".join(_gradescope_lines(c, doc, held)), lines=True),
+                      "visibility": "visible",
                       # the points held for review, as data (Gradescope keeps a test's extra_data)
-                      **({"extra_data": {"held": c["held"]}} if isinstance(c.get("held"), (int, float))
-                         and not c.get("override") else {})})
-        tests[-1]["output"] = safe.inert(tests[-1]["output"], lines=True)
-    batch = report.get("batch", {})
-    notes = [*report.get("notes", []), *([batch["message"]] if batch.get("message") else [])]
-    return {"score": report["score"], "execution_time": report.get("duration_seconds", 0.0),
+                      **({"extra_data": {"held": held}} if held is not None else {})})
+    notes = [*doc.report.notes, *([doc.batch["message"]] if doc.batch.get("message") else [])]
+    return {"score": doc.total, "execution_time": doc.report.duration,
             "output": safe.inert("\n".join(notes), lines=True),
             "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
+
+
+def _gradescope_lines(c: ComponentResult, doc: Graded, held: float | None) -> list[str]:
+    # as much of a diagnosis as course.toml [feedback] reveal allows (none with "check")
+    said = words.diagnosis(c.diagnosis, doc.report.reveal)
+    lines = [f"Diagnosis: {said}"] if said else []
+    if held is not None:  # a flag holds its points for review
+        lines[:0] = [review.flagged(held), *(f"- {review.finding(f)}" for f in c.flagged if isinstance(f, dict))]
+    if (o := doc.overrides.get(c.name)) is not None:
+        lines.insert(0, f"Override: {o.points:g} points instead of the {o.graded:g} graded"
+                        + (f": {o.reason}" if o.reason else ""))
+    secret = [t for t in c.checks if t.tier == "hidden"]
+    for t in c.checks:
+        if t.tier != "hidden" and t.outcome.status != Status.PASSED:
+            lines.append(f"{t.outcome.status}: {t.id}: {t.outcome.message}".strip())
+    if secret:
+        passed = sum(t.outcome.status == Status.PASSED or bool(t.excused_by) for t in secret)
+        lines.append(f"hidden checks passed: {passed} of {len(secret)}")
+    return lines
 
 
 def write_csv(path: Path, spec: Assignment, rows: list[tuple[str, dict]]) -> None:
@@ -141,12 +143,12 @@ def write_csv(path: Path, spec: Assignment, rows: list[tuple[str, dict]]) -> Non
     writer.writerow(["student", *(c.name for c in spec.components), "total", "status", "lms_id", "overrides",
                      "isolation", "student_id", "late", "late_penalty", "held"])
     for student, report in rows:
-        got = {c["name"]: c["score"] for c in report["components"]}
+        doc = graded(report)
+        got = {c.name: c.score for c in doc.report.components}
         writer.writerow([safe.cell(student), *(f"{got.get(c.name, 0.0):g}" for c in spec.components),
-                         f"{report['score']:g}", report["batch"]["status"],
-                         safe.cell(report["batch"].get("lms_id", "")),
-                         " ".join(c["name"] for c in report["components"] if c.get("override")),
-                         report.get("isolation") or "", safe.cell(report["batch"].get("student_id", "")),
+                         f"{doc.total:g}", doc.status, safe.cell(doc.batch.get("lms_id", "")),
+                         " ".join(c.name for c in doc.report.components if c.name in doc.overrides),
+                         doc.report.isolation or "", safe.cell(doc.batch.get("student_id", "")),
                          *column(report), held_column(report)])
     write_atomic(path, buffer.getvalue())
 
@@ -154,5 +156,5 @@ def write_csv(path: Path, spec: Assignment, rows: list[tuple[str, dict]]) -> Non
 def held_column(report: dict) -> str:
     """grades.csv's `held`: "LayerNorm=6 ..." for each component whose points are held for review (not
     released by an override), the points it earned and is held at 0 for."""
-    return " ".join(f"{c['name']}={c['held']:g}" for c in report["components"]
-                    if isinstance(c.get("held"), (int, float)) and not c.get("override"))
+    doc = graded(report)
+    return " ".join(f"{c.name}={held:g}" for c in doc.report.components if (held := doc.held(c)) is not None)

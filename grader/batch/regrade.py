@@ -21,6 +21,7 @@ from grader.batch import html, safe
 from grader.batch.outputs import gradescope, safe_name, write_atomic
 from grader.course import Assignment, Course
 from grader.course_table import ConfigError
+from grader.report_json import entries, from_json, graded
 
 GRADER_DIR = Path(__file__).resolve().parent.parent
 # what decides a grade, in the order changes.csv's "why" names them
@@ -63,12 +64,11 @@ def course_digests(course: Course) -> dict[str, str]:
 
 
 def _points(report: dict) -> dict[str, float]:
-    return {c["name"]: c["score"] for c in report.get("components", [])}
+    return {c.name: c.score for c in from_json(report).components}
 
 
 def _overridden(report: dict) -> dict[str, tuple[float, str]]:
-    return {c["name"]: (c["override"]["points"], c["override"]["reason"])
-            for c in report.get("components", []) if c.get("override")}
+    return {name: (o.points, o.reason) for name, o in graded(report).overrides.items()}
 
 
 def why(before: dict, after: dict) -> list[str]:
@@ -90,11 +90,12 @@ def changes(before: dict[str, dict], after: list[tuple[str, dict]]) -> list[dict
             continue
         was, now = _points(old), _points(report)
         moved = [name for name in now if abs(now[name] - was.get(name, 0.0)) > 1e-9]
-        status = old.get("batch", {}).get("status") != report["batch"]["status"]
-        if not moved and not status and abs(old["score"] - report["score"]) <= 1e-9:
+        then, doc = graded(old), graded(report)
+        status = then.status != doc.status
+        if not moved and not status and abs(then.total - doc.total) <= 1e-9:
             continue
-        rows.append({"student": student, "before": old["score"], "after": report["score"],
-                     "change": round(report["score"] - old["score"], 4), "components": moved,
+        rows.append({"student": student, "before": then.total, "after": doc.total,
+                     "change": round(doc.total - then.total, 4), "components": moved,
                      "why": why(old, report)})
     return rows
 
@@ -155,26 +156,27 @@ def apply_overrides(report: dict, mine: dict[str, tuple[float | None, str]]) -> 
     """`report` with the overrides `mine` (component -> (points, reason)) in place of any earlier ones:
     the graded points are put back first, so applying is the same whatever the report held. Points
     None release what a component held for review earned (`held`; a component not held keeps its own)."""
-    components = []
-    graded_total = report.get("graded_score", report["score"])
-    for c in report["components"]:
-        c = {**c}
-        if "override" in c:
-            c["score"] = c.pop("override")["graded"]
-        if c["name"] in mine:
-            points, reason = mine[c["name"]]
+    doc = graded(report)
+    components: list[dict] = []
+    delta: float = 0  # an int as sum() starts, so that a whole total with no override stays whole
+    for entry, c in zip(entries(report), doc.report.components, strict=True):
+        # the points grading gave, where an earlier override replaced them
+        score = doc.overrides[c.name].graded if c.name in doc.overrides else c.score
+        entry = {k: v for k, v in {**entry, "score": score}.items() if k != "override"}
+        if c.name in mine:
+            points, reason = mine[c.name]
             if points is None:
-                held = c.get("held")
-                points = float(held) if isinstance(held, (int, float)) and 0 <= held <= c["max_score"] else c["score"]
-            c["override"] = {"points": points, "reason": reason, "graded": c["score"]}
-            c["score"] = points
-        components.append(c)
+                held = c.held
+                points = float(held) if isinstance(held, (int, float)) and 0 <= held <= c.max_score else score
+            entry["override"] = {"points": points, "reason": reason, "graded": score}
+            entry["score"] = points
+            delta += points - score
+        components.append(entry)
     out = {k: v for k, v in report.items() if k != "graded_score"}
     out["components"] = components
-    delta = sum(c["override"]["points"] - c["override"]["graded"] for c in components if "override" in c)
-    out["score"] = round(graded_total + delta, 4)
+    out["score"] = round(doc.graded_total + delta, 4)
     if mine:
-        out["graded_score"] = graded_total
+        out["graded_score"] = doc.graded_total
     return out
 
 
@@ -182,16 +184,16 @@ def feedback_section(report: dict) -> str:
     """The lines that the student's feedback gets for their overrides ("" for none)."""
     import textwrap
 
-    done = [c for c in report["components"] if c.get("override")]
+    doc = graded(report)
+    done = [(c, doc.overrides[c.name]) for c in doc.report.components if c.name in doc.overrides]
     if not done:
         return ""
     lines = ["", "Changed by your instructor (override)"]
-    for c in done:
-        o = c["override"]
-        lines += textwrap.wrap(f"{c['name']}: {o['points']:g} / {c['max_score']:g} (graded {o['graded']:g})"
-                               + (f": {safe.inert(o['reason'])}" if o["reason"] else ""), 78,
+    for c, o in done:
+        lines += textwrap.wrap(f"{c.name}: {o.points:g} / {c.max_score:g} (graded {o.graded:g})"
+                               + (f": {safe.inert(o.reason)}" if o.reason else ""), 78,
                                initial_indent="  ", subsequent_indent="    ")
-    lines.append(f"  Total: {report['score']:g} / {report['max_score']:g}")
+    lines.append(f"  Total: {doc.total:g} / {doc.report.max_score:g}")
     return "\n".join(lines) + "\n"
 
 

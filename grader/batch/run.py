@@ -26,6 +26,7 @@ from grader.batch import roster as rosters
 from grader.batch.outputs import RowStatus
 from grader.course import Course
 from grader.course_table import ConfigError
+from grader.report_json import graded
 
 OVERRIDES = "overrides.csv"  # in OUT: the overrides that every later run applies
 ROSTER = "roster.csv"  # in OUT: the roster that every later run (and grade export) uses
@@ -164,7 +165,7 @@ class _Run:
         done = outputs.read_student(self.out, entry.student)
         if done is not None:
             self.before[entry.student] = done
-        if done and done.get("batch", {}).get("key") == digest and done["batch"]["status"] != RowStatus.GRADER_ERROR:
+        if done and done.get("batch", {}).get("key") == digest and graded(done).status != RowStatus.GRADER_ERROR:
             self.records[entry.student] = done
             self.batch.reused += 1
             return

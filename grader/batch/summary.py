@@ -16,7 +16,8 @@ from grader.batch.safe import inert
 from grader.course import Assignment
 from grader.findings import Found
 from grader.render import review, words
-from grader.results import Reason, Status
+from grader.report_json import Graded, from_json, graded
+from grader.results import Reason, Report, Status
 
 BINS = 10
 BAR = 30  # characters of the longest histogram bar
@@ -28,94 +29,100 @@ GAP = 25.0  # percentage points between the full grade and the public tier's tha
 def public_score(spec: Assignment, report: dict) -> float:
     """What the public checks alone would give: each component's points in proportion to the
     weight of its public checks earned (the scoring rule of grader.judging.scoring, public tier only)."""
+    return _public(spec, from_json(report))
+
+
+def _public(spec: Assignment, report: Report) -> float:
     weights = {chk.id: chk.weight for comp in spec.components for chk in comp.checks}
     total = 0.0
     for comp in spec.components:
-        got = next((c for c in report["components"] if c["name"] == comp.name), None)
-        tests = [t for t in (got or {}).get("tests", []) if t.get("tier", "public") == "public"]
-        counted = sum(weights.get(t["id"], 1.0) for t in tests)
-        earned = sum(weights.get(t["id"], 1.0) for t in tests if t["status"] == Status.PASSED or t.get("excused_by"))
-        if counted and not (got or {}).get("forbidden"):
+        got = next((c for c in report.components if c.name == comp.name), None)
+        tests = [t for t in (got.checks if got else []) if t.tier == "public"]
+        counted = sum(weights.get(t.id, 1.0) for t in tests)
+        earned = sum(weights.get(t.id, 1.0) for t in tests if t.outcome.status == Status.PASSED or t.excused_by)
+        if counted and not (got and got.forbidden):
             total += comp.points * earned / counted
     return round(total, 2)
 
 
 def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
     """The summary as data (summary.json); `rows`: (student, report with its "batch" record)."""
+    docs = [(student, graded(r)) for student, r in rows]
     max_score = spec.max_score
-    totals = [r["score"] for _, r in rows]
+    totals = [d.total for _, d in docs]
     histogram = [0] * BINS
     for t in totals:
         histogram[min(int(t / max_score * BINS), BINS - 1) if max_score else 0] += 1
     components = []
     for comp in spec.components:
-        got = [next((c["score"] for c in r["components"] if c["name"] == comp.name), 0.0) for _, r in rows]
+        got = [next((c.score for c in d.report.components if c.name == comp.name), 0.0) for _, d in docs]
         components.append({"name": comp.name, "max_score": comp.points,
                            "mean": round(sum(got) / len(got), 2) if got else 0.0,
                            "full_marks": sum(g >= comp.points for g in got)})
-    failing: Counter[str] = Counter()
-    messages: dict[str, Counter[str]] = {}
-    owner = {}
-    for _, r in rows:
-        for c in r["components"]:
-            for t in c["tests"]:
-                owner[t["id"]] = c["name"]
-                if t["status"] != Status.PASSED and not t.get("excused_by") and t.get("reason") not in (
-                        Reason.UNAVAILABLE, Reason.NO_CUDA, Reason.NOT_ATTEMPTED):
-                    failing[t["id"]] += 1
-                    messages.setdefault(t["id"], Counter())[(t.get("message") or "").splitlines()[0][:120]
-                                                             if t.get("message") else ""] += 1
-    checks = [{"id": check, "component": owner[check], "students": n, "typical": messages[check].most_common(1)[0][0]}
-              for check, n in failing.most_common(8)]
-    bugs: Counter[tuple[str, str, str]] = Counter()
-    for _, r in rows:
-        for c in r["components"]:
-            # a "looks like" (its kind, data) describes values or names: it names no classic bug of the table
-            if isinstance(c.get("diagnosis"), dict) and words.kind(c["diagnosis"]) not in FORENSIC:
-                what = str(c["diagnosis"].get("what") or c["diagnosis"]["bug"])
-                bugs[(c["name"], c["diagnosis"]["bug"], what)] += 1
-    diagnoses = [{"component": comp, "bug": bug, "what": what, "students": n}
-                 for (comp, bug, what), n in bugs.most_common()]
     gaps = []
-    for student, r in rows:
-        if r["batch"]["status"] not in (RowStatus.GRADED, RowStatus.FAULT) or not max_score:
+    for student, d in docs:
+        if d.status not in (RowStatus.GRADED, RowStatus.FAULT) or not max_score:
             continue
-        public = public_score(spec, r)
-        if abs(r["score"] - public) / max_score * 100 >= GAP:
-            gaps.append({"student": student, "score": r["score"], "public": public})
-    flagged, held = _review(rows)
+        public = _public(spec, d.report)
+        if abs(d.total - public) / max_score * 100 >= GAP:
+            gaps.append({"student": student, "score": d.total, "public": public})
+    flagged, held = _review(docs)
     # the tiers the submissions ran in, and what each kept from them (grader.sandbox.isolation.describe)
-    tiers = Counter(r.get("isolation_detail") or r.get("isolation") for _, r in rows if r.get("isolation"))
+    tiers = Counter(d.report.isolation_detail or d.report.isolation for _, d in docs if d.report.isolation)
     return {"assignment": spec.name, "students": len(rows), "max_score": max_score,
             "isolation": [{"tier": tier, "students": n} for tier, n in tiers.most_common()],
             "mean": round(sum(totals) / len(totals), 2) if totals else 0.0,
-            "statuses": dict(Counter(r["batch"]["status"] for _, r in rows)),
+            "statuses": dict(Counter(d.status for _, d in docs)),
             "histogram": [{"from": round(i * max_score / BINS, 2), "to": round((i + 1) * max_score / BINS, 2),
                            "students": n} for i, n in enumerate(histogram)],
-            "components": components, "most_failed": checks, "diagnoses": diagnoses,
+            "components": components, "most_failed": _most_failed(docs), "diagnoses": _diagnoses(docs),
             "public_gap": sorted(gaps, key=lambda g: -abs(g["score"] - g["public"])), "flagged": flagged,
             "held": held}
 
 
-def _review(rows: list[tuple[str, dict]]) -> tuple[list[dict], list[dict]]:
+def _most_failed(docs: list[tuple[str, Graded]]) -> list[dict]:
+    """The checks most students fail, each with its most common message's first line."""
+    failing: Counter[str] = Counter()
+    messages: dict[str, Counter[str]] = {}
+    owner = {}
+    for _, d in docs:
+        for c in d.report.components:
+            for t in c.checks:
+                owner[t.id] = c.name
+                if t.outcome.status != Status.PASSED and not t.excused_by and t.outcome.reason not in (
+                        Reason.UNAVAILABLE, Reason.NO_CUDA, Reason.NOT_ATTEMPTED):
+                    failing[t.id] += 1
+                    messages.setdefault(t.id, Counter())[t.outcome.message.splitlines()[0][:120]
+                                                         if t.outcome.message else ""] += 1
+    return [{"id": check, "component": owner[check], "students": n, "typical": messages[check].most_common(1)[0][0]}
+            for check, n in failing.most_common(8)]
+
+
+def _diagnoses(docs: list[tuple[str, Graded]]) -> list[dict]:
+    """The classic bugs the reports name, most students first."""
+    bugs: Counter[tuple[str, str, str]] = Counter()
+    for _, d in docs:
+        for c in d.report.components:
+            # a "looks like" (its kind, data) describes values or names: it names no classic bug of the table
+            if isinstance(c.diagnosis, dict) and words.kind(c.diagnosis) not in FORENSIC:
+                what = str(c.diagnosis.get("what") or c.diagnosis["bug"])
+                bugs[(c.name, c.diagnosis["bug"], what)] += 1
+    return [{"component": comp, "bug": bug, "what": what, "students": n} for (comp, bug, what), n in bugs.most_common()]
+
+
+def _review(docs: list[tuple[str, Graded]]) -> tuple[list[dict], list[dict]]:
     """(flagged, held): what grader.judging.forbidden found, and every component held for review."""
     # what grader.judging.forbidden flagged for review, and what it scored 0, student by student, with the line
     # (held: its points held at 0 for review, the course's `[policy] flagged = "hold"`; an override releases them)
-    flagged = [{"student": student, "component": c["name"], "what": f.get("what"), "where": f.get("where"),
-                "scored_0": kind == "forbidden", "held": kind == "flagged" and _is_held(c)}
-               for student, r in rows for c in r["components"] for kind in ("forbidden", "flagged")
-               for f in c.get(kind, []) if isinstance(f, dict)]
+    flagged = [{"student": student, "component": c.name, "what": f.get("what"), "where": f.get("where"),
+                "scored_0": kind == "forbidden", "held": kind == "flagged" and d.held(c) is not None}
+               for student, d in docs for c in d.report.components for kind in ("forbidden", "flagged")
+               for f in getattr(c, kind) if isinstance(f, dict)]
     # every component held for review, with the lines that flagged it (the table lists them all, never cut)
-    held = [{"student": student, "component": c["name"], "points": c["held"],
-             "lines": [{"what": f.get("what"), "where": f.get("where")} for f in c.get("flagged", [])
-                       if isinstance(f, dict)]}
-            for student, r in rows for c in r["components"] if _is_held(c)]
+    held = [{"student": student, "component": c.name, "points": points,
+             "lines": [{"what": f.get("what"), "where": f.get("where")} for f in c.flagged if isinstance(f, dict)]}
+            for student, d in docs for c in d.report.components if (points := d.held(c)) is not None]
     return flagged, held
-
-
-def _is_held(component: dict) -> bool:
-    """Held at 0 for review (a flag, `[policy] flagged = "hold"`), and not released by an override yet."""
-    return component.get("held") is not None and not component.get("override")
 
 
 def changed_line(summary: dict) -> str:

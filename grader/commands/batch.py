@@ -11,6 +11,7 @@ from pathlib import Path
 from grader.commands import below, check_bar, points, positive_int
 from grader.course import find_course
 from grader.course_table import ConfigError
+from grader.report_json import graded
 from grader.usage import UsageParser
 
 
@@ -133,7 +134,8 @@ def _roster_gaps(batch, console) -> None:
 def _bar(rows: list[tuple[str, dict]], bar: float | None, out: Path) -> int:
     """`--fail-under`'s exit status: 1 where a student's total is below the bar, with one line on stderr
     naming the first few (grades.csv has them all)."""
-    low = [(student, report["score"]) for student, report in rows if bar is not None and below(report["score"], bar)]
+    totals = [(student, graded(report).total) for student, report in rows]
+    low = [(student, total) for student, total in totals if bar is not None and below(total, bar)]
     if not low:
         return 0
     from grader.batch.safe import inert

@@ -27,8 +27,10 @@ import subprocess
 import sys
 import tempfile
 import warnings
+from dataclasses import replace
 
-from grader.results import NOT_COUNTED, ComponentStatus, Status, Timing
+from grader.report_json import Graded, from_json, graded
+from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Status, Timing
 
 # the instructor's course.toml, set by the course directory's nbgrader_config.py (grader.gradebook.config)
 COURSE_VARIABLE = "GRADE_NBGRADER_COURSE"
@@ -70,12 +72,23 @@ def run_grader(*, assignment: str, timeout: float) -> dict | None:
         except (OSError, ValueError) as e:
             print(f"not graded: the grader's report could not be read ({type(e).__name__})")
             return None
-    if not isinstance(report, dict) or not isinstance(report.get("components"), list):
+    if _typed(report) is None:
         print("not graded: the grader's report has no components")
         return None
     report = _scrubbed(report, course, submission)
-    _summary(report)
+    _summary(_typed(report))
     return report
+
+
+def _typed(report: object) -> Graded | None:
+    """`report` (the JSON `grade --json` wrote) read typed, or None where it is no report: every cell ends
+    with a number, so nothing here may raise on what it was handed."""
+    if not isinstance(report, dict):
+        return None
+    try:
+        return graded(report)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def _private(text: str, course: str, submission: str) -> str:
@@ -127,12 +140,15 @@ def _run(cmd: list[str], *, cwd: str, timeout: float) -> str | None:
     return f"the grader failed (exit status {proc.returncode}); run `grade` on this folder to see why"
 
 
-def _summary(report: dict) -> None:
-    isolation = report.get("isolation_detail") or f"{report.get('isolation') or 'unknown'} isolation"
-    print(f"{report.get('assignment')}: {report.get('score')} / {report.get('max_score')} points "
-          f"(graded in {report.get('duration_seconds')} s, {isolation})")
-    hidden = {t.get("id") for c in report["components"] for t in c.get("tests", []) if t.get("hidden")}
-    for note in report.get("notes", []):
+def _summary(doc: Graded | None) -> None:
+    if doc is None:
+        return
+    report = doc.report
+    isolation = report.isolation_detail or f"{report.isolation or 'unknown'} isolation"
+    print(f"{report.assignment}: {doc.total} / {report.max_score} points "
+          f"(graded in {report.duration} s, {isolation})")
+    hidden = {t.id for c in report.components for t in c.checks if t.tier == "hidden"}
+    for note in report.notes:
         if not any(check_id and check_id in note for check_id in hidden):
             print(f"  {note}")
 
@@ -142,14 +158,14 @@ def component(report: dict | None, name: str, *, points: float) -> float:
     # nbgrader scores any stderr as 0: whatever is written here goes to stdout
     with contextlib.redirect_stderr(sys.stdout), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        entry = next((c for c in (report or {}).get("components", [])
-                      if isinstance(c, dict) and c.get("name") == name), None)
-        if entry is None:
+        doc = _typed(report)
+        found = next((c for c in doc.report.components if c.name == name), None) if doc else None
+        if doc is None or found is None:
             print(f"{name}: not graded (the first cell says why)")
             return 0.0
-        for line in describe(entry, assignment=str((report or {}).get("assignment") or "assignmentN")):
+        for line in _describe(found, assignment=str(doc.report.assignment or "assignmentN")):
             print(line)
-        return clamp(entry.get("score"), points)
+        return clamp(found.score, points)
 
 
 def performance(report: dict | None, *, points: float) -> float:
@@ -179,81 +195,81 @@ def clamp(score: object, points: float) -> float:
 
 
 def describe(entry: dict, *, assignment: str = "assignmentN") -> list[str]:
-    """One component's public side: its diagnosis, its public checks by id, the most telling failed
-    one in full (as the terminal report shows it), hidden ones only counted."""
-    lines = [f"{entry.get('name')} ({entry.get('file')}): {entry.get('score')} / {entry.get('max_score')} "
-             f"points, {entry.get('status')}"]
-    if entry.get("status") == ComponentStatus.NOT_ATTEMPTED:
-        return [*lines, f"  every check reached a TODO: start with {entry.get('file')}"]
-    diagnosis = entry.get("diagnosis")
-    said = diagnosis.get("message") if isinstance(diagnosis, dict) else None
-    diagnosed = bool(said)
+    """One component's public side (`entry`: its JSON): its diagnosis, its public checks by id, the most telling
+    failed one in full (as the terminal report shows it), hidden ones only counted."""
+    return _describe(from_json({"components": [entry]}).components[0], assignment=assignment)
+
+
+def _describe(c: ComponentResult, *, assignment: str) -> list[str]:
+    lines = [f"{c.name} ({c.file}): {c.score} / {c.max_score} points, {c.status}"]
+    if c.status == ComponentStatus.NOT_ATTEMPTED:
+        return [*lines, f"  every check reached a TODO: start with {c.file}"]
+    said = c.diagnosis.get("message") if isinstance(c.diagnosis, dict) else None
     if said:
         lines.append(f"  Diagnosis: {_one_line(said, _VALUE_CHARS)}")
-    tests = [t for t in entry.get("tests", []) if isinstance(t, dict)]
     failed = []
-    for t in tests:
-        if t.get("hidden"):
+    for t in c.checks:
+        if t.tier == "hidden":
             continue
-        if t.get("status") == Status.PASSED:
-            lines.append(f"  passed   {t.get('id')}")
-        elif t.get("excused_by"):
-            parts = [str(p) for p in t["excused_by"]]
+        if t.outcome.status == Status.PASSED:
+            lines.append(f"  passed   {t.id}")
+        elif t.excused_by:
+            parts = [str(p) for p in t.excused_by]
             verb = "fails" if len(parts) == 1 else "fail"
-            lines.append(f"  excused  {t.get('id')}: fails only because your {' and '.join(parts)} {verb} "
+            lines.append(f"  excused  {t.id}: fails only because your {' and '.join(parts)} {verb} "
                          "(charged there)")
-        elif t.get("waiting_on"):  # a student's copy: its points count for now (grader.judging.scoring)
-            on = [str(p) for p in t["waiting_on"]]
-            lines.append(f"  waiting  {t.get('id')}: runs through your {' and '.join(on)}, which "
+        elif t.waiting_on:  # a student's copy: its points count for now (grader.judging.scoring)
+            on = [str(p) for p in t.waiting_on]
+            lines.append(f"  waiting  {t.id}: runs through your {' and '.join(on)}, which "
                          + ("fails its own checks" if len(on) == 1 else "fail their own checks")
                          + "; its points count for now, and it is graded again once "
                          + ("that part passes" if len(on) == 1 else "they pass"))
-        elif t.get("reason") in NOT_COUNTED:
-            lines.append(f"  skipped  {t.get('id')}: {_one_line(t.get('message'))}")
+        elif t.outcome.reason in NOT_COUNTED:
+            lines.append(f"  skipped  {t.id}: {_one_line(t.outcome.message)}")
         else:
             failed.append(t)
-            lines.append(f"  FAILED   {t.get('id')}: {_one_line(t.get('message')) or t.get('reason')}")
+            lines.append(f"  FAILED   {t.id}: {_one_line(t.outcome.message) or t.outcome.reason}")
     if failed:
         # one in full, as `grade` shows it without --verbose; a diagnosis says the cause, so no hint
         # the check grading chose with the bug table (the JSON's `telling`, grader.judging.telling), as `grade` shows
-        chosen = next((t for t in failed if t.get("id") == entry.get("telling")), None)
-        lines += _details(chosen or _telling(entry, failed), hint=not diagnosed)
+        chosen = next((t for t in failed if t.id == c.telling), None)
+        lines += _details(chosen or _telling(c, failed), hint=not said)
         if len(failed) > 1:
             lines.append(f"  (`grade {assignment} --verbose` in this folder shows every failed check in full)")
-    hidden = [t for t in tests if t.get("hidden") and t.get("reason") not in NOT_COUNTED]
-    hidden_failed = sum(1 for t in hidden if t.get("status") != Status.PASSED and not t.get("excused_by"))
+    hidden = [t for t in c.checks if t.tier == "hidden" and t.outcome.reason not in NOT_COUNTED]
+    hidden_failed = sum(1 for t in hidden if t.outcome.status != Status.PASSED and not t.excused_by)
     if hidden_failed:
         lines.append(f"  {hidden_failed} hidden check{'s' * (hidden_failed != 1)} failed")
     elif hidden:
         lines.append(f"  hidden checks: all {len(hidden)} passed")
-    for hit in entry.get("forbidden", []):
+    for hit in c.forbidden:
         if isinstance(hit, dict):
             lines.append(f"  forbidden: {hit.get('what')} at {hit.get('where')} ({hit.get('how')}): scores 0")
     return lines
 
 
-def _telling(entry: dict, failed: list[dict]) -> dict:
+def _telling(c: ComponentResult, failed: list[CheckResult]) -> CheckResult:
     """The failed check to show in full where the JSON names none (a report written before "telling"):
     ranked as grading ranks them (grader.judging.telling.best), without the bug table."""
     from grader.judging.telling import best
-    from grader.report_json import from_json
 
-    component = from_json({"components": [{**entry, "tests": failed}]}).components[0]
-    chosen = best(component, {})
-    return next((t for t in failed if chosen is not None and t.get("id") == chosen.id), failed[0])
+    chosen = best(replace(c, checks=failed), {})
+    return next((t for t in failed if chosen is not None and t.id == chosen.id), failed[0])
 
 
-def _details(t: dict, *, hint: bool) -> list[str]:
-    rows = [("message", str(t.get("message") or t.get("reason") or ""))]
-    if t.get("note"):
-        rows.append(("parts", str(t["note"])))
+def _details(t: CheckResult, *, hint: bool) -> list[str]:
+    from grader.render.words import note
+
+    rows = [("message", str(t.outcome.message or t.outcome.reason or ""))]
+    if said := note(t.attribution):  # the JSON's "note", worded again from the attribution it was worded from
+        rows.append(("parts", said))
     for key in _DETAILS:
-        if key in t and (hint or key != "hint"):
-            value = t[key]
+        if key in t.outcome.details and (hint or key != "hint"):
+            value = t.outcome.details[key]
             rows.append((key.replace("_", " "), f"{value:.3g}" if isinstance(value, float) else str(value)))
-    if t.get("output"):
-        rows.append(("your output", str(t["output"])))
-    lines = [f"  {t.get('id')}, in full:"]
+    if t.outcome.output:
+        rows.append(("your output", str(t.outcome.output)))
+    lines = [f"  {t.id}, in full:"]
     for key, text in rows:
         for i, line in enumerate(_elided(text)):
             lines.append(f"    {key if i == 0 else '':<15}{line}")

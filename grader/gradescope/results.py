@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 from grader.batch import safe
 from grader.batch.outputs import gradescope
-from grader.results import Status
+from grader.report_json import graded
+from grader.results import ComponentResult, Status
 
 ISOLATION = {
     "namespaces": "namespaces (the submission's process had no network and a private root: this "
@@ -27,17 +28,17 @@ ISOLATION = {
 
 def results(report: dict, *, execution_time: float, notes: Sequence[str] = ()) -> dict:
     """results.json for `report` (the kit's JSON report); `notes`: lines the top output adds."""
-    data = gradescope(report)
+    data, doc = gradescope(report), graded(report)
     tests = []
-    for test, component in zip(data["tests"], report["components"], strict=True):
+    for test, component in zip(data["tests"], doc.report.components, strict=True):
         tests.append(test)
         hidden = _hidden_detail(component)
         if hidden:
-            tests.append({"name": f"{component['name']}: hidden checks", "status": test["status"],
+            tests.append({"name": f"{component.name}: hidden checks", "status": test["status"],
                           "output": safe.inert(hidden, lines=True), "visibility": "after_published"})
-    isolation = report.get("isolation") or ""
-    detail = ISOLATION.get(isolation) or report.get("isolation_detail") or isolation
-    top = [f"{report['assignment']}: {report['score']:g} / {report['max_score']:g} points.",
+    isolation = doc.report.isolation or ""
+    detail = ISOLATION.get(isolation) or doc.report.isolation_detail or isolation
+    top = [f"{doc.report.assignment}: {doc.total:g} / {doc.report.max_score:g} points.",
            *([f"Isolation: {detail}."] if isolation else []),
            *notes, *([data["output"]] if data["output"] else [])]
     # the submission's text (exception types and messages, its output) shown inert: no escape reaches a page
@@ -48,9 +49,9 @@ def results(report: dict, *, execution_time: float, notes: Sequence[str] = ()) -
 MAX_MESSAGE = 4500  # a check's message in the output: what the grader keeps of an exception, and its wording
 
 
-def _hidden_detail(component: dict) -> str:
+def _hidden_detail(component: ComponentResult) -> str:
     lines = []
-    for t in component["tests"]:
-        if t.get("hidden") and t["status"] != Status.PASSED and not t.get("excused_by"):
-            lines.append(f"{t['status']}: {t['id']}: {t.get('message', '')[:MAX_MESSAGE]}".strip())
+    for t in component.checks:
+        if t.tier == "hidden" and t.outcome.status != Status.PASSED and not t.excused_by:
+            lines.append(f"{t.outcome.status}: {t.id}: {t.outcome.message[:MAX_MESSAGE]}".strip())
     return "\n".join(lines)
