@@ -6,6 +6,7 @@ a report by its keys (tests/kit/test_unit_typed_reads.py). Standard library only
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from grader.findings import Attribution
@@ -73,7 +74,7 @@ class Graded:
     """A batch's report document (grader.batch.run): the Report `to_json` wrote it from, and what the batch
     adds beside it, which the typed Report does not hold. Read here, in one place, as the Report is."""
 
-    report: Report
+    data: dict  # the document, as written: `report` is rebuilt from it when first asked for
     # the document's "score": after overrides and the late penalty (the Report's is what grading gave)
     total: float
     graded_total: float  # the total before overrides: the document's "graded_score", where it has overrides
@@ -82,6 +83,13 @@ class Graded:
     overrides: dict[str, Override] = field(default_factory=dict)  # component -> its override
     late: dict | None = None  # grader.batch.late's record: hours, days, source, percent, points, before, note
 
+    @cached_property
+    def report(self) -> Report:
+        # on demand, once: rebuilding every check is most of what reading a document costs, and a class's
+        # outputs ask a row's total, status or lateness far more often than its checks (a class of 10,000:
+        # benchmarks/class_outputs.py)
+        return from_json(self.data)
+
     def held(self, component: ComponentResult) -> float | None:
         """The points `component` earned and holds at 0 for review, where no override released them."""
         held = component.held
@@ -89,11 +97,11 @@ class Graded:
 
 
 def graded(data: dict) -> Graded:
-    """`data`, a batch's report document (or a report `to_json` wrote), read once."""
+    """`data`, a batch's report document (or a report `to_json` wrote), read once; its checks when asked."""
     batch = data.get("batch") or {}
     overrides = {c["name"]: Override(o["points"], o["reason"], o["graded"])
                  for c in data.get("components", []) if (o := c.get("override"))}
-    return Graded(from_json(data), data["score"], data.get("graded_score", data["score"]), batch.get("status", ""),
+    return Graded(data, data["score"], data.get("graded_score", data["score"]), batch.get("status", ""),
                   batch, overrides, data.get("late"))
 
 

@@ -17,7 +17,7 @@ from urllib.parse import quote
 from grader.batch.outputs import safe_name, write_atomic
 from grader.batch.safe import inert
 from grader.render import words
-from grader.report_json import from_json, graded
+from grader.report_json import Graded, from_json
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 NO_PLOTS = "matplotlib is not installed: the plots are left out (pip install \"transformer-course-kit[plots]\")"
@@ -42,9 +42,8 @@ def _inert(value):
     return value
 
 
-def write_class(out: Path, summary: dict, rows: list[tuple[str, dict]]) -> Path:
-    """class.html in `out`; `rows`: (student, report with its "batch" record), as summarise takes."""
-    docs = [(s, graded(r)) for s, r in rows]
+def write_class(out: Path, summary: dict, docs: list[tuple[str, Graded]]) -> Path:
+    """class.html in `out`; `docs`: (student, its report with its "batch" record, read), as summarise takes."""
     names = [c["name"] for c in summary["components"]]
     points = {n: [next((c.score for c in d.report.components if c.name == n), 0.0) for _, d in docs] for n in names}
     plots, note = _plots(summary, points)

@@ -131,7 +131,7 @@ def _gradescope_lines(c: ComponentResult, doc: Graded, held: float | None) -> li
     return lines
 
 
-def write_csv(path: Path, spec: Assignment, rows: list[tuple[str, dict]]) -> None:
+def write_csv(path: Path, spec: Assignment, rows: list[tuple[str, Graded]]) -> None:
     """grades.csv: student, one column per component (course.toml order), total, status, lms_id (the
     LMS's id of the student, from a Canvas or Moodle download; else empty), overrides (the components
     whose points an override set), isolation (the tier the submission ran in: grader.sandbox.isolation),
@@ -142,19 +142,17 @@ def write_csv(path: Path, spec: Assignment, rows: list[tuple[str, dict]]) -> Non
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["student", *(c.name for c in spec.components), "total", "status", "lms_id", "overrides",
                      "isolation", "student_id", "late", "late_penalty", "held"])
-    for student, report in rows:
-        doc = graded(report)
+    for student, doc in rows:
         got = {c.name: c.score for c in doc.report.components}
         writer.writerow([safe.cell(student), *(f"{got.get(c.name, 0.0):g}" for c in spec.components),
                          f"{doc.total:g}", doc.status, safe.cell(doc.batch.get("lms_id", "")),
                          " ".join(c.name for c in doc.report.components if c.name in doc.overrides),
                          doc.report.isolation or "", safe.cell(doc.batch.get("student_id", "")),
-                         *column(report), held_column(report)])
+                         *column(doc.data), held_column(doc)])
     write_atomic(path, buffer.getvalue())
 
 
-def held_column(report: dict) -> str:
+def held_column(doc: Graded) -> str:
     """grades.csv's `held`: "LayerNorm=6 ..." for each component whose points are held for review (not
     released by an override), the points it earned and is held at 0 for."""
-    doc = graded(report)
     return " ".join(f"{c.name}={held:g}" for c in doc.report.components if (held := doc.held(c)) is not None)

@@ -21,7 +21,7 @@ from grader.batch import html, safe
 from grader.batch.outputs import gradescope, safe_name, write_atomic
 from grader.course import Assignment, Course
 from grader.course_table import ConfigError
-from grader.report_json import entries, from_json, graded
+from grader.report_json import Graded, entries, graded
 
 GRADER_DIR = Path(__file__).resolve().parent.parent
 # what decides a grade, in the order changes.csv's "why" names them
@@ -63,40 +63,40 @@ def course_digests(course: Course) -> dict[str, str]:
             "reference": _tree_digest(course.reference), "grader": grader.hexdigest()}
 
 
-def _points(report: dict) -> dict[str, float]:
-    return {c.name: c.score for c in from_json(report).components}
+def _points(doc: Graded) -> dict[str, float]:
+    return {c.name: c.score for c in doc.report.components}
 
 
-def _overridden(report: dict) -> dict[str, tuple[float, str]]:
-    return {name: (o.points, o.reason) for name, o in graded(report).overrides.items()}
+def _overridden(doc: Graded) -> dict[str, tuple[float, str]]:
+    return {name: (o.points, o.reason) for name, o in doc.overrides.items()}
 
 
-def why(before: dict, after: dict) -> list[str]:
+def why(before: Graded, after: Graded) -> list[str]:
     """What differs between two records' digests (CAUSES), "override" where the overrides do and "late"
     where the late penalty does (grader.batch.late)."""
-    old, new = before.get("batch", {}).get("digests"), after.get("batch", {}).get("digests")
+    old, new = before.batch.get("digests"), after.batch.get("digests")
     causes = ([c for c in CAUSES if old.get(c) != new.get(c)] if old and new
               else ["unknown (the earlier run kept no digests)"])
     return (causes + (["override"] if _overridden(before) != _overridden(after) else [])
-            + (["late"] if before.get("late") != after.get("late") else []))
+            + (["late"] if before.late != after.late else []))
 
 
-def changes(before: dict[str, dict], after: list[tuple[str, dict]]) -> list[dict]:
-    """A row per student graded in both runs whose points or status changed: changes.csv's columns."""
+def changes(before: dict[str, dict], after: list[tuple[str, Graded]]) -> list[dict]:
+    """A row per student graded in both runs whose points or status changed: changes.csv's columns.
+    `before`: the earlier run's records as read from OUT; `after`: this run's rows."""
     rows = []
-    for student, report in after:
+    for student, doc in after:
         old = before.get(student)
         if old is None:
             continue
-        was, now = _points(old), _points(report)
+        then = graded(old)
+        was, now = _points(then), _points(doc)
         moved = [name for name in now if abs(now[name] - was.get(name, 0.0)) > 1e-9]
-        then, doc = graded(old), graded(report)
         status = then.status != doc.status
         if not moved and not status and abs(then.total - doc.total) <= 1e-9:
             continue
         rows.append({"student": student, "before": then.total, "after": doc.total,
-                     "change": round(doc.total - then.total, 4), "components": moved,
-                     "why": why(old, report)})
+                     "change": round(doc.total - then.total, 4), "components": moved, "why": why(then, doc)})
     return rows
 
 

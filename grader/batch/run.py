@@ -26,7 +26,7 @@ from grader.batch import roster as rosters
 from grader.batch.outputs import RowStatus
 from grader.course import Course
 from grader.course_table import ConfigError
-from grader.report_json import graded
+from grader.report_json import Graded, graded
 
 OVERRIDES = "overrides.csv"  # in OUT: the overrides that every later run applies
 ROSTER = "roster.csv"  # in OUT: the roster that every later run (and grade export) uses
@@ -34,7 +34,7 @@ ROSTER = "roster.csv"  # in OUT: the roster that every later run (and grade expo
 
 @dataclass
 class Batch:
-    rows: list[tuple[str, dict]] = field(default_factory=list)  # (student, report with "batch")
+    rows: list[tuple[str, Graded]] = field(default_factory=list)  # (student, its report with "batch", read once)
     graded: int = 0  # graded in this run
     failed: int = 0  # not graded in this run for the grader's own trouble (status grader_error)
     first_error: str = ""  # the message of the first of those
@@ -238,15 +238,19 @@ class _Run:
         """The class's rows with their overrides, grades.csv, the summary and what changed since OUT's run."""
         batch, out = self.batch, self.out
         for student in sorted(self.records):
-            # overrides on the graded points, then the late penalty on that (course.toml [late])
-            record = regrade.apply_overrides(late.undo(self.records[student]), granted.get(student, {}))
-            record = late.apply(record, self.lateness.get(student), self.course.late)
-            record["batch"] = {k: v for k, v in record["batch"].items() if k != "student_id"}
+            record = self.records[student]
+            was, mine, lateness = graded(record), granted.get(student, {}), self.lateness.get(student)
+            # overrides on the graded points, then the late penalty on that (course.toml [late]); a row that
+            # has neither and gets neither is left as it is (most of a class: each step rebuilds its checks)
+            if mine or was.overrides or was.late is not None or lateness is not None:
+                record = regrade.apply_overrides(late.undo(record), mine)
+                record = late.apply(record, lateness, self.course.late)
+            record = {**record, "batch": {k: v for k, v in record["batch"].items() if k != "student_id"}}
             if student in self.who:
                 record["batch"]["student_id"] = self.who[student]
             if record != self.records[student]:
                 regrade.rewrite_overridden(out, student, record)
-            batch.rows.append((student, record))
+            batch.rows.append((student, graded(record)))
         if self.roster is not None:
             batch.no_submission = sorted(set(self.roster.students) - set(self.who.values()))
         if not batch.rows:

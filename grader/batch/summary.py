@@ -16,7 +16,7 @@ from grader.batch.safe import inert
 from grader.course import Assignment
 from grader.findings import Found
 from grader.render import review, words
-from grader.report_json import Graded, from_json, graded
+from grader.report_json import Graded, from_json
 from grader.results import Reason, Report, Status
 
 BINS = 10
@@ -45,9 +45,8 @@ def _public(spec: Assignment, report: Report) -> float:
     return round(total, 2)
 
 
-def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
-    """The summary as data (summary.json); `rows`: (student, report with its "batch" record)."""
-    docs = [(student, graded(r)) for student, r in rows]
+def summarise(spec: Assignment, docs: list[tuple[str, Graded]]) -> dict:
+    """The summary as data (summary.json); `docs`: (student, its report with its "batch" record, read)."""
     max_score = spec.max_score
     totals = [d.total for _, d in docs]
     histogram = [0] * BINS
@@ -69,7 +68,7 @@ def summarise(spec: Assignment, rows: list[tuple[str, dict]]) -> dict:
     flagged, held = _review(docs)
     # the tiers the submissions ran in, and what each kept from them (grader.sandbox.isolation.describe)
     tiers = Counter(d.report.isolation_detail or d.report.isolation for _, d in docs if d.report.isolation)
-    return {"assignment": spec.name, "students": len(rows), "max_score": max_score,
+    return {"assignment": spec.name, "students": len(docs), "max_score": max_score,
             "isolation": [{"tier": tier, "students": n} for tier, n in tiers.most_common()],
             "mean": round(sum(totals) / len(totals), 2) if totals else 0.0,
             "statuses": dict(Counter(d.status for _, d in docs)),

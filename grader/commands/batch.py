@@ -11,7 +11,7 @@ from pathlib import Path
 from grader.commands import below, check_bar, points, positive_int
 from grader.course import find_course
 from grader.course_table import ConfigError
-from grader.report_json import graded
+from grader.report_json import Graded
 from grader.usage import UsageParser
 
 
@@ -131,10 +131,10 @@ def _roster_gaps(batch, console) -> None:
         console.print(f"no submission: {shorten(student)} (in the roster)", markup=False, highlight=False)
 
 
-def _bar(rows: list[tuple[str, dict]], bar: float | None, out: Path) -> int:
+def _bar(rows: list[tuple[str, Graded]], bar: float | None, out: Path) -> int:
     """`--fail-under`'s exit status: 1 where a student's total is below the bar, with one line on stderr
     naming the first few (grades.csv has them all)."""
-    totals = [(student, graded(report).total) for student, report in rows]
+    totals = [(student, doc.total) for student, doc in rows]
     low = [(student, total) for student, total in totals if bar is not None and below(total, bar)]
     if not low:
         return 0

@@ -14,6 +14,7 @@ import pytest
 from grader import course as config
 from grader.batch import summary
 from grader.judging import forbidden
+from grader.report_json import graded
 from tests.kit.conftest import ROOT, full_marks, grade_json, mutant, scores
 
 COURSE = config.load(ROOT / "course.toml")
@@ -121,7 +122,7 @@ def test_graded_layer_norm_from_another_file_or_a_patched_recorder_is_zeroed(tmp
     else:
         assert {"sys.modules", "vars()"} <= {f["what"] for f in layer_norm["flagged"]}
         rows = summary.summarise(COURSE.assignment("assignment1"),
-                                 [("mallory", {**report, "batch": {"status": "graded"}})])
+                                 [("mallory", graded({**report, "batch": {"status": "graded"}}))])
         assert {(r["student"], r["component"], r["what"]) for r in rows["flagged"]} >= {
             ("mallory", "LayerNorm", "sys.modules"), ("mallory", "LayerNorm", "vars()")}
 

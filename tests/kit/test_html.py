@@ -130,8 +130,9 @@ def test_without_matplotlib_the_class_page_has_its_tables_and_says_so(graded, tm
     summary = json.loads((out / "summary.json").read_text())
     rows = [(r["batch"]["student"], r) for r in (json.loads(p.read_text()) for p in (out / "reports").glob("*.json"))]
     code = ("import json, sys; sys.modules['matplotlib'] = None\nfrom pathlib import Path\n"
-            "from grader.batch import html\nsummary, rows = json.loads(sys.stdin.read())\n"
-            f"html.write_class(Path({str(tmp_path)!r}), summary, rows)\n")
+            "from grader.batch import html\nfrom grader.report_json import graded\n"
+            "summary, rows = json.loads(sys.stdin.read())\n"
+            f"html.write_class(Path({str(tmp_path)!r}), summary, [(s, graded(r)) for s, r in rows])\n")
     subprocess.run([sys.executable, "-c", code], input=json.dumps([summary, rows]), text=True, check=True,
                    cwd=Path(__file__).resolve().parents[2])
     page = (tmp_path / "class.html").read_text()

@@ -12,6 +12,7 @@ from grader.batch import regrade, safe
 from grader.batch.outputs import safe_name
 from grader.course import load
 from grader.course_table import ConfigError
+from grader.report_json import graded
 from tests.kit.conftest import ROOT, SOLUTIONS, mutant
 from tests.kit.test_batch import LN_BUG, batch, copy_tree, read_csv
 
@@ -56,7 +57,7 @@ def test_changes_name_the_components_and_why():
     before = {"ada": record([10, 8, 10, 6, 6]), "bob": record([2.5, 8, 10, 6, 6]), "cy": record([10, 8, 10, 6, 6])}
     after = [("ada", record([10, 8, 10, 6, 6], course="c2")), ("bob", record([5, 8, 10, 6, 0], suites="t2")),
              ("cy", record([10, 8, 10, 3, 6], submission="s2", grader="g2")), ("dee", record([0, 0, 0, 0, 0]))]
-    rows = regrade.changes(before, after)
+    rows = regrade.changes(before, [(student, graded(r)) for student, r in after])
     assert [(r["student"], r["before"], r["after"], r["change"], r["components"], r["why"]) for r in rows] == [
         ("bob", 32.5, 29, -3.5, ["LayerNorm", "TransformerEmbedding"], ["suites"]),
         ("cy", 40, 37, -3, ["TokenEmbedding"], ["submission", "grader"])]
@@ -91,12 +92,12 @@ def test_an_override_releases_what_a_component_held_for_review_earned(tmp_path):
     released = regrade.apply_overrides(report, granted["ada"])
     assert released["score"] == 40 and released["components"][0]["override"]["points"] == 10.0
     assert regrade.apply_overrides(released, {}) == report
-    found = summary.summarise(SPEC, [("ada", {**report, "batch": {"status": "graded"}})])
+    found = summary.summarise(SPEC, [("ada", graded({**report, "batch": {"status": "graded"}}))])
     assert [(r["component"], r["held"], r["where"]) for r in found["flagged"]] == [
         ("LayerNorm", True, "assignment1/layer_norm.py:7")]
     assert found["held"] == [{"student": "ada", "component": "LayerNorm", "points": 10.0, "lines": [
         {"what": "operator.attrgetter", "where": "assignment1/layer_norm.py:7"}]}]
-    released_summary = summary.summarise(SPEC, [("ada", {**released, "batch": {"status": "graded"}})])
+    released_summary = summary.summarise(SPEC, [("ada", graded({**released, "batch": {"status": "graded"}}))])
     assert released_summary["held"] == [] and not any(r["held"] for r in released_summary["flagged"])
 
 
@@ -117,7 +118,7 @@ def test_a_held_component_is_said_held_for_review_with_its_lines_wherever_it_is_
 
     rows = [(f"student{i:02}", report(i)) for i in range(25)]
     console = Console(width=200, record=True, color_system=None)
-    console.print(summary.render(summary.summarise(SPEC, rows)))
+    console.print(summary.render(summary.summarise(SPEC, [(s, graded(r)) for s, r in rows])))
     text = console.export_text()
     assert "Held for review" in text and all(f"student{i:02}" in text for i in range(25)), text
     assert "held 10 pts: gc at assignment1/layer_norm.py:24" in text

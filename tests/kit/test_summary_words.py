@@ -3,16 +3,17 @@ never by parsing its sentence back: a sentence worded otherwise (reveal, a cours
 
 from grader import load_course
 from grader.batch.summary import summarise
+from grader.report_json import Graded, graded
 from tests.kit.conftest import ROOT
 
 SPEC = load_course(ROOT / "course.toml").assignment("assignment1")
 
 
-def _row(message: str) -> tuple[str, dict]:
+def _row(message: str) -> tuple[str, Graded]:
     diagnosis = {"bug": "layer_norm_eps_outside_sqrt", "what": "LayerNorm with eps added outside the square root",
                  "fix": "", "message": message}
-    return "s1", {"score": 30.0, "batch": {"status": "graded"}, "isolation": "",
-                  "components": [{"name": "LayerNorm", "score": 4.0, "tests": [], "diagnosis": diagnosis}]}
+    return "s1", graded({"score": 30.0, "batch": {"status": "graded"}, "isolation": "",
+                         "components": [{"name": "LayerNorm", "score": 4.0, "tests": [], "diagnosis": diagnosis}]})
 
 
 def test_the_summary_names_a_bug_by_its_data_whatever_its_sentence_says():
