@@ -37,11 +37,6 @@ def raised(error: str, message: str) -> str:
     return f"your code raised {error}: {message}"
 
 
-def not_attempted(error: str, message: str) -> str:
-    """A stub's TODO left as it was: the exception it raises (NotImplementedError, its message)."""
-    return f"not attempted ({error}: {message})"
-
-
 def gpu_skipped(checks: int) -> str:
     """The report's note where --device cuda finds no CUDA device (grader.grading.stages.gpu_summary)."""
     return f"GPU checks skipped ({checks}): no CUDA device here; not run and not counted."

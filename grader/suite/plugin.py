@@ -10,7 +10,6 @@ import pytest
 
 from grader.course import Course
 from grader.judging.attribution import target
-from grader.render import words
 from grader.results import NOT_COUNTED, Drawn, Outcome, Reason, Status
 from grader.sandbox.host import StudentError, WorkerFault
 from grader.suite import draws
@@ -34,8 +33,8 @@ def classify(exc: BaseException) -> Outcome:
         if example and not {"SyntaxError", "ImportError"} & set(exc.mro):
             details["example"] = example
         if exc.not_attempted:
-            return Outcome(Status.ERROR, Reason.NOT_ATTEMPTED, words.not_attempted(exc.type, exc.message), details)
-        return Outcome(Status.ERROR, Reason.EXCEPTION, words.raised(exc.type, exc.message), details)
+            return Outcome(Status.ERROR, Reason.NOT_ATTEMPTED, f"not attempted ({exc.type}: {exc.message})", details)
+        return Outcome(Status.ERROR, Reason.EXCEPTION, f"your code raised {exc.type}: {exc.message}", details)
     if isinstance(exc, WorkerFault):
         details = {"where": "\n".join(exc.where)} if exc.where else {}  # where a timeout found the code
         return Outcome(Status.TIMEOUT if exc.kind == Reason.TIMEOUT else Status.ERROR, exc.kind, exc.detail, details)
