@@ -15,7 +15,9 @@ class Found(StrEnum):
 
     TABLE = "table"  # a classic bug of the course's table: "bug" its name, "what" and "fix" the table's
     LOOKS_LIKE = "looks_like"  # forensics: in "check", "subject"'s got values look like "looks_like"
-    NAMES = "names"  # a check of parameter names: "layers" (one module repeated) or "unbiased" (modules without bias)
+    # a check of parameter names: "layers" (one module repeated) or "unbiased" (modules without bias); or of
+    # gradients: "no_gradient" (a module whose parameter got none)
+    NAMES = "names"
     PLACEMENT = "placement"  # "component" makes a tensor on the CPU at "where" ("function": "line")
 
 

@@ -263,10 +263,16 @@ def _names(outcome: Outcome) -> dict | None:
     """What a check of the module's parameter names (its details' `parameters`) shows of the parameters
     that are missing, where none is unexpected or of the wrong shape: only the first of its stacked
     layers has any (one module repeated: {"names": "layers"}), or only biases (layers without one:
-    {"names": "unbiased", "modules": [...]})."""
+    {"names": "unbiased", "modules": [...]}); or, a gradient check's, the parameter that got no gradient
+    at all (its module unused in forward, or cut from the output: {"names": "no_gradient", "modules": [...]})."""
     found = outcome.details.get("parameters")
     if not isinstance(found, dict):
         return None
+    if "no_gradient" in found:
+        cut = _listed(found["no_gradient"])
+        if not cut or len(cut) != 1 or "." not in cut[0] or set(found) != {"no_gradient"}:
+            return None
+        return {"names": "no_gradient", "modules": [cut[0].rpartition(".")[0]]}
     missing, unexpected, reshaped = (_listed(found.get(k)) for k in ("missing", "unexpected", "wrong_shape"))
     if not missing or unexpected != [] or reshaped != []:
         return None

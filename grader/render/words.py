@@ -77,6 +77,9 @@ def what(found: dict) -> str:
     if seen == Found.NAMES and found.get("names") == "layers":
         return (f"{found.get('component')}'s layers look like one module repeated ([layer] * n): only layers.0 has "
                 "parameters; build each layer with its own call")
+    if seen == Found.NAMES and found.get("names") == "no_gradient":
+        return (f"{found.get('component')}'s {', '.join(str(m) for m in found.get('modules', []))} gets no gradient: "
+                "it looks unused in forward, or its output is cut from the result (.detach(), torch.no_grad())")
     if seen == Found.NAMES:
         return (f"{found.get('component')} looks like {', '.join(str(m) for m in found.get('modules', []))} "
                 "built with bias=False: the docstring asks for a bias")

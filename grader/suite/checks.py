@@ -29,7 +29,8 @@ class Found:
     # {"file", "line", "function", "code"} (the device checks: the line the diagnosis names);
     made: list[dict] = field(default_factory=list)
     # the parameter names a names check lists as missing, unexpected and of the wrong shape, as its
-    # `got` shows them ({"missing": [...], "unexpected": [...], "wrong_shape": [...]})
+    # `got` shows them ({"missing": [...], "unexpected": [...], "wrong_shape": [...]}); a gradient check's
+    # parameter that got no gradient at all ({"no_gradient": [name]})
     parameters: dict | None = None
 
 

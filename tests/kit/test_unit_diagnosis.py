@@ -175,6 +175,20 @@ def test_layers_missing_but_the_first_look_like_one_module_repeated():
     assert found is not None and "look like one module repeated" in words.what(found)
 
 
+def test_a_parameter_without_gradient_names_its_module_from_the_checks_data_alone():
+    said = Outcome("failed", "mismatch", "the gradient of DecoderLayer's parameter cross_attn.w_k.weight is None",
+                   {"got": "no gradient (None)", "parameters": {"no_gradient": ["cross_attn.w_k.weight"]}})
+    found = _forensic_of("DecoderLayer", "decoder_layer_gradients_reach_every_parameter", said)
+    assert found is not None and found["modules"] == ["cross_attn.w_k"]
+    assert words.what(found).startswith("DecoderLayer's cross_attn.w_k gets no gradient: it looks unused in forward")
+    # the words alone, or data of another form (two names, a name without its module, other keys), name nothing
+    for details in ({"got": "no gradient (None)"}, {"parameters": {"no_gradient": ["a.weight", "b.weight"]}},
+                    {"parameters": {"no_gradient": ["weight"]}}, {"parameters": {"no_gradient": "w.weight"}},
+                    {"parameters": {"no_gradient": ["w.weight"], "missing": []}}):
+        assert _forensic_of("DecoderLayer", "decoder_layer_gradients_reach_every_parameter",
+                            Outcome("failed", "mismatch", said.message, details)) is None, details
+
+
 @pytest.mark.parametrize("parameters", [
     "missing: linear1.bias", ["linear1.bias"], {"missing": "linear1.bias", "unexpected": [], "wrong_shape": []},
     {"missing": [3], "unexpected": [], "wrong_shape": []}, {"missing": ["linear1.bias"]},

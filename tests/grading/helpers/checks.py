@@ -124,6 +124,9 @@ def expect_gradients(module, grads, *, component: str, skip=(), example: str = "
             torch.isfinite(g).all()) else "all zeros"
         raise Mismatch(f"the gradient of {component}'s parameter {name} is {seen}",
                        expected="a finite gradient that is not all zeros", got=seen, example=example,
+                       # as data for the diagnosis (grader.judging.diagnosis): no gradient at all is a
+                       # parameter the output never reached
+                       found=Found(parameters={"no_gradient": [name]}) if g is None else Found(),
                        hint=f"After backward of a random function of the output, {name} got {seen}. Likely causes: "
                             f"{name} is not used in forward, the output is cut from it (.detach(), .data, .item(), "
                             "torch.no_grad()), or a dropout/mask zeroes everything that flows through it.")

@@ -400,7 +400,10 @@ def test_end_to_end_training_lowers_the_loss(student):
     if not last < 0.4 * first:
         raise Mismatch("150 steps of training should cut the loss by more than half",
                        expected=f"mean of the last 20 losses < {0.4 * first:.3f} (0.4 x the first 5)",
-                       got=f"{last:.3f} (first 5: {first:.3f})", example=example,
+                       # the last losses to one decimal: 150 steps of a run that does not learn end a few
+                       # thousandths apart from one CPU to another (8.966 here, 8.967 there), and the bug
+                       # table matches what this check says to 4 digits
+                       got=f"{last:.1f} (first 5: {first:.3f})", example=example,
                        hint="Run `grade train assignment4` to watch your model train; check collate's shift, "
                             "the loss and the learning-rate schedule.")
     judged = got.get("judged")  # the instructor's grade: the grader's own loss of the weights, before and after
