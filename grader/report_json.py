@@ -82,6 +82,7 @@ class Graded:
     batch: dict  # the batch's record: key, digests, lms_id, student_id, message
     overrides: dict[str, Override] = field(default_factory=dict)  # component -> its override
     late: dict | None = None  # grader.batch.late's record: hours, days, source, percent, points, before, note
+    notes: list[str] = field(default_factory=list)  # the report's notes, the late penalty's among them
 
     @cached_property
     def report(self) -> Report:
@@ -101,8 +102,10 @@ def graded(data: dict) -> Graded:
     batch = data.get("batch") or {}
     overrides = {c["name"]: Override(o["points"], o["reason"], o["graded"])
                  for c in data.get("components", []) if (o := c.get("override"))}
-    return Graded(data, data["score"], data.get("graded_score", data["score"]), batch.get("status", ""),
-                  batch, overrides, data.get("late"))
+    # a document written by hand or cut short (a batch's OUT edited) may lack its score: 0, as for no grading
+    score = data.get("score", 0.0)
+    return Graded(data, score, data.get("graded_score", score), batch.get("status", ""), batch, overrides,
+                  data.get("late"), list(data.get("notes", [])))
 
 
 def entries(data: dict) -> list[dict]:

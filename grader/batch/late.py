@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.late_policy import Late
-from grader.report_json import graded
+from grader.report_json import Graded, graded
 
 METADATA = "submission_metadata.json"
 IGNORED = {"__MACOSX", "__pycache__", ".ipynb_checkpoints", ".DS_Store", ".git", METADATA}
@@ -143,12 +143,12 @@ def percent(hours: float | None, policy: Late) -> tuple[int, float]:
 
 def undo(report: dict) -> dict:
     """`report` as it was before any late penalty."""
-    late = graded(report).late
-    if late is None:
+    doc = graded(report)
+    if doc.late is None:
         return report
     out = {k: v for k, v in report.items() if k != "late"}
-    out["score"] = late["before"]
-    out["notes"] = [n for n in report.get("notes", []) if n != late["note"]]
+    out["score"] = doc.late["before"]
+    out["notes"] = [n for n in doc.notes if n != doc.late["note"]]
     return out
 
 
@@ -159,10 +159,11 @@ def apply(report: dict, lateness: Lateness | None, policy: Late | None) -> dict:
     if lateness is None:
         return report
     days, taken = percent(lateness.hours, policy) if policy else (0, 0.0)
-    before = graded(report).total
+    doc = graded(report)
+    before = doc.total
     after = round(before * (1 - taken / 100), 4)
     note = note_of(lateness, days, taken, before, after, policy)
-    return {**report, "score": after, "notes": [*report.get("notes", []), note],
+    return {**report, "score": after, "notes": [*doc.notes, note],
             "late": {"hours": None if lateness.hours is None else round(lateness.hours, 2), "days": days,
                      "source": lateness.source, "percent": taken, "points": round(before - after, 4),
                      "before": before, "note": note}}
@@ -187,10 +188,10 @@ def note_of(lateness: Lateness, days: int, taken: float, before: float, after: f
     return f"Late: {lateness.hours:.1f} h after the due date ({lateness.source}{said}), {days} day(s): {why}"
 
 
-def column(report: dict) -> tuple[str, str]:
+def column(doc: Graded) -> tuple[str, str]:
     """grades.csv's `late` (hours past the due date; "unknown" where a source says late and not how much;
     empty where no source says) and `late_penalty` (points taken)."""
-    late = report.get("late")
+    late = doc.late
     if not late:
         return "", ""
     hours = "unknown" if late["hours"] is None else f"{late['hours']:g}"

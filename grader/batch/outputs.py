@@ -148,7 +148,7 @@ def write_csv(path: Path, spec: Assignment, rows: list[tuple[str, Graded]]) -> N
                          f"{doc.total:g}", doc.status, safe.cell(doc.batch.get("lms_id", "")),
                          " ".join(c.name for c in doc.report.components if c.name in doc.overrides),
                          doc.report.isolation or "", safe.cell(doc.batch.get("student_id", "")),
-                         *column(doc.data), held_column(doc)])
+                         *column(doc), held_column(doc)])
     write_atomic(path, buffer.getvalue())
 
 

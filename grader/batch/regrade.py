@@ -202,7 +202,7 @@ LATE_MARK = "\nLateness\n"  # grader.batch.late's note, after the overrides
 
 
 def late_section(report: dict) -> str:
-    late = report.get("late")
+    late = graded(report).late
     return f"{LATE_MARK}  {safe.inert(late['note'])}\n" if late else ""
 
 
@@ -220,7 +220,7 @@ def rewrite_overridden(out: Path, student: str, report: dict) -> None:
         found = re.search(r'<pre class="report">(.*)</pre>', page.read_text(), flags=re.S)
         if found:
             # the roster's id of the student beside the folder's name (grader.batch.roster)
-            shown = report.get("batch", {}).get("student_id")
+            shown = graded(report).batch.get("student_id")
             write_atomic(page, html.student_page(f"{shown} ({student})" if shown and shown != student else student,
                                                  report, found.group(1)))
     write_atomic(out / "gradescope" / name / "results.json", json.dumps(gradescope(report), indent=2) + "\n")

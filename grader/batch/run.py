@@ -165,16 +165,16 @@ class _Run:
         done = outputs.read_student(self.out, entry.student)
         if done is not None:
             self.before[entry.student] = done
-        if done and done.get("batch", {}).get("key") == digest and graded(done).status != RowStatus.GRADER_ERROR:
+        if done and (was := graded(done)).batch.get("key") == digest and was.status != RowStatus.GRADER_ERROR:
             self.records[entry.student] = done
             self.batch.reused += 1
             return
         if entry.problem:
             meta = self._meta(entry.student, str(source), digest)
             report = outputs.empty_report(self.spec, str(source), entry.problem, entry.message)
-            record = {"report": report, "batch": {**meta, "status": entry.problem, "message": entry.message}}
-            write_student(self.out, entry.student, record)
-            self.records[entry.student] = {**report, "batch": record["batch"]}
+            batch = {**meta, "status": entry.problem, "message": entry.message}
+            write_student(self.out, entry.student, {"report": report, "batch": batch})
+            self.records[entry.student] = {**report, "batch": batch}
             return
         entry.fingerprint = digest
         self.pending.append(entry)
@@ -221,18 +221,19 @@ class _Run:
         meta = self._meta(entry.student, str(entry.source), entry.fingerprint)
         if "error" in result:
             report = outputs.empty_report(self.spec, str(entry.source), RowStatus.GRADER_ERROR, result["error"])
-            record: dict = {"report": report,
-                            "batch": {**meta, "status": RowStatus.GRADER_ERROR, "message": result["error"]}}
+            batch = {**meta, "status": RowStatus.GRADER_ERROR, "message": result["error"]}
+            record: dict = {"report": report, "batch": batch}
             self.batch.failed += 1
             self.batch.first_error = self.batch.first_error or result["error"]
         else:
             report = {**result["report"], "submission": str(entry.source)}
             full = "_full" if self.options.full_feedback else ""
-            record = {"report": report, "batch": {**meta, "status": outputs.status_of(report), "message": ""},
+            batch = {**meta, "status": outputs.status_of(report), "message": ""}
+            record = {"report": report, "batch": batch,
                       "feedback": result[f"feedback{full}"], "feedback_html": result.get(f"feedback{full}_html")}
             self.batch.graded += 1
         write_student(self.out, entry.student, record)
-        self.records[entry.student] = {**record["report"], "batch": record["batch"]}
+        self.records[entry.student] = {**report, "batch": batch}
 
     def close(self, granted: dict[str, dict]) -> None:
         """The class's rows with their overrides, grades.csv, the summary and what changed since OUT's run."""
@@ -245,9 +246,10 @@ class _Run:
             if mine or was.overrides or was.late is not None or lateness is not None:
                 record = regrade.apply_overrides(late.undo(record), mine)
                 record = late.apply(record, lateness, self.course.late)
-            record = {**record, "batch": {k: v for k, v in record["batch"].items() if k != "student_id"}}
+            batch_record = {k: v for k, v in graded(record).batch.items() if k != "student_id"}
             if student in self.who:
-                record["batch"]["student_id"] = self.who[student]
+                batch_record["student_id"] = self.who[student]
+            record = {**record, "batch": batch_record}
             if record != self.records[student]:
                 regrade.rewrite_overridden(out, student, record)
             batch.rows.append((student, graded(record)))

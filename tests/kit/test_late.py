@@ -13,6 +13,7 @@ from grader.batch import late
 from grader.course import load
 from grader.course_table import ConfigError
 from grader.late_policy import Late
+from grader.report_json import graded
 from tests.kit.conftest import ROOT
 
 DUE = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
@@ -50,10 +51,10 @@ def test_the_penalty_is_taken_from_the_grade_after_overrides_and_applied_once():
     assert late.undo(once) == report
     past = late.apply(once, late.Lateness(121.0, "file times"), POLICY)
     assert past["score"] == 0 and "past the 5-day cut-off" in past["late"]["note"]
-    assert late.column(past) == ("121", "36")
+    assert late.column(graded(past)) == ("121", "36")
     on_time = late.apply(past, late.Lateness(0.0, "canvas"), POLICY)
-    assert on_time["score"] == 36.0 and late.column(on_time) == ("0", "0")
-    assert late.column(late.apply(report, None, POLICY)) == ("", "")  # no source says: no column, no penalty
+    assert on_time["score"] == 36.0 and late.column(graded(on_time)) == ("0", "0")
+    assert late.column(graded(late.apply(report, None, POLICY))) == ("", "")  # no source says: no column, no penalty
 
 
 def write_metadata(folder: Path, created: datetime, due: datetime, own_due: datetime | None = None,

@@ -16,7 +16,10 @@ from pathlib import Path
 from tests.kit.conftest import ROOT
 
 GRADER = ROOT / "grader"
-KEYS = frozenset({"components", "tests", "status", "score", "max_score", "hidden", "excused_by", "reason"})
+# a report's keys, and what a batch adds to its document (grader.report_json.graded reads those)
+KEYS = frozenset({"components", "tests", "status", "score", "max_score", "hidden", "excused_by", "reason", "notes",
+                  "late", "batch", "graded_score", "override", "held", "flagged", "forbidden", "diagnosis",
+                  "submission", "start_here", "duration_seconds", "isolation"})
 READERS = frozenset({"grader/results.py", "grader/report_json.py"})
 
 # 'path:qualified.name:the dict read' -> what that dict is, where it is no report
@@ -41,6 +44,17 @@ NOT_REPORTS: dict[str, str] = {
     "grader/batch/summary.py:render:g": "a row of the summary's public_gap",
     "grader/gradescope/results.py:results:data": "Gradescope's results.json (grader.batch.outputs.gradescope)",
     "grader/gradescope/results.py:results:test": "a test of Gradescope's results.json",
+    "grader/batch/run.py:write_student:record": "the student's files to write: the report, the batch's record, "
+                                                 "the feedback (grader.batch.run._Run.finish)",
+    "grader/batch/lms.py:kind_and_late:found": "a Canvas file name matched (its `late` mark)",
+    "grader/batch/summary.py:render:f": "a row of the class summary's flagged lines",
+    "grader/course.py:_component:c": "a component's table in course.toml",
+    "grader/course.py:load:policy": "course.toml's [policy] table",
+    "grader/grading/warm.py:_grade_far:job": "a grading job sent to the split grading's helper process",
+    "grader/render/words.py:_batch:found": "a failure's pattern (grader.suite.pattern: the batch elements wrong)",
+    "grader/sandbox/child/profile.py:inputs:shape": "the sizes the timing stage draws its inputs at",
+    "grader/sandbox/child/worker.py:Worker.op_import:req": "the grader's request to import the submission",
+    "grader/suite/remote.py:Submission.reset:answer": "the worker's answer to a reset",
 }
 
 
