@@ -161,10 +161,22 @@ def _grade_now(tree: Path, assignment: str, course: Path, device: str):
 def pytest_configure(config):
     from tests.kit.tiering import TIERS
 
+    _matplotlib_font_cache()
+
     for name, what in TIERS.items():
         config.addinivalue_line("markers", f"{name}: {what}")
     config.addinivalue_line("markers", "needs(what): the test needs root, chromium or docker: skipped where it is "
                             "missing, saying how to get it; failed instead under CI (tests/kit/needs.py)")
+
+
+def _matplotlib_font_cache() -> None:
+    """matplotlib's font cache, built here where it is not yet: on a fresh machine the first import of
+    matplotlib.pyplot runs `fc-list` to build it, and a unit test that imports it (copydetect does) would
+    then start a process (tiering.guard). Seen in a fresh clone's unit tier (tests/kit/test_readme_fresh.py)."""
+    try:
+        import matplotlib.font_manager  # noqa: F401
+    except ImportError:
+        pass  # the kit without its "plots" extra: nothing imports it
 
 
 @pytest.hookimpl(tryfirst=True)  # before the test's fixtures are set up
