@@ -29,7 +29,9 @@ class Attack:
     module: str = ""  # code run when the component's file is imported
     extra: dict[str, str] = field(default_factory=dict)  # files added to the submission (path -> text)
     link: tuple[str, str] = ("", "")  # (path in the submission, target): a symbolic link
-    needs_namespaces: bool = False  # only namespace isolation stops it (the README says so of the fallback)
+    # only a confining tier stops it: namespaces, or seccomp where the course is out of its reach (the
+    # security page says the process tier has resource limits only)
+    needs_confinement: bool = False
     flagged: tuple[str, ...] = ()  # what grader.judging.forbidden flags in it (its points held for review)
 
 
@@ -83,7 +85,7 @@ ATTACKS: dict[str, Attack] = {
         "import gc\nfor o in gc.get_objects():\n"
         "    if type(o) is torch.Tensor and o.shape == x.shape and o is not x and not o.requires_grad:\n"
         "        return o.clone()\nreturn torch.zeros_like(x)\n", flagged=("gc",)),
-    "reads_the_solution_through_the_graders_cwd": Attack("LayerNorm", False, needs_namespaces=True,
+    "reads_the_solution_through_the_graders_cwd": Attack("LayerNorm", False, needs_confinement=True,
                                                          flagged=("exec", "compile"), forward=(
         "import os\np = f'/proc/{os.getppid()}/cwd/solutions/assignment1/layer_norm.py'\n"
         "try:\n    g = {}\n    exec(compile(open(p).read(), p, 'exec'), g)\n"
@@ -144,7 +146,7 @@ ATTACKS: dict[str, Attack] = {
         "assignment1/__pycache__/layer_norm.cpython-311.pyc": "not bytecode at all"}),
     "links_its_file_out_of_the_tree": Attack("LayerNorm", False, link=(LN, "/etc/hostname")),
     # the network
-    "calls_home": Attack("LayerNorm", True, needs_namespaces=True, forward=(
+    "calls_home": Attack("LayerNorm", True, needs_confinement=True, forward=(
         f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {PROBE_PORT}), timeout=1).sendall(b'x')\n"
         "except OSError:\n    pass\n")),
     # faking the absence of a GPU

@@ -165,7 +165,7 @@ def pytest_configure(config):
 
     for name, what in TIERS.items():
         config.addinivalue_line("markers", f"{name}: {what}")
-    config.addinivalue_line("markers", "needs(what): the test needs root, chromium or docker: skipped where it is "
+    config.addinivalue_line("markers", "needs(what): the test needs root, chromium, docker or git: skipped where it is "
                             "missing, saying how to get it; failed instead under CI (tests/kit/needs.py)")
 
 

@@ -9,9 +9,10 @@ pairs of tests/kit/test_attribution.py. The held-out set (tests/kit/classic.py's
 record, tests/kit/heldout_record.json.
 
 Per entry the record keeps the JSON report (`grade --json`) and the terminal report at 100
-columns, without what a run decides: durations, the submission's path, the temporary folders that
-messages name, and the performance feedback's measured seconds, bytes and ratios (found by grading
-entries twice and diffing).
+columns, without what a run or its machine decides: durations, the submission's path, the isolation
+tier (the same submission grades the same in each), the temporary folders that messages name, and
+the performance feedback's measured seconds, bytes and ratios (found by grading entries twice and
+diffing).
 
     python -m tests.kit.golden            # grade the whole list, rewrite golden_record.json (~50 min; or in
                                           # parts: --shard K/N --out PART, merged by hand)
@@ -39,6 +40,8 @@ from typing import Any, NamedTuple
 RECORD = Path(__file__).with_name("golden_record.json")
 WIDTH = 100
 PLACEHOLDER = "<submission>"
+# the tier this machine grades in (namespaces, seccomp, ...): the same submission grades the same in each
+ISOLATION = "<isolation>"
 # a folder a grading made and removed: the sandbox's staging folder and the like, named in messages
 _TEMP = re.compile(r"/tmp/[^\s'\"():,]*")
 
@@ -104,10 +107,12 @@ _MEASURED = re.compile(r"(seconds|bytes|_vs_torch|_vs_reference)$")
 
 
 def normalise_json(data: Any, *, measured: bool = False) -> Any:
-    """The JSON without what a run decides: durations, the submission's path, temporary folders, and
+    """The JSON without what a run or its machine decides: durations, the submission's path, the
+    isolation tier, temporary folders, and
     under `performance` what was measured (its fields are kept, their values not)."""
     if isinstance(data, dict):
         return {k: PLACEHOLDER if k == "submission" else
+                ISOLATION if k in ("isolation", "isolation_detail") and v else
                 "<measured>" if measured and _MEASURED.search(k) and isinstance(v, (int, float)) else
                 normalise_json(v, measured=measured or k == "performance")
                 for k, v in data.items() if k != "duration_seconds"}
@@ -126,7 +131,8 @@ def rendered(report) -> str:
 
     from grader.render import report as render
 
-    fixed = dataclasses.replace(report, submission=Path(PLACEHOLDER), duration=0.0)
+    fixed = dataclasses.replace(report, submission=Path(PLACEHOLDER), duration=0.0,
+                                isolation=ISOLATION if report.isolation else "", isolation_detail="")
     out = io.StringIO()
     render.render(fixed, Console(file=out, width=WIDTH, no_color=True, force_terminal=False))
     return _TEMP.sub("<tmp>", out.getvalue())

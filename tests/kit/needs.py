@@ -13,7 +13,10 @@ before its fixtures run (tests/kit/conftest.py), or by calling `chromium()` for 
 
 import os
 import shutil
+import stat
+import sys
 from functools import cache
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +25,9 @@ HOW = {
     "docker": "apt-get install docker.io debootstrap, then run the tests as root (they start `dockerd --bridge=none` "
               "where it is not running)",
     "root": "run the tests as root (sudo -E env PATH=\"$PATH\" python -m pytest ...), as CI does",
+    "git": "apt-get install git (the README's first step clones the kit with it)",
+    "nobody": "apt-get install util-linux (setpriv), with the kit and its venv in folders every user may cross "
+              "(not under /root), or give a container CAP_DAC_READ_SEARCH (docker run --cap-add DAC_READ_SEARCH)",
 }
 
 
@@ -55,7 +61,11 @@ def _docker() -> str:
 
 # each in a function of its own: tests/kit/tiering.py reads a test's tier from the program names in the
 # code it reaches, and a test that needs Chromium reaches no Docker
-CHECKS = {"root": _root, "chromium": _chromium, "docker": _docker}
+def _git() -> str:
+    return "" if shutil.which("git") else "no git on PATH"
+
+
+CHECKS = {"root": _root, "chromium": _chromium, "docker": _docker, "git": _git}
 
 
 @cache
@@ -79,3 +89,41 @@ def chromium() -> str:
     exe = shutil.which("chromium")
     assert exe is not None
     return exe
+
+
+def as_nobody() -> list[str]:
+    """The prefix that runs a command as nobody (uid 65534) from root, by setpriv; the calling test is
+    skipped (failed under CI) where nobody could not run the kit. DAC_READ_SEARCH is asked for only
+    where the kit or this Python is in a folder closed to other users (pyenv's under /root): a
+    container's bounding set has no such capability, and setpriv fails on asking for it."""
+    if shutil.which("setpriv") is None:
+        missing("nobody", "no setpriv")
+    prefix = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+    closed = [p for p in (KIT, sys.prefix, sys.base_prefix, os.path.realpath(sys.executable))
+              if not _reachable_by_others(Path(p))]
+    if not closed:
+        return prefix
+    if not _bounded(CAP_DAC_READ_SEARCH):
+        missing("nobody", f"{closed[0]} is in a folder closed to other users, and this process's bounding "
+                          f"set has no DAC_READ_SEARCH")
+    return [*prefix, "--inh-caps", "+dac_read_search", "--ambient-caps", "+dac_read_search"]
+
+
+KIT = str(Path(__file__).resolve().parents[2])
+CAP_DAC_READ_SEARCH = 2
+
+
+def _reachable_by_others(path: Path) -> bool:
+    """Whether a user with no group in common searches every folder down to `path` (and reads it)."""
+    path = path.resolve()
+    folders = [*path.parents, path] if path.is_dir() else list(path.parents)
+    return all(folder.stat().st_mode & stat.S_IXOTH for folder in folders) and bool(
+        path.stat().st_mode & stat.S_IROTH)
+
+
+def _bounded(capability: int) -> bool:
+    """Whether `capability` is in this process's bounding set (a container's lacks most)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapBnd:"):
+            return bool(int(line.split()[1], 16) >> capability & 1)
+    return False

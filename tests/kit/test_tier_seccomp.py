@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from grader.sandbox import isolation
-from tests.kit import seccomp
+from tests.kit import needs, seccomp
 from tests.kit.conftest import ROOT, SOLUTIONS, earned, full_marks, scores
 from tests.kit.test_isolation import hostile
 
@@ -32,18 +32,11 @@ pytestmark = [pytest.mark.skipif(not seccomp.SUPPORTED, reason="the refusals are
               pytest.mark.skipif("error" in isolation.confinement(),
                                  reason=f"no seccomp tier here: {isolation.confinement().get('error')}")]
 USERS = ["root", "nobody"] if os.geteuid() == 0 else ["user"]
-NOBODY = 65534
 
 
 def as_user(who: str) -> list[str]:
-    """The prefix that runs a command as `who` ("nobody": setpriv, with DAC_READ_SEARCH only to reach a
-    Python under /root, as test_adversarial does)."""
-    if who != "nobody":
-        return []
-    if shutil.which("setpriv") is None:
-        pytest.skip("no setpriv to run the grader as nobody")
-    return ["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups", "--inh-caps",
-            "+dac_read_search", "--ambient-caps", "+dac_read_search"]
+    """The prefix that runs a command as `who` (nobody: tests/kit/needs.as_nobody)."""
+    return needs.as_nobody() if who == "nobody" else []
 
 
 def grade_seccomp(tree: Path, who: str, *, landlock: bool = True, env: dict | None = None

@@ -5,12 +5,16 @@ import json
 import os
 import queue
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.kit.conftest import ROOT, mutant
 from tests.kit.mutants import BUGS
@@ -143,9 +147,18 @@ def await_hang(tmp: Path, proc: subprocess.Popen, timeout: float = 120) -> None:
         time.sleep(0.2)
 
 
-def test_ctrl_c_during_a_hang_ends_the_grade_without_waiting_for_its_deadline(tmp_path):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+@pytest.fixture
+def open_tmp():
+    """A TMPDIR of the test's own that a root grader's sandbox user can cross (pytest's tmp_path, under
+    /tmp/pytest-of-root with mode 0700, is closed to it: the tiers without namespaces refuse it)."""
+    folder = Path(tempfile.mkdtemp(prefix="grade-watch-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_ctrl_c_during_a_hang_ends_the_grade_without_waiting_for_its_deadline(tmp_path, open_tmp):
+    tmp = open_tmp
     tree = mutant(tmp_path, {LN: [(FORWARD, HANG)]})
     env = {**os.environ, "NO_COLOR": "1", "TMPDIR": str(tmp)}
     proc = subprocess.Popen([sys.executable, "-c", START, "assignment1", "--submission", str(tree), "--course",
@@ -162,9 +175,8 @@ def test_ctrl_c_during_a_hang_ends_the_grade_without_waiting_for_its_deadline(tm
     assert not list(tmp.iterdir()), list(tmp.iterdir())  # its sandbox and scratch folders are gone
 
 
-def test_a_save_during_a_hang_cancels_that_grade_and_grades_the_fix(tmp_path):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+def test_a_save_during_a_hang_cancels_that_grade_and_grades_the_fix(tmp_path, open_tmp):
+    tmp = open_tmp
     tree = mutant(tmp_path, {LN: [(FORWARD, HANG)]})
     out = tmp_path / "report.json"
     watching = Watching("assignment1", "--submission", str(tree), "--course", str(slow_course(tmp_path)),

@@ -31,12 +31,16 @@ def warm() -> None:
     kernels' wrappers load, and sympy with it) from the installation's cached bytecode: the worker
     compiles what it imports after start-up into an empty prefix (worker.main), where these would
     take ten seconds and more. About a second from the cache; the worker does it while the grader
-    starts, before it sets that prefix."""
+    starts, before it sets that prefix. And what the first `record_function` imports, as the
+    template does (zygote.record_function_once)."""
     if "torch._dynamo" in sys.modules:
         return
     prefix, sys.pycache_prefix = sys.pycache_prefix, None
     try:
         import torch._dynamo  # noqa: F401
+
+        with torch.autograd.profiler.record_function("worker"):
+            pass
     finally:
         sys.pycache_prefix = prefix
 
