@@ -59,13 +59,23 @@ def _docker() -> str:
     return docker.unavailable()
 
 
-# each in a function of its own: tests/kit/tiering.py reads a test's tier from the program names in the
-# code it reaches, and a test that needs Chromium reaches no Docker
 def _git() -> str:
     return "" if shutil.which("git") else "no git on PATH"
 
 
-CHECKS = {"root": _root, "chromium": _chromium, "docker": _docker, "git": _git}
+def _nobody() -> str:
+    if shutil.which("setpriv") is None:
+        return "no setpriv on PATH"
+    closed = _closed()
+    if closed and not _bounded(CAP_DAC_READ_SEARCH):
+        return (f"{closed[0]} is in a folder closed to other users, and this process's bounding set lacks "
+                "DAC_READ_SEARCH")
+    return ""
+
+
+# each in a function of its own: tests/kit/tiering.py reads a test's tier from the program names in the
+# code it reaches, and a test that needs Chromium reaches no Docker
+CHECKS = {"root": _root, "chromium": _chromium, "docker": _docker, "git": _git, "nobody": _nobody}
 
 
 @cache
@@ -96,17 +106,17 @@ def as_nobody() -> list[str]:
     skipped (failed under CI) where nobody could not run the kit. DAC_READ_SEARCH is asked for only
     where the kit or this Python is in a folder closed to other users (pyenv's under /root): a
     container's bounding set has no such capability, and setpriv fails on asking for it."""
-    if shutil.which("setpriv") is None:
-        missing("nobody", "no setpriv")
+    require("nobody")
     prefix = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
-    closed = [p for p in (KIT, sys.prefix, sys.base_prefix, os.path.realpath(sys.executable))
-              if not _reachable_by_others(Path(p))]
-    if not closed:
+    if not _closed():
         return prefix
-    if not _bounded(CAP_DAC_READ_SEARCH):
-        missing("nobody", f"{closed[0]} is in a folder closed to other users, and this process's bounding "
-                          f"set has no DAC_READ_SEARCH")
     return [*prefix, "--inh-caps", "+dac_read_search", "--ambient-caps", "+dac_read_search"]
+
+
+def _closed() -> list[str]:
+    """The kit's and this Python's folders that a user with no group in common cannot reach."""
+    return [p for p in (KIT, sys.prefix, sys.base_prefix, os.path.realpath(sys.executable))
+            if not _reachable_by_others(Path(p))]
 
 
 KIT = str(Path(__file__).resolve().parents[2])
