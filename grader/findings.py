@@ -56,3 +56,39 @@ class Evasion(StrEnum):
 
     FRAMES = "frame inspection"
     COMPUTED_GETATTR = "getattr with a computed name"
+
+
+class Noted(StrEnum):
+    """What one of a report's notes tells (Report.notes, a Note each); grader.render.words.noted words
+    it: the JSON's "noted" holds the data, its "notes" the words."""
+
+    PUBLIC_ONLY = "public_only"  # a student's copy: the hidden checks are the instructor's to run
+    RESTARTED = "restarted"  # the submission's process was restarted; detail: why (grader.results.Fault)
+    NOT_STAGED = "not_staged"  # a file left out, not a regular file under 1 MiB; detail: its path
+    ONLY = "only"  # a grading narrowed by `grade --only`; names: the checks it ran
+    GPU_SKIPPED = "gpu_skipped"  # --device cuda with no CUDA device here; counts: (the GPU checks,)
+    GPU_RAN = "gpu_ran"  # the GPU tier ran; detail: the device; counts: (passed, checks, seconds)
+    HIDDEN_PASSED = "hidden_passed"  # a batch's feedback withholds passed hidden checks; names: those checks
+    LATE = "late"  # a batch's late penalty; detail: its words (grader.batch.late.note_of)
+    WORDED = "worded"  # a note of a report written before notes were data; detail: its words
+
+
+@dataclass(frozen=True)
+class Note:
+    """One of a report's notes on what was graded, as data."""
+
+    kind: Noted
+    detail: str = ""
+    names: tuple[str, ...] = ()
+    counts: tuple[float, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"kind": str(self.kind), "detail": self.detail, "names": list(self.names), "counts": list(self.counts)}
+
+    @classmethod
+    def from_json(cls, data: object) -> Note:
+        """A note of the JSON's "noted"; a string (a note of "notes", from a report without "noted") is WORDED."""
+        if not isinstance(data, dict) or data.get("kind") not in set(Noted):
+            return cls(Noted.WORDED, str(data))
+        return cls(Noted(data["kind"]), str(data.get("detail", "")), tuple(str(n) for n in data.get("names", ())),
+                   tuple(float(c) for c in data.get("counts", ()) if isinstance(c, int | float)))

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from grader.findings import Attribution
+from grader.findings import Attribution, Note
 from grader.results import CheckResult, ComponentResult, Outcome, Report
 from grader.reveal import Reveal
 
@@ -47,9 +47,11 @@ def from_json(data: dict, *, weights: dict[str, float] | None = None,
     here = {c.name for c in components}
     upstream = [dict(start)] if isinstance(start, dict) and start.get("name") not in here else []
     duration = data.get("duration_seconds", 0.0)
+    # the notes as data; a report written before "noted" (or one a batch step made) has words only
+    notes = [Note.from_json(n) for n in data.get("noted", data.get("notes", []))]
     return Report(data.get("assignment", ""), title or data.get("title", ""), Path(str(data.get("submission", ""))),
                   components, float(duration) if isinstance(duration, (int, float)) else 0.0,
-                  list(data.get("notes", [])), data.get("isolation", ""), data.get("isolation_detail", ""),
+                  notes, data.get("isolation", ""), data.get("isolation_detail", ""),
                   data.get("performance"), data.get("gpu"), upstream, Reveal(data.get("reveal", Reveal.FIX)),
                   student)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from grader.findings import Attribution
+from grader.findings import Attribution, Note
 from grader.reveal import Reveal
 
 
@@ -179,7 +179,7 @@ class Report:
     submission: Path
     components: list[ComponentResult]
     duration: float
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)  # on what was graded: grader.render.words.noted words each
     isolation: str = ""  # the submission's process: "namespaces", "seccomp" or "process" (grader.sandbox.isolation)
     isolation_detail: str = ""  # what that tier kept from it here (grader.sandbox.isolation.describe)
     # timings against torch's built-ins and the reference (grader.grading.performance); None: nothing timed
@@ -257,7 +257,7 @@ def to_json(report: Report) -> dict:
 
 
 def _document(report: Report) -> dict:
-    from grader.render.words import note, shown, worded
+    from grader.render.words import note, noted, shown, worded
 
     def diagnosis(c: ComponentResult) -> dict | None:
         return shown(c.diagnosis, report.reveal) if report.student else worded(c.diagnosis)
@@ -273,7 +273,8 @@ def _document(report: Report) -> dict:
         "duration_seconds": round(report.duration, 2),
         "isolation": report.isolation,
         "isolation_detail": report.isolation_detail,
-        "notes": report.notes,
+        "notes": [noted(n) for n in report.notes],  # the words; "noted" the data they say
+        "noted": [n.to_json() for n in report.notes],
         "components": [
             {"name": c.name, "file": c.file, "score": c.score, "max_score": c.max_score, "status": c.status,
              "tests": [{"id": t.id, "status": t.outcome.status, "hidden": t.tier == "hidden", "tier": t.tier,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from grader.findings import Note, Noted
 from grader.late_policy import Late
 from grader.report_json import Graded, graded
 
@@ -149,6 +150,8 @@ def undo(report: dict) -> dict:
     out = {k: v for k, v in report.items() if k != "late"}
     out["score"] = doc.late["before"]
     out["notes"] = [n for n in doc.notes if n != doc.late["note"]]
+    if "noted" in report:  # the notes as data (a report written before them has its words only)
+        out["noted"] = [n.to_json() for n in doc.report.notes if n.kind != Noted.LATE]
     return out
 
 
@@ -163,7 +166,9 @@ def apply(report: dict, lateness: Lateness | None, policy: Late | None) -> dict:
     before = doc.total
     after = round(before * (1 - taken / 100), 4)
     note = note_of(lateness, days, taken, before, after, policy)
-    return {**report, "score": after, "notes": [*doc.notes, note],
+    noted = {"noted": [*(n.to_json() for n in doc.report.notes), Note(Noted.LATE, note).to_json()]
+             } if "noted" in report else {}
+    return {**report, "score": after, "notes": [*doc.notes, note], **noted,
             "late": {"hours": None if lateness.hours is None else round(lateness.hours, 2), "days": days,
                      "source": lateness.source, "percent": taken, "points": round(before - after, 4),
                      "before": before, "note": note}}

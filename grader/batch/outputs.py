@@ -106,7 +106,7 @@ def gradescope(report: dict) -> dict:
                       "visibility": "visible",
                       # the points held for review, as data (Gradescope keeps a test's extra_data)
                       **({"extra_data": {"held": held}} if held is not None else {})})
-    notes = [*doc.report.notes, *([doc.batch["message"]] if doc.batch.get("message") else [])]
+    notes = [*doc.notes, *([doc.batch["message"]] if doc.batch.get("message") else [])]  # the notes' words
     return {"score": doc.total, "execution_time": doc.report.duration,
             "output": safe.inert("\n".join(notes), lines=True),
             "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}

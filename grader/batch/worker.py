@@ -21,6 +21,7 @@ import time
 import traceback
 from pathlib import Path
 
+from grader.findings import Note, Noted
 from grader.grading.warm import Grader
 
 # pytest.main, Hypothesis and redirected stdout are process-wide: one grading at a time per
@@ -106,11 +107,11 @@ def feedback(report, student: str, *, hidden: bool) -> tuple[str, str]:
             secret = [t for t in c.checks if t.tier == "hidden"]
             if secret:
                 earned = sum(t.earned for t in secret)
-                withheld.append(f"{c.name} {earned}/{len(secret)}")
+                withheld.append(f"{c.name} {earned}/{len(secret)}")  # a name and a count, no words
             components.append(dataclasses.replace(c, checks=[t for t in c.checks if t.tier != "hidden"]))
         shown = dataclasses.replace(shown, components=components)  # the Report is frozen
         if withheld:
-            shown.notes.append("Hidden checks passed (details are withheld): " + ", ".join(withheld) + ".")
+            shown.notes.append(Note(Noted.HIDDEN_PASSED, names=tuple(withheld)))
     console = Console(file=io.StringIO(), width=80, record=True, color_system=None, force_terminal=False)
     render.render(shown, console)
     return console.export_text(clear=False), console.export_html(inline_styles=True, code_format="{code}")

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from grader.course import Assignment
 from grader.course_table import ConfigError
+from grader.findings import Note, Noted
 from grader.render import words
 
 
@@ -54,6 +55,6 @@ def narrow(spec: Assignment, only: frozenset[str]) -> Assignment:
     return replace(spec, components=tuple(components))
 
 
-def note(only: frozenset[str], spec: Assignment) -> str:
-    """What the report says of a narrowed grading."""
-    return words.only([i for i in check_ids(spec) if i in only])
+def note(only: frozenset[str], spec: Assignment) -> Note:
+    """The report's note on a narrowed grading: the checks it ran, in the assignment's order."""
+    return Note(Noted.ONLY, names=tuple(i for i in check_ids(spec) if i in only))

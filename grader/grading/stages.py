@@ -7,6 +7,7 @@ run_checks, attribute, shrink, measure, judge_forbidden, collect. After it: scor
 
 import time
 
+from grader.findings import Note, Noted
 from grader.grading.run import GradingRun
 from grader.judging import attribution, diagnosis, forbidden, scoring, telling
 from grader.render import words
@@ -121,7 +122,7 @@ def report(run: GradingRun) -> Report:
         notes.append(narrowed.note(run.options.only, spec))
     gpu = gpu_summary(spec.components, rec.results, run.gpu) if run.options.device == "cuda" else None
     if gpu is not None:
-        notes.append(gpu["note"])
+        notes.append(gpu_note(gpu))
     return Report(spec.name, spec.title, run.submission, rec.components, time.monotonic() - run.sandbox.created,
                   notes, isolation=run.sandbox.isolation, isolation_detail=isolation.describe(run.sandbox.isolation),
                   performance=rec.performance, gpu=gpu, upstream=_upstream(run),
@@ -144,16 +145,23 @@ def _upstream(run: GradingRun) -> list[dict]:
 
 
 def gpu_summary(components, results: dict[str, Outcome], gpu: str | None) -> dict:
-    """What the JSON's `gpu` says of the GPU tier, with the report's note."""
+    """What the JSON's `gpu` says of the GPU tier, with the report's note in words."""
     ids = [chk.id for comp in components for chk in comp.checks if chk.tier == "cuda"]
     if gpu is None:
-        return {"available": False, "device": "", "checks": len(ids), "seconds": 0.0,
-                "note": words.gpu_skipped(len(ids))}
+        summary = {"available": False, "device": "", "checks": len(ids), "seconds": 0.0}
+        return {**summary, "note": words.noted(gpu_note(summary))}
     import torch
 
     name = torch.cuda.get_device_name(torch.device(gpu)) if gpu.startswith("cuda") else gpu
     seconds = round(sum(results[i].duration for i in ids if i in results), 2)
     passed = sum(results[i].status == Status.PASSED for i in ids if i in results)
-    return {"available": True, "device": name, "checks": len(ids), "seconds": seconds,
-            "note": words.gpu_ran(name, passed, len(ids), seconds)}
+    summary = {"available": True, "device": name, "checks": len(ids), "seconds": seconds, "passed": passed}
+    return {**summary, "note": words.noted(gpu_note(summary))}
+
+
+def gpu_note(gpu: dict) -> Note:
+    """The report's note on the GPU tier, from its summary (gpu_summary)."""
+    if not gpu["available"]:
+        return Note(Noted.GPU_SKIPPED, counts=(gpu["checks"],))
+    return Note(Noted.GPU_RAN, gpu["device"], counts=(gpu["passed"], gpu["checks"], gpu["seconds"]))
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.course import Assignment, Course
-from grader.findings import Attributed, Attribution
+from grader.findings import Attributed, Attribution, Note, Noted
 from grader.judging.attribution import Blame
 from grader.render import words
 from grader.results import (
@@ -91,12 +91,14 @@ def components(assignment: Assignment, judged: Judged) -> list[ComponentResult]:
     return found
 
 
-def notes(course: Course, judged: Judged, faults: Iterable[Fault] = (), refused: Iterable[str] = ()) -> list[str]:
-    """The report's notes on what was graded (grader.render.words.graded words them): the hidden tier left
-    out, restarts of the submission's process (`faults`), files not staged (`refused`)."""
+def notes(course: Course, judged: Judged, faults: Iterable[Fault] = (), refused: Iterable[str] = ()) -> list[Note]:
+    """The report's notes on what was graded, as data (grader.render.words.noted words them): the hidden
+    tier left out, restarts of the submission's process (`faults`), files not staged (`refused`)."""
     # a student's copy: hidden checks listed but not here, or (a release) not even listed
     public = any(o is not None and o.reason == Reason.UNAVAILABLE for o in judged.unavailable.values())
-    return words.graded(public or student(course), list(faults)[:5], list(refused))
+    return [*([Note(Noted.PUBLIC_ONLY)] if public or student(course) else []),
+            *(Note(Noted.RESTARTED, f.detail) for f in list(faults)[:5]),
+            *(Note(Noted.NOT_STAGED, r) for r in refused)]
 
 
 def _attribute(result: CheckResult, blame: Blame, waiting: dict[str, tuple[str, ...]]) -> None:

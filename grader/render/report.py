@@ -250,7 +250,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     if report.performance and (verbose or not report.performance["informational"]):
         console.print(_speed(report.performance))
     for note in report.notes:
-        console.print(plain(note), style="dim")
+        console.print(plain(words.noted(note)), style="dim")
     for found in warned.found(report):  # PyTorch's own among them: one line each, in passing checks too
         console.print(plain(words.warning(found)), style="yellow")
     first, start = report.start_here(), report.start_at()

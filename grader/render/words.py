@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from grader.findings import Attributed, Attribution, Found
+from grader.findings import Attributed, Attribution, Found, Note, Noted
 from grader.reveal import Reveal
 from grader.suite.pattern import Kind, fits
 
@@ -25,11 +25,25 @@ MEASURED = ("forward + backward, median seconds of `repeat` steps after a warm-u
 MALFORMED_TIMINGS = "the submission's process sent malformed timings"
 
 
-def graded(public_only: bool, faults: list, refused: list[str]) -> list[str]:
-    """The report's notes on what was graded (grader.judging.scoring.notes): faults are grader.results.Fault."""
-    said = ["Public checks only: the hidden checks are run by your instructor."] if public_only else []
-    said += [f"The submission's process was restarted: {f.detail}" for f in faults]
-    return said + [f"Not graded, not a regular file under 1 MiB: {r}" for r in refused]
+def noted(note: Note) -> str:
+    """One of the report's notes (grader.findings.Note) in words: the terminal report's lines under the
+    table, the JSON's "notes", the feedback's."""
+    if note.kind == Noted.PUBLIC_ONLY:
+        return "Public checks only: the hidden checks are run by your instructor."
+    if note.kind == Noted.RESTARTED:
+        return f"The submission's process was restarted: {note.detail}"
+    if note.kind == Noted.NOT_STAGED:
+        return f"Not graded, not a regular file under 1 MiB: {note.detail}"
+    if note.kind == Noted.ONLY:
+        return only(list(note.names))
+    counts = (*note.counts, 0.0, 0.0, 0.0)  # a hand-edited report's may be short
+    if note.kind == Noted.GPU_SKIPPED:
+        return gpu_skipped(int(counts[0]))
+    if note.kind == Noted.GPU_RAN:
+        return gpu_ran(note.detail, int(counts[0]), int(counts[1]), counts[2])
+    if note.kind == Noted.HIDDEN_PASSED:
+        return f"Hidden checks passed (details are withheld): {', '.join(note.names)}."
+    return note.detail  # LATE and WORDED: in words already
 
 
 def raised(error: str, message: str) -> str:

@@ -175,3 +175,29 @@ def test_the_json_carries_the_findings_as_data_and_a_rebuilt_report_words_them_a
     again = from_json(data, depends={"C": ("P", "Q")})
     assert [t.attribution for t in again.components[0].checks] == [excused.attribution, own.attribution]
     assert to_json(again) == data
+
+
+def test_a_reports_notes_are_data_that_the_json_words_and_a_rebuilt_report_words_alike():
+    from grader.batch import late
+    from grader.findings import Note, Noted
+    from grader.render import words
+    from grader.report_json import from_json
+    from grader.results import Report, to_json
+
+    notes = [Note(Noted.PUBLIC_ONLY), Note(Noted.RESTARTED, "timed out"), Note(Noted.NOT_STAGED, "a/big.py"),
+             Note(Noted.ONLY, names=("c_one",)), Note(Noted.GPU_SKIPPED, counts=(3,)),
+             Note(Noted.GPU_RAN, "H200", counts=(2, 3, 1.5)), Note(Noted.HIDDEN_PASSED, names=("C 2/3",))]
+    assert {n.kind for n in notes} | {Noted.LATE, Noted.WORDED} == set(Noted)
+    data = to_json(Report("a", "A", Path("s"), [], 1.0, notes))
+    assert data["notes"] == [words.noted(n) for n in notes] and all(data["notes"])
+    assert len(set(data["notes"])) == len(notes)  # each kind its own words
+    again = from_json(data)
+    assert again.notes == notes and to_json(again) == data
+    # a report written before notes were data: its words, as they were
+    old = from_json({k: v for k, v in data.items() if k != "noted"})
+    assert [n.kind for n in old.notes] == [Noted.WORDED] * len(notes) and to_json(old)["notes"] == data["notes"]
+    # a batch's late penalty is a note of its own kind, taken out again by undo without reading words
+    lateness = late.Lateness(hours=30.0, source="gradescope")
+    marked = late.apply({**data, "score": 10.0, "components": []}, lateness, None)
+    assert from_json(marked).notes[-1].kind == Noted.LATE and marked["notes"][-1] == marked["late"]["note"]
+    assert late.undo(marked)["noted"] == data["noted"] and late.undo(marked)["notes"] == data["notes"]

@@ -10,10 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.findings import Note, Noted
 from grader.grading import stages
 from grader.grading.only import narrow
 from grader.grading.run import GradingRun, Options
 from grader.judging import diagnosis, scoring
+from grader.render import words
 from grader.results import ComponentStatus, Fault, Outcome, Reason, Status
 from tests.kit import strategies as s
 
@@ -64,8 +66,9 @@ def test_the_report_is_frozen_once_built():
 def test_each_restart_of_the_submissions_process_is_a_note_five_at_most():
     faults = tuple(Fault("crash", f"crash {i}", "layer_norm_matches_torch") for i in range(7))
     _, report = graded(A1, s.all_passed(A1), faults=faults)
-    restarts = [n for n in report.notes if n.startswith("The submission's process was restarted: ")]
-    assert restarts == [f"The submission's process was restarted: crash {i}" for i in range(5)]
+    restarts = [n for n in report.notes if n.kind == Noted.RESTARTED]
+    assert restarts == [Note(Noted.RESTARTED, f"crash {i}") for i in range(5)]
+    assert words.noted(restarts[0]) == "The submission's process was restarted: crash 0"
 
 
 def test_without_the_reference_hidden_checks_are_listed_skipped_and_left_out():
@@ -74,7 +77,7 @@ def test_without_the_reference_hidden_checks_are_listed_skipped_and_left_out():
     assert hidden and all((t.outcome.status, t.outcome.reason) == (Status.SKIPPED, Reason.UNAVAILABLE)
                           for t in hidden)
     assert report.score == report.max_score
-    assert "Public checks only: the hidden checks are run by your instructor." in report.notes
+    assert Note(Noted.PUBLIC_ONLY) in report.notes
 
 
 def test_a_bug_of_the_table_is_named_on_its_component_with_the_table_read_once(monkeypatch):
@@ -93,7 +96,8 @@ def test_only_grades_the_checks_asked_for_says_so_and_names_no_bug():
     only = frozenset(list(TABLE[bug]["failing"])[:1])
     _, report = graded(narrow(A1, only), {**s.all_passed(A1), **said_by(bug)}, options=Options(only=only))
     assert [t.id for c in report.components for t in c.checks] == sorted(only)
-    assert report.notes[-1].startswith("--only: 1 check run")
+    assert report.notes[-1] == Note(Noted.ONLY, names=tuple(only))
+    assert words.noted(report.notes[-1]).startswith("--only: 1 check run")
     assert all(c.diagnosis is None for c in report.components)
 
 

@@ -18,7 +18,7 @@ from tests.kit.conftest import ROOT
 GRADER = ROOT / "grader"
 # a report's keys, and what a batch adds to its document (grader.report_json.graded reads those)
 KEYS = frozenset({"components", "tests", "status", "score", "max_score", "hidden", "excused_by", "reason", "notes",
-                  "late", "batch", "graded_score", "override", "held", "flagged", "forbidden", "diagnosis",
+                  "noted", "late", "batch", "graded_score", "override", "held", "flagged", "forbidden", "diagnosis",
                   "submission", "start_here", "duration_seconds", "isolation"})
 READERS = frozenset({"grader/results.py", "grader/report_json.py"})
 
