@@ -1,5 +1,5 @@
 """Findings as data: what judging (grader.judging) learns, as enums and frozen dataclasses, never as
-sentences. grader.render.words words them, for the terminal report, the JSON's text fields and the
+sentences. grader.words words them, for the terminal report, the JSON's text fields and the
 batch's outputs alike; nothing reads a sentence back. Standard library only, as grader.results."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from enum import StrEnum
 
 class Found(StrEnum):
     """What a diagnosis (grader.judging.diagnosis; ComponentResult.diagnosis's "kind") found; its other
-    fields are data that grader.render.words words. A diagnosis without a kind (a report written before
+    fields are data that grader.words words. A diagnosis without a kind (a report written before
     the kinds) is read as the table's."""
 
     TABLE = "table"  # a classic bug of the course's table: "bug" its name, "what" and "fix" the table's
@@ -23,7 +23,7 @@ class Found(StrEnum):
 
 class Attributed(StrEnum):
     """What attribution (grader.judging.attribution) learned of a composite's check whose parts fail, as
-    scoring (grader.judging.scoring) decides it; grader.render.words.note words it."""
+    scoring (grader.judging.scoring) decides it; grader.words.note words it."""
 
     WAITING = "waiting"  # no reference: failing, uncharged until the parts pass (the parts: `waiting_on`)
     PARTS_FIRST = "parts_first"  # no reference: passing or not attempted, with failing parts to fix first
@@ -59,7 +59,7 @@ class Evasion(StrEnum):
 
 
 class Noted(StrEnum):
-    """What one of a report's notes tells (Report.notes, a Note each); grader.render.words.noted words
+    """What one of a report's notes tells (Report.notes, a Note each); grader.words.noted words
     it: the JSON's "noted" holds the data, its "notes" the words."""
 
     PUBLIC_ONLY = "public_only"  # a student's copy: the hidden checks are the instructor's to run

@@ -126,7 +126,7 @@ class ComponentResult:
     # the points its checks earned, held at 0 for the instructor's review because it is flagged (the course's
     # `[policy] flagged = "hold"`); an override releases them (grader.batch.regrade). None: not held
     held: float | None = None
-    # what names the bug ({"kind": a Found, "bug", ...}: data, worded by grader.render.words; grader.judging.diagnosis)
+    # what names the bug ({"kind": a Found, "bug", ...}: data, worded by grader.words; grader.judging.diagnosis)
     diagnosis: dict | None = None
     # the check whose failure says most about the bug (grader.judging.telling); None: as the renderer ranks them
     telling: str | None = None
@@ -179,7 +179,7 @@ class Report:
     submission: Path
     components: list[ComponentResult]
     duration: float
-    notes: list[Note] = field(default_factory=list)  # on what was graded: grader.render.words.noted words each
+    notes: list[Note] = field(default_factory=list)  # on what was graded: grader.words.noted words each
     isolation: str = ""  # the submission's process: "namespaces", "seccomp" or "process" (grader.sandbox.isolation)
     isolation_detail: str = ""  # what that tier kept from it here (grader.sandbox.isolation.describe)
     # timings against torch's built-ins and the reference (grader.grading.performance); None: nothing timed
@@ -257,7 +257,7 @@ def to_json(report: Report) -> dict:
 
 
 def _document(report: Report) -> dict:
-    from grader.render.words import note, noted, shown, worded
+    from grader.words import note, noted, shown, worded
 
     def diagnosis(c: ComponentResult) -> dict | None:
         return shown(c.diagnosis, report.reveal) if report.student else worded(c.diagnosis)

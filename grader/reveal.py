@@ -1,5 +1,5 @@
 """How much a report tells of a diagnosed bug: course.toml's [feedback] reveal. A module of its own, so
-that the wording (grader.render.words) and the result types (grader.results) both import it and not
+that the wording (grader.words) and the result types (grader.results) both import it and not
 each other."""
 
 from enum import StrEnum

@@ -1,6 +1,6 @@
 """Text cut and made inert for showing: the submission's own text (its names, messages, frames, printing)
 with its control characters escaped, values cut to a panel's share of rows. Standard library only
-(grader.results bounds its JSON with `inert`); the words of findings are grader.render.words'."""
+(grader.results bounds its JSON with `inert`); the words of findings are grader.words'."""
 
 from __future__ import annotations
 

@@ -14,9 +14,9 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
+from grader import words
 from grader.batch.outputs import safe_name, write_atomic
 from grader.batch.safe import inert
-from grader.render import words
 from grader.report_json import Graded, from_json
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"

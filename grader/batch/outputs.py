@@ -17,10 +17,11 @@ import tempfile
 from enum import StrEnum
 from pathlib import Path
 
+from grader import words
 from grader.batch import safe
 from grader.batch.late import column
 from grader.course import Assignment
-from grader.render import review, words
+from grader.render import review
 from grader.report_json import Graded, from_json, graded
 from grader.results import ComponentResult, Reason, Status
 

@@ -11,11 +11,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from grader import words
 from grader.batch.outputs import RowStatus
 from grader.batch.safe import inert
 from grader.course import Assignment
 from grader.findings import Found
-from grader.render import review, words
+from grader.render import review
 from grader.report_json import Graded, from_json
 from grader.results import Reason, Report, Status
 

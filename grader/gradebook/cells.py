@@ -148,7 +148,7 @@ def _summary(doc: Graded | None) -> None:
     print(f"{report.assignment}: {doc.total} / {report.max_score} points "
           f"(graded in {report.duration} s, {isolation})")
     hidden = {t.id for c in report.components for t in c.checks if t.tier == "hidden"}
-    from grader.render.words import noted
+    from grader.words import noted
 
     for note in map(noted, report.notes):  # a restart's reason may name a hidden check: left out
         if not any(check_id and check_id in note for check_id in hidden):
@@ -260,7 +260,7 @@ def _telling(c: ComponentResult, failed: list[CheckResult]) -> CheckResult:
 
 
 def _details(t: CheckResult, *, hint: bool) -> list[str]:
-    from grader.render.words import note
+    from grader.words import note
 
     rows = [("message", str(t.outcome.message or t.outcome.reason or ""))]
     if said := note(t.attribution):  # the JSON's "note", worded again from the attribution it was worded from

@@ -9,10 +9,10 @@ only, so the report says that it is no grade.
 import difflib
 from dataclasses import replace
 
+from grader import words
 from grader.course import Assignment
 from grader.course_table import ConfigError
 from grader.findings import Note, Noted
-from grader.render import words
 
 
 def check_ids(spec: Assignment) -> list[str]:

@@ -16,9 +16,9 @@ student's code reports.
 import time
 from dataclasses import dataclass
 
+from grader import words
 from grader.course import PERFORMANCE_KINDS, Assignment, Course
 from grader.judging import attribution
-from grader.render import words
 from grader.results import Outcome, Reason, Timing
 from grader.sandbox.child import profile
 from grader.sandbox.host import StudentError, WorkerFault

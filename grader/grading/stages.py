@@ -7,10 +7,10 @@ run_checks, attribute, shrink, measure, judge_forbidden, collect. After it: scor
 
 import time
 
+from grader import words
 from grader.findings import Note, Noted
 from grader.grading.run import GradingRun
 from grader.judging import attribution, diagnosis, forbidden, scoring, telling
-from grader.render import words
 from grader.results import Fault, Outcome, Reason, Report, Status
 from grader.sandbox import isolation
 

@@ -14,8 +14,8 @@ when some check of a composite fails.
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from grader import words
 from grader.course import Assignment, Component, Course
-from grader.render import words
 from grader.results import NOT_COUNTED, Outcome, Reason, Status
 
 MISSING = Outcome(Status.ERROR, Reason.MISSING, words.NOT_RUN_AGAIN)

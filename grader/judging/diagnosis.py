@@ -120,7 +120,7 @@ def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
              excused: frozenset[str] = frozenset(), table: dict[str, dict] | None = None,
              upstream: frozenset[str] | None = None) -> dict[str, dict]:
     """component -> what names its bug (data: {"kind": a grader.findings.Found, "bug": id, ...}, worded by
-    grader.render.words), where one bug explains all.
+    grader.words), where one bug explains all.
 
     `excused`: the failed checks that pass with the reference's parts swapped in. A component with
     one of them fails (at least partly) because of a part, and a part's bug can make it say exactly

@@ -4,10 +4,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader import words
 from grader.course import Assignment, Course
 from grader.findings import Attributed, Attribution, Note, Noted
 from grader.judging.attribution import Blame
-from grader.render import words
 from grader.results import (
     NOT_COUNTED,
     CheckResult,
@@ -92,7 +92,7 @@ def components(assignment: Assignment, judged: Judged) -> list[ComponentResult]:
 
 
 def notes(course: Course, judged: Judged, faults: Iterable[Fault] = (), refused: Iterable[str] = ()) -> list[Note]:
-    """The report's notes on what was graded, as data (grader.render.words.noted words them): the hidden
+    """The report's notes on what was graded, as data (grader.words.noted words them): the hidden
     tier left out, restarts of the submission's process (`faults`), files not staged (`refused`)."""
     # a student's copy: hidden checks listed but not here, or (a release) not even listed
     public = any(o is not None and o.reason == Reason.UNAVAILABLE for o in judged.unavailable.values())
@@ -102,7 +102,7 @@ def notes(course: Course, judged: Judged, faults: Iterable[Fault] = (), refused:
 
 
 def _attribute(result: CheckResult, blame: Blame, waiting: dict[str, tuple[str, ...]]) -> None:
-    """What the check's failing parts mean for it (grader.findings.Attributed), as data: grader.render.words
+    """What the check's failing parts mean for it (grader.findings.Attributed), as data: grader.words
     words it."""
     own, on_reference = result.outcome, blame.on_reference
     if on_reference is None:

@@ -22,10 +22,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from grader import words
 from grader.findings import Found
-from grader.render import words
-from grader.render.words import hint_fits, judged
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Drawn, Reason, Status
+from grader.words import hint_fits, judged
 
 _WORD = re.compile(r"[a-z0-9_]+")
 # pairs of these alone ("with the", "of the") name nothing
@@ -70,7 +70,7 @@ def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | 
     # a check whose comparison is built from the student's own output ("basis") tells less than one with a
     # correct implementation's values: never the panel while such a one failed
     # a wrong value says more than an exception (in a check about something else: a device, dropout); a
-    # hint whose causes do not fit the pattern of what failed (grader.render.words.hint_fits) tells less, and
+    # hint whose causes do not fit the pattern of what failed (grader.words.hint_fits) tells less, and
     # one whose fit a single wrong element cannot judge (words.judged) less than one that fits
     # a failure on the student's own draws is one their run shows too: before one on the instructor's second set
     return (check.tier == "hidden", bool(o.details.get("basis")), o.reason != Reason.MISMATCH,

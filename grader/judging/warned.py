@@ -1,6 +1,6 @@
 """The warnings the submission's code raised while it was graded (PyTorch's own among them: a scheduler
 stepped before the optimizer, a tensor copied with torch.tensor), found in what the worker printed, in
-passing checks too: data ({"check", "file", "line", "category", "message"}) that grader.render.words
+passing checks too: data ({"check", "file", "line", "category", "message"}) that grader.words
 words, one line each.
 
 Python's warnings module writes `path:line: Category: message` and then the code line; that format is

@@ -5,7 +5,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from grader.render import words
+from grader import words
 from grader.results import ComponentResult, ComponentStatus, Report, Status
 
 STYLES: dict[str, str] = {

@@ -6,10 +6,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from grader import trim
+from grader import trim, words
 from grader.findings import Found
 from grader.judging import telling, warned
-from grader.render import layout, review, words
+from grader.render import layout, review
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Reason, Report, Status
 from grader.reveal import Reveal
 

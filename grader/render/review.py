@@ -2,7 +2,7 @@
 is a score), the same wherever they are shown: the terminal report, the batch's feedback (Gradescope) and
 the class summary. The findings are data ({"what", "where", "how"}; `held`: the points a flagged
 component's checks earned, held at 0 under course.toml's `[policy] flagged = "hold"`, the default).
-Standard library only, as grader.render.words: the batch's outputs import it without rich."""
+Standard library only, as grader.words: the batch's outputs import it without rich."""
 
 from __future__ import annotations
 

@@ -4,9 +4,9 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
+from grader.pattern import found
 from grader.sandbox.child.protocol import Handle
 from grader.suite.example import Example, encode
-from grader.suite.pattern import found
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ anything the submission says about itself.
 import hypothesis
 import pytest
 
+from grader import words
 from grader.course import Course
 from grader.judging.attribution import target
 from grader.results import NOT_COUNTED, Drawn, Outcome, Reason, Status
@@ -27,21 +28,20 @@ def classify(exc: BaseException) -> Outcome:
         details = {"where": "\n".join(exc.where)} if exc.where else {}
         missing = _missing_file(exc)
         if missing:
-            return Outcome(Status.ERROR, Reason.MISSING_FILE, f"{missing} is missing: nothing to import", {})
+            return Outcome(Status.ERROR, Reason.MISSING_FILE, words.missing_file(missing), {})
         example = falsifying_example(exc)
         # a file that does not import fails whatever the inputs: an example would only mislead
         if example and not {"SyntaxError", "ImportError"} & set(exc.mro):
             details["example"] = example
         if exc.not_attempted:
-            return Outcome(Status.ERROR, Reason.NOT_ATTEMPTED, f"not attempted ({exc.type}: {exc.message})", details)
-        return Outcome(Status.ERROR, Reason.EXCEPTION, f"your code raised {exc.type}: {exc.message}", details)
+            return Outcome(Status.ERROR, Reason.NOT_ATTEMPTED, words.not_attempted(exc.type, exc.message), details)
+        return Outcome(Status.ERROR, Reason.EXCEPTION, words.raised(exc.type, exc.message), details)
     if isinstance(exc, WorkerFault):
         details = {"where": "\n".join(exc.where)} if exc.where else {}  # where a timeout found the code
         return Outcome(Status.TIMEOUT if exc.kind == Reason.TIMEOUT else Status.ERROR, exc.kind, exc.detail, details)
     if isinstance(exc, AssertionError):
         return Outcome(Status.FAILED, Reason.MISMATCH, str(exc) or "assertion failed")
-    used = f"the check could not use what the code returned ({type(exc).__name__}: {exc})"
-    return Outcome(Status.ERROR, Reason.GRADER, used)
+    return Outcome(Status.ERROR, Reason.GRADER, words.unusable(exc))
 
 
 def _below(name: str, depends: dict[str, tuple[str, ...]]) -> frozenset[str]:

@@ -3,10 +3,9 @@ report shows at reveal "fix" (grader.authoring.fixes, stored in bugs.json by `gr
 place of what the bug made of it in the bug's tree, gives the solution's file back, so the checks pass
 as they pass on the solutions. Text only: nothing is graded."""
 
-from grader import load_course
+from grader import load_course, words
 from grader.authoring.expected import expression_of
 from grader.judging import diagnosis, telling
-from grader.render import words
 from grader.reveal import Reveal
 from tests.grading.bugs import BUGS
 from tests.kit.conftest import ROOT, SOLUTIONS

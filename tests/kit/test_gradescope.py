@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.render import words
+from grader import words
 from grader.sandbox import isolation
 from tests.kit import seccomp
 from tests.kit.conftest import ROOT, SOLUTIONS, grade_json, mutant, run_grade

@@ -1,11 +1,11 @@
 """The panel that tells the bug (issue 44): a hint's likely causes are shown only where they fit the
-pattern of what failed (grader.suite.pattern), otherwise the panel says what the pattern is. Planted
+pattern of what failed (grader.pattern), otherwise the panel says what the pattern is. Planted
 bugs whose pattern differs from what their check's hint explains, one that fits it, and correct code,
 each graded as a student grades it."""
 
 import dataclasses
 
-from grader.render import words
+from grader import words
 from grader.reveal import Reveal
 from tests.kit.conftest import SOLUTIONS, grade_report, mutant, report_lines
 

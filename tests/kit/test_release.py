@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from grader import load_course
+from grader import load_course, words
 from grader.authoring.audit import audit
 from grader.authoring.release import course_text, student_bugs
 from grader.authoring.stubs import BEGIN, END, make_stub
 from grader.gradebook import public
 from grader.judging import diagnosis
-from grader.render import words
 from grader.results import Outcome
 from grader.reveal import Reveal
 from tests.grading.bugs import BUGS
@@ -233,7 +232,7 @@ def test_update_keeps_a_students_work_and_brings_the_new_kit_files(release, tmp_
         (student / rel).write_text(text)
         manifest[rel] = hashlib.sha256(text.encode()).hexdigest()
 
-    older("grader/render/words.py", "# an older grader\n")
+    older("grader/words.py", "# an older grader\n")
     older("assignments/assignment2/attention.py", "# an older stub, untouched\n")
     manifest[mine] = hashlib.sha256(b"# an older stub of the file the student edited\n").hexdigest()
     older("grader/dropped.py", "# a module this release no longer has\n")
@@ -245,12 +244,12 @@ def test_update_keeps_a_students_work_and_brings_the_new_kit_files(release, tmp_
     assert (student / mine).read_text().endswith("# my LayerNorm, half done\n")
     assert (student / "notes.md").read_text() == "mine"
     assert (student / "README.md.before-update").read_text() == "my notes on the README"
-    for rel in ("README.md", "grader/render/words.py", "assignments/assignment2/attention.py", new_file):
+    for rel in ("README.md", "grader/words.py", "assignments/assignment2/attention.py", new_file):
         assert (student / rel).read_bytes() == (release / rel).read_bytes(), rel
     assert not (student / "grader/dropped.py").exists()
     assert (done.kept, done.stale_stubs, done.added, done.removed, done.set_aside) == \
         ([mine], [mine], [new_file], ["grader/dropped.py"], ["README.md"])
-    assert done.replaced == ["README.md", "assignments/assignment2/attention.py", "grader/render/words.py"]
+    assert done.replaced == ["README.md", "assignments/assignment2/attention.py", "grader/words.py"]
     assert json.loads((student / releasing.MANIFEST).read_text()) == \
         json.loads((release / releasing.MANIFEST).read_text())
     again = update._overlay(release, student, json.loads((student / releasing.MANIFEST).read_text()), "assignments")

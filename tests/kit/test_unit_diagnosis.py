@@ -6,8 +6,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from grader import words
 from grader.judging import diagnosis, telling
-from grader.render import words
 from grader.results import CheckResult, ComponentResult, Drawn, Outcome
 from tests.kit import strategies as s
 

@@ -9,7 +9,7 @@ stands (a return value, a dict's value, a dataclass field's default, an argument
 of words to match, telling's stop words), a pattern given to `re.compile`, and a program handed to a
 Python subprocess: the string (or the module-level constant named) right after "-c" in an argv list
 (`[sys.executable, "-c", BOOT]`), which is code. Identifiers built with f-strings ("looks_like:{check}",
-"{file}:{line}") have no space and pass. Words belong to grader.render.words; labels that are data are
+"{file}:{line}") have no space and pass. Words belong to grader.words; labels that are data are
 enums (grader.findings)."""
 
 import ast
@@ -34,7 +34,7 @@ PARSE_BACK = [
 ]
 
 
-STAGES = ("judging", "grading")  # grader's packages that judge and grade: data out, words in grader.render.words
+STAGES = ("judging", "grading")  # grader's packages that judge and grade: data out, words in grader.words
 
 
 def programs(tree: ast.AST) -> tuple[set[int], set[str]]:
@@ -103,7 +103,7 @@ def parsed_back(grader: Path = GRADER) -> list[str]:
 
 def test_the_judging_and_grading_stages_build_no_sentences():
     found = stage_sentences()
-    assert not found, "judging and grading return data; grader.render.words words it:\n" + "\n".join(found)
+    assert not found, "judging and grading return data; grader.words words it:\n" + "\n".join(found)
 
 
 def test_nothing_reads_a_finding_back_out_of_its_words():
@@ -151,8 +151,8 @@ def test_the_parse_back_patterns_see_the_old_readings():
 
 
 def test_the_json_carries_the_findings_as_data_and_a_rebuilt_report_words_them_alike():
+    from grader import words
     from grader.findings import Attributed, Attribution
-    from grader.render import words
     from grader.report_json import from_json
     from grader.results import CheckResult, ComponentResult, Outcome, Report, to_json
 
@@ -178,9 +178,9 @@ def test_the_json_carries_the_findings_as_data_and_a_rebuilt_report_words_them_a
 
 
 def test_a_reports_notes_are_data_that_the_json_words_and_a_rebuilt_report_words_alike():
+    from grader import words
     from grader.batch import late
     from grader.findings import Note, Noted
-    from grader.render import words
     from grader.report_json import from_json
     from grader.results import Report, to_json
 

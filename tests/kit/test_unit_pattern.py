@@ -1,4 +1,4 @@
-"""grader.suite.pattern on hand-made tensors: which batch elements, positions, feature columns or
+"""grader.pattern on hand-made tensors: which batch elements, positions, feature columns or
 entries of a square map a failed comparison found wrong, the error's form, and whether a hint's
 declared causes fit it (issue 44: the panel that tells the bug)."""
 
@@ -6,8 +6,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.render import words
-from grader.suite.pattern import Hint, Kind, default_axes, fits, found
+from grader import words
+from grader.pattern import Hint, Kind, default_axes, fits, found
 
 # derandomized as the grading suites are; each example is a few small tensors
 SMALL = settings(derandomize=True, max_examples=40, deadline=None, database=None)

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader import words
 from grader.findings import Note, Noted
 from grader.grading import stages
 from grader.grading.only import narrow
 from grader.grading.run import GradingRun, Options
 from grader.judging import diagnosis, scoring
-from grader.render import words
 from grader.results import ComponentStatus, Fault, Outcome, Reason, Status
 from tests.kit import strategies as s
 

@@ -11,10 +11,10 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.pattern import Hint
 from grader.suite import draws
 from grader.suite.checks import Mismatch, describe, expect_error, expect_tensor
 from grader.suite.example import carrying
-from grader.suite.pattern import Hint
 from tests import strategies as s
 from tests.grading.helpers.checks import (
     BEFORE,

@@ -13,11 +13,11 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.pattern import Hint
 from grader.sandbox.host import StudentError
 from grader.suite import draws
 from grader.suite.checks import Found, Mismatch, describe, expect_error, expect_tensor
 from grader.suite.example import carrying
-from grader.suite.pattern import Hint
 from tests import strategies as s
 from tests.grading.helpers.attention import SDPA_HINT, call_sdpa, one_head_expected, one_head_weights
 from tests.grading.helpers.checks import (

@@ -13,9 +13,9 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.pattern import Hint
 from grader.suite.checks import Mismatch, describe, expect_tensor
 from grader.suite.example import carrying
-from grader.suite.pattern import Hint
 from tests import strategies as s
 from tests.grading.helpers.checks import (
     BEFORE,

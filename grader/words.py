@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 from grader.findings import Attributed, Attribution, Found, Note, Noted
+from grader.pattern import Kind, fits
 from grader.reveal import Reveal
-from grader.suite.pattern import Kind, fits
 
 # a check that did not run: not in the suite (grader.judging.scoring), not again on the reference's parts (attribution)
 NOT_IN_SUITE = "this check did not run (not found in the grading suite)"
@@ -49,6 +49,21 @@ def noted(note: Note) -> str:
 def raised(error: str, message: str) -> str:
     """An exception the submission's code raised (grader.sandbox.host.StudentError: its type's name, its message)."""
     return f"your code raised {error}: {message}"
+
+
+def missing_file(path: str) -> str:
+    """A check's outcome where the submission has no file for its component (grader.suite.plugin)."""
+    return f"{path} is missing: nothing to import"
+
+
+def not_attempted(error: str, message: str) -> str:
+    """A check's outcome where the component is still the stub (it raised NotImplementedError, say)."""
+    return f"not attempted ({error}: {message})"
+
+
+def unusable(error: BaseException) -> str:
+    """A check's outcome where the check itself failed on what the submission's code returned."""
+    return f"the check could not use what the code returned ({type(error).__name__}: {error})"
 
 
 def gpu_skipped(checks: int) -> str:
@@ -266,7 +281,7 @@ def _batch(found: dict) -> str:
 
 
 def _where(kind: str, found: dict) -> str:
-    """One location kind (grader.suite.pattern.Kind) in words."""
+    """One location kind (grader.pattern.Kind) in words."""
     n = found.get("positions", 0)
     said: dict[str, str] = {  # (a kind read back from JSON is a plain string, equal to its Kind)
         Kind.FIRST_POSITION: "only position 0 (the first) is wrong; the later positions match.",
@@ -291,7 +306,7 @@ def _where(kind: str, found: dict) -> str:
 
 
 def _form(kind: str, found: dict) -> str:
-    """The error's form (grader.suite.pattern.FORMS) in words."""
+    """The error's form (grader.pattern.FORMS) in words."""
     said: dict[str, str] = {
         Kind.OFFSET: f"every value is off by the same amount ({found.get('offset', 0):.4g}).",
         Kind.FEATURE_OFFSET: "each feature column is off by its own constant amount (got - expected: "
@@ -304,7 +319,7 @@ def _form(kind: str, found: dict) -> str:
 
 
 def pattern(found: dict) -> str:
-    """What a check found wrong (grader.suite.pattern's data: "kinds" and what they need), and where
+    """What a check found wrong (grader.pattern's data: "kinds" and what they need), and where
     the check's likely causes do not fit it, that it rules them out."""
     kinds = [str(k) for k in found.get("kinds", [Kind.SOME_BATCH] if "wrong" in found else [])]
     said = [_batch(found)] if Kind.SOME_BATCH in kinds else []
@@ -332,7 +347,7 @@ def drawn(value: str) -> str:
 
 def hint_fits(details: dict) -> bool:
     """Whether a check's hint (its likely causes) fits what failed: the kinds its causes declare
-    explain the pattern found (grader.suite.pattern.fits); a hint that declares none fits everything."""
+    explain the pattern found (grader.pattern.fits); a hint that declares none fits everything."""
     found = details.get("pattern") or {}
     if "kinds" not in found:  # a pattern of before the kinds: only some batch elements, causes alike or not
         return not found.get("alike")

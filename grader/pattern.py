@@ -2,9 +2,9 @@
 columns or entries of a square map are wrong, and whether the error has a simple form (every value off
 by one amount, each feature column by its own). A check's hint may declare which of these its likely
 causes explain (`Hint`); the report shows those causes only where they fit (`fits`), else the pattern
-in words (grader.render.words.pattern).
+in words (grader.words.pattern).
 
-The kinds and `fits` are pure Python (grader.render.words and grader.judging.telling use them without
+The kinds and `fits` are pure Python (grader.words and grader.judging.telling use them without
 torch); `found` reads the tensors (torch is imported there)."""
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ def found(bad, got, expected, hint: str = "", alike: bool = False, mask=None) ->
     its shape; `mask`: those compared), or None where there is none to tell (a scalar, nothing
     wrong). "kinds": what was found (Kind values); "fits": what the hint's causes explain (its
     declaration, or every batch element alike where the check says so: `alike`); the rest is what the
-    words need (grader.render.words.pattern)."""
+    words need (grader.words.pattern)."""
     declared = sorted(getattr(hint, "fits", frozenset())) or ([Kind.EVERYWHERE] if alike else [])
     if bad.dim() == 0 or not bool(bad.any()) or bad.numel() == 1:  # one element: no pattern to tell by
         return {"kinds": [], "fits": [str(k) for k in declared]} if declared and bool(bad.any()) else None
