@@ -18,10 +18,12 @@ import re
 from pathlib import Path
 
 from grader.batch import html, safe
+from grader.batch.feedback import feedback
 from grader.batch.outputs import gradescope, safe_name, write_atomic
 from grader.course import Assignment, Course
 from grader.course_table import ConfigError
-from grader.report_json import Graded, entries, graded
+from grader.report_json import Graded, entries, from_json, graded
+from grader.results import Report
 
 GRADER_DIR = Path(__file__).resolve().parent.parent
 # what decides a grade, in the order changes.csv's "why" names them
@@ -201,27 +203,30 @@ OVERRIDE_MARK = "\nChanged by your instructor (override)\n"
 LATE_MARK = "\nLateness\n"  # grader.batch.late's note, after the overrides
 
 
+def read(report: dict, spec: Assignment) -> Report:
+    """The typed Report of a batch's `report`, with what its JSON leaves to the course (the title, the
+    checks' weights, the components' parts): rendered again, it is what the worker rendered."""
+    weights = {c.id: c.weight for comp in spec.components for c in comp.checks}
+    return from_json(report, title=spec.title, weights=weights, depends={c.name: c.depends for c in spec.components})
+
+
 def late_section(report: dict) -> str:
     late = graded(report).late
     return f"{LATE_MARK}  {safe.inert(late['note'])}\n" if late else ""
 
 
-def rewrite_overridden(out: Path, student: str, report: dict) -> None:
+def rewrite_overridden(out: Path, student: str, report: dict, spec: Assignment, *, full: bool) -> None:
     """A graded student's files again, for `report` whose overrides, lateness or roster id changed: the
-    feedback's override and late lines, the HTML page, Gradescope's results, the report."""
+    feedback (text and HTML, rendered again from the report as the batch's worker rendered it, `full`:
+    with the hidden tier's details), Gradescope's results, the report."""
     name = safe_name(student)
-    text = out / "feedback" / f"{name}.txt"
-    if text.exists():
-        kept = text.read_text()
-        cut = min([at for at in (kept.find(OVERRIDE_MARK), kept.find(LATE_MARK)) if at >= 0], default=len(kept))
-        write_atomic(text, kept[:cut] + feedback_section(report) + late_section(report))
-    page = out / "feedback" / f"{name}.html"
-    if page.exists():
-        found = re.search(r'<pre class="report">(.*)</pre>', page.read_text(), flags=re.S)
-        if found:
-            # the roster's id of the student beside the folder's name (grader.batch.roster)
-            shown = graded(report).batch.get("student_id")
-            write_atomic(page, html.student_page(f"{shown} ({student})" if shown and shown != student else student,
-                                                 report, found.group(1)))
+    text, page = out / "feedback" / f"{name}.txt", out / "feedback" / f"{name}.html"
+    if text.exists() or page.exists():  # a batch writes both, or neither where it failed to grade
+        rendered, rendered_html = feedback(read(report, spec), student, hidden=full)
+        write_atomic(text, rendered + feedback_section(report) + late_section(report))
+        # the roster's id of the student beside the folder's name (grader.batch.roster)
+        shown = graded(report).batch.get("student_id")
+        write_atomic(page, html.student_page(f"{shown} ({student})" if shown and shown != student else student,
+                                             report, rendered_html))
     write_atomic(out / "gradescope" / name / "results.json", json.dumps(gradescope(report), indent=2) + "\n")
     write_atomic(out / "reports" / f"{name}.json", json.dumps(report, indent=2) + "\n")

@@ -251,7 +251,7 @@ class _Run:
                 batch_record["student_id"] = self.who[student]
             record = {**record, "batch": batch_record}
             if record != self.records[student]:
-                regrade.rewrite_overridden(out, student, record)
+                regrade.rewrite_overridden(out, student, record, self.spec, full=self.options.full_feedback)
             batch.rows.append((student, graded(record)))
         if self.roster is not None:
             batch.no_submission = sorted(set(self.roster.students) - set(self.who.values()))

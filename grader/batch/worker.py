@@ -12,8 +12,6 @@ tests/kit/test_template.py).
 from __future__ import annotations
 
 import atexit
-import dataclasses
-import io
 import os
 import signal
 import threading
@@ -21,7 +19,7 @@ import time
 import traceback
 from pathlib import Path
 
-from grader.findings import Note, Noted
+from grader.batch.feedback import feedback
 from grader.grading.warm import Grader
 
 # pytest.main, Hypothesis and redirected stdout are process-wide: one grading at a time per
@@ -89,29 +87,3 @@ def grade_tree(*, course_path: Path, assignment: str, tree: Path, student: str,
         (text, page), (text_full, page_full) = (feedback(report, student, hidden=h) for h in (False, True))
         return {"report": data, "feedback": text, "feedback_full": text_full,
                 "feedback_html": page, "feedback_full_html": page_full}
-
-
-def feedback(report, student: str, *, hidden: bool) -> tuple[str, str]:
-    """The report as a student sees it after `grade`, as text (80 columns) and as the same text in
-    HTML (rich's export: escaped, colours inline); without `hidden`, the hidden tier shows only as
-    counts per component, neither ids nor messages."""
-    from rich.console import Console
-
-    from grader.render import report as render
-
-    shown = dataclasses.replace(report, submission=Path(student), notes=list(report.notes))
-    if not hidden:
-        withheld = []
-        components = []
-        for c in report.components:
-            secret = [t for t in c.checks if t.tier == "hidden"]
-            if secret:
-                earned = sum(t.earned for t in secret)
-                withheld.append(f"{c.name} {earned}/{len(secret)}")  # a name and a count, no words
-            components.append(dataclasses.replace(c, checks=[t for t in c.checks if t.tier != "hidden"]))
-        shown = dataclasses.replace(shown, components=components)  # the Report is frozen
-        if withheld:
-            shown.notes.append(Note(Noted.HIDDEN_PASSED, names=tuple(withheld)))
-    console = Console(file=io.StringIO(), width=80, record=True, color_system=None, force_terminal=False)
-    render.render(shown, console)
-    return console.export_text(clear=False), console.export_html(inline_styles=True, code_format="{code}")

@@ -12,7 +12,7 @@ import pytest
 from grader import course as config
 from grader.authoring.release import course_text
 from grader.batch import html, outputs
-from grader.batch.worker import feedback
+from grader.batch.feedback import feedback
 from grader.course_table import ConfigError
 from grader.results import to_json
 from grader.reveal import Reveal

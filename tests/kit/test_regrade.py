@@ -173,6 +173,8 @@ def test_a_regrade_writes_changes_and_overrides_survive_it(tmp_path, quick_cours
     reports = {json.loads(p.read_text())["batch"]["student"] for p in (out / "reports").glob("*.json")}
     assert reports == {"bob", marked, *hostile}  # each exact name kept inside its report
     assert len(read_csv(out / "grades.csv")) == 2 + len(hostile)
+    # what the batch's worker rendered: an override's files are rendered again from the report's JSON
+    graded_feedback = {ext: (out / "feedback" / f"bob.{ext}").read_text() for ext in ("txt", "html")}
 
     overrides = tmp_path / "overrides.csv"
     overrides.write_text("student,component,points,reason\nbob,LayerNorm,9,regrade request granted\n"
@@ -193,6 +195,7 @@ def test_a_regrade_writes_changes_and_overrides_survive_it(tmp_path, quick_cours
     assert json.loads((out / "gradescope" / "bob" / "results.json").read_text())["score"] == 39
     assert "regrade request granted" in (out / "feedback" / "bob.txt").read_text()
     assert "regrade request granted" in (out / "feedback" / "bob.html").read_text()
+    assert "score       39 / 40" in (out / "feedback" / "bob.txt").read_text()  # the grade it now counts
     assert "bob" in (out / "class.html").read_text().split("Changes since the last run")[1]
 
     third = batch(*args)  # no --overrides: OUT's are kept
@@ -208,3 +211,4 @@ def test_a_regrade_writes_changes_and_overrides_survive_it(tmp_path, quick_cours
     batch(*args, "--overrides", str(overrides))
     assert read_csv(out / "grades.csv")["bob"]["total"] == "32.5"
     assert "regrade request granted" not in (out / "feedback" / "bob.txt").read_text()
+    assert {ext: (out / "feedback" / f"bob.{ext}").read_text() for ext in ("txt", "html")} == graded_feedback
