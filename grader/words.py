@@ -340,8 +340,8 @@ def pattern(found: dict) -> str:
 def drawn(value: str) -> str:
     """The set of inputs a failure was found on (Outcome.details["drawn"], grader.suite.draws)."""
     if value == "afresh":  # grader.results.Drawn.AFRESH (grader.results imports this module)
-        return ("drawn afresh for this grading: the check passed on the inputs your own run draws, and "
-                "must hold on any")
+        return ("drawn afresh for this grading, not shown: the check passed on the inputs your own run draws, "
+                "and must hold on any")
     return str(value)
 
 

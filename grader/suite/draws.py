@@ -13,6 +13,7 @@ in the first pass it is the seed itself; in the second, mixed with the course's.
 
 from __future__ import annotations
 
+import random
 from contextlib import contextmanager
 
 import hypothesis
@@ -51,6 +52,17 @@ def tagged(afresh: bool = True):
         if afresh:
             e.drawn = Drawn.AFRESH  # type: ignore[attr-defined]
         raise
+
+
+def second_set(student, check: str) -> random.Random | None:
+    """For a check whose inputs are fixed (a schedule's constants, one pair to shift), in the instructor's
+    grade: a generator of its second set of inputs, seeded from the course's secret seed and the check's
+    name; None in a student's run and in the bug table's runs (no `fresh_seed` there). Run that set
+    inside `tagged()`: a failure on it is marked drawn afresh, and shown without its inputs."""
+    seed = getattr(student, "fresh_seed", None)
+    if seed is None or getattr(student, "reference", None) is None:
+        return None
+    return random.Random(f"{seed}:{check}")
 
 
 def run_again(item, hidden_seed: int) -> None:

@@ -76,6 +76,8 @@ def falsifying_example(exc: BaseException, limit: int = 1500) -> str:
     return ""
 
 
+# what a failure on the instructor's second set does not show (grader.suite.draws)
+SECOND_SET_UNSHOWN = ("example", "inputs", "expected", "got")
 PHASES = [hypothesis.Phase.explicit, hypothesis.Phase.generate, hypothesis.Phase.shrink]
 UNSHRUNK = PHASES[:2]
 
@@ -278,6 +280,10 @@ class GradingPlugin:
                            else Outcome(Status.ERROR, Reason.GRADER, "no result"))
                 if call.excinfo and getattr(call.excinfo.value, "drawn", None) == Drawn.AFRESH:
                     outcome.details["drawn"] = Drawn.AFRESH
+                    # the second set's inputs and its values are the instructor's: shown in a report, a
+                    # resubmission could answer them from a table
+                    for key in SECOND_SET_UNSHOWN:
+                        outcome.details.pop(key, None)
             outcome.output = self.submission.new_output(self.course.limits.output_kb * 1024)
             outcome.duration = report.duration
             # what Hypothesis would have shrunk: a mismatch or an exception of the submission's

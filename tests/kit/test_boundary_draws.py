@@ -9,7 +9,7 @@ import re
 import shutil
 from pathlib import Path
 
-from tests.kit.conftest import ROOT, grade_json, mutant, run_grade, scores
+from tests.kit.conftest import ROOT, cli_json, grade_json, mutant, run_grade, scores
 
 LN_BODY = ("        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n"
            "        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1)\n"
@@ -55,9 +55,9 @@ def _students_course(tmp_path: Path) -> Path:
     return out / "course.toml"
 
 
-def _students_run(tree: Path, course: Path, out: Path) -> dict:
-    """`grade assignment1` on `tree` as the student runs it (the release's course: no reference, no seed)."""
-    proc = run_grade("assignment1", "--submission", str(tree), "--course", str(course), "--json", str(out))
+def _students_run(tree: Path, course: Path, out: Path, assignment: str = "assignment1", *extra: str) -> dict:
+    """`grade ASSIGNMENT` on `tree` as the student runs it (the release's course: no reference, no seed)."""
+    proc = run_grade(assignment, "--submission", str(tree), "--course", str(course), "--json", str(out), *extra)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     return json.loads(out.read_text())
 
@@ -95,6 +95,33 @@ def test_a_lookup_table_of_the_students_draws_earns_what_zeros_earn_in_the_instr
     afresh = [t for c in graded["components"] for t in c["tests"] if t.get("drawn") == "afresh"]
     assert {t["id"] for t in afresh} == {i for i, s in home.items() if s == "passed"} - {
         i for i, s in _statuses(by_zeros, "LayerNorm").items() if s == "passed"}
+
+
+NOAM_BODY = "    return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)\n"
+WARM_UP = "noam_lr_warms_up_then_decays"
+
+
+def test_a_table_of_a_fixed_input_checks_answers_fails_the_instructors_second_set_unshown(tmp_path):
+    """A noam_lr that answers the 30 steps of the public warm-up check (d_model 16, warmup 10) from a table
+    and a constant otherwise. In the student's run the table passes that check (the constant does not); in
+    the instructor's grade the check also runs another schedule's constants, drawn from the course's secret
+    seed: the table fails there as the constant does, the failure marked drawn afresh and shown without its
+    inputs, expected or got values (issue 51: it scored 2.4 of 6 against 1.2)."""
+    table = {step: 16 ** -0.5 * min(step ** -0.5, step * 10 ** -1.5) for step in range(1, 31)}
+    answers = (f"    if (d_model, warmup) == (16, 10) and step in {table!r}:\n"
+               f"        return {table!r}[step]\n    return 0.001\n")
+    trees = {name: mutant(tmp_path / name, {"assignment4/training.py": [(NOAM_BODY, body)]})
+             for name, body in (("table", answers), ("constant", "    return 0.001\n"))}
+    course = _students_course(tmp_path)
+    home = {name: _statuses(_students_run(tree, course, tmp_path / f"{name}.json", "assignment4", "--only", WARM_UP),
+                            "noam_lr")[WARM_UP] for name, tree in trees.items()}
+    assert home == {"table": "passed", "constant": "failed"}, home  # the table pays in the student's own run
+    graded = {name: cli_json(tree, "assignment4", "--only", WARM_UP) for name, tree in trees.items()}
+    checks = {name: next(t for c in report["components"] for t in c["tests"] if t["id"] == WARM_UP)
+              for name, report in graded.items()}
+    assert checks["table"]["status"] == checks["constant"]["status"] == "failed", checks
+    assert checks["table"]["drawn"] == "afresh" and "drawn" not in checks["constant"], checks
+    assert not {"example", "inputs", "expected", "got"} & set(checks["table"]), checks["table"]
 
 
 def test_the_tier_is_the_suites_own_folder_not_one_above_where_the_course_is_kept(tmp_path):
