@@ -10,7 +10,7 @@ from grader import trim, words
 from grader.findings import Found
 from grader.judging import telling, warned
 from grader.render import layout, review
-from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Drawn, Reason, Report, Status
+from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Reason, Report, Status
 from grader.reveal import Reveal
 
 STYLES = layout.STYLES
@@ -99,11 +99,9 @@ def _also(others: list[CheckResult], explained, tight: bool) -> Text:
     checks) as the same bug, the other public ones as not explained by it, the hidden ones apart (the
     diagnosis reads the public checks only)."""
     same = [t.id for t in others if t.id in explained]
-    afresh = tuple(t.id for t in others if t.id not in explained and t.tier != "hidden"
-                   and t.outcome.details.get("drawn") == Drawn.AFRESH)
-    rest = [t.id for t in others if t.id not in explained and t.tier != "hidden" and t.id not in afresh]
+    rest = [t.id for t in others if t.id not in explained and t.tier != "hidden"]
     hidden = [t.id for t in others if t.id not in explained and t.tier == "hidden"]
-    return Text(words.also(same, rest, hidden, diagnosed=bool(explained), tight=tight, afresh=afresh), style="dim")
+    return Text(words.also(same, rest, hidden, diagnosed=bool(explained), tight=tight), style="dim")
 
 
 def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, reveal: Reveal = Reveal.FIX,

@@ -3,9 +3,7 @@
 A student's run of the public checks draws its inputs derandomized: the same in every run, so a
 table of that run's answers would pass them. The instructor's grade (the reference at hand) runs
 each public check that passed and drew anything once more, on inputs drawn from the course's
-`hidden_seed`, which the release does not ship, mixed with a digest of the submission's files
-(`for_submission`): a table of the first set answers none of the second, and a resubmission gets
-another second set.
+`hidden_seed`, which the release does not ship: a table of the first set answers none of the second.
 The first pass is the student's run exactly, so the bug table (bugs.json, made from that run) names
 a bug alike in both grades; a failure of the second pass alone is marked (`Drawn.AFRESH`) and left out of
 that match (grader.judging.diagnosis).
@@ -15,10 +13,8 @@ in the first pass it is the seed itself; in the second, mixed with the course's.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from contextlib import contextmanager
-from pathlib import Path
 
 import hypothesis
 
@@ -56,19 +52,6 @@ def tagged(afresh: bool = True):
         if afresh:
             e.drawn = Drawn.AFRESH  # type: ignore[attr-defined]
         raise
-
-
-def for_submission(hidden_seed: int, staged: Path) -> int:
-    """The seed of the instructor's second set for one submission: the course's secret seed mixed with a
-    digest of the submission's staged files (whitelisted, each under 1 MiB). A resubmission that changes
-    anything draws another second set, which no earlier report of its own could have shown; the same
-    files draw the same one, so a regrade reproduces the grade, and an attribution run or the other
-    half of a split grading draws what the first run drew."""
-    digest = hashlib.sha256(f"{hidden_seed}\0".encode())
-    for path in sorted(p for p in staged.rglob("*") if p.is_file() and not p.is_symlink()):
-        data = path.read_bytes()
-        digest.update(f"{path.relative_to(staged).as_posix()}\0{len(data)}\0".encode() + data)
-    return int.from_bytes(digest.digest()[:8], "big") % 2**62
 
 
 def second_set(student, check: str) -> random.Random | None:

@@ -153,8 +153,8 @@ class GradingPlugin:
         submission.below = {name: _below(name, depends) for name in depends}
         # where the reference is at hand (the instructor's grade), checks on the public tier's stored examples
         # also run a fresh draw of them from this seed, which the release does not ship (tests/grading/support.py)
-        submission.fresh_seed = (draws.for_submission(course.hidden_seed, submission.sandbox.dir / "submission")
-                                 if submission.reference is not None and submission.second_set else None)
+        submission.fresh_seed = (course.hidden_seed if submission.reference is not None and submission.second_set
+                                 else None)
 
     def pytest_configure(self, config):
         hypothesis.settings.register_profile(
