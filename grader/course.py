@@ -8,6 +8,7 @@ from pathlib import Path
 from grader.course_table import ConfigError, _Table
 from grader.late_policy import Late, read_late
 from grader.limits import Limits
+from grader.results import Tier
 from grader.reveal import Reveal
 
 # a forbidden API: a dotted name under torch, optionally "(keyword)" (forbidden only when that keyword is given)
@@ -17,7 +18,7 @@ _API = re.compile(r"torch(\.\w+)+(\(\w+\))?")
 @dataclass(frozen=True)
 class Check:
     id: str
-    tier: str  # "public", "hidden" or "cuda"
+    tier: Tier
     weight: float = 1.0
 
 
@@ -215,7 +216,7 @@ def _component(c: _Table, c_name: str, a_name: str, files: list[str], seen_compo
 def _checks(c: _Table) -> list[Check]:
     weights = c.table("weights")
     checks: list[Check] = []
-    for tier in ("public", "hidden", "cuda"):
+    for tier in Tier:
         for check_id in c.get(tier, "ids", []):
             if any(x.id == check_id for x in checks):
                 raise ConfigError(f"{c.file}: {c.key}.{tier}: check {check_id!r} listed twice")

@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 
 from grader.findings import Attribution, Note
-from grader.results import CheckResult, ComponentResult, Outcome, Report
+from grader.results import CheckResult, ComponentResult, Outcome, Reason, Report, Status, Tier
 from grader.reveal import Reveal
 
 # the fields of a check's JSON entry that are not its outcome's details (_document puts them together)
@@ -27,9 +27,10 @@ def from_json(data: dict, *, weights: dict[str, float] | None = None,
     weights, depends = weights or {}, depends or {}
     components = []
     for c in data.get("components", []):
-        checks = [CheckResult(t["id"], t.get("tier") or ("hidden" if t.get("hidden") else "public"),
+        # a document written by hand (a Gradescope test's) may say only whether a check is hidden
+        checks = [CheckResult(t["id"], Tier(t.get("tier") or (Tier.HIDDEN if t.get("hidden") else Tier.PUBLIC)),
                               float(weights.get(t["id"], 1.0)),
-                              Outcome(t.get("status", ""), t.get("reason", ""), t.get("message", ""),
+                              Outcome(Status(t["status"]), Reason(t.get("reason", Reason.NONE)), t.get("message", ""),
                                       {k: v for k, v in t.items() if k not in _CHECK_FIELDS}, t.get("output", ""),
                                       float(t.get("duration_seconds", 0.0))),
                               tuple(t.get("excused_by", ())), Attribution.from_json(t.get("attribution")),

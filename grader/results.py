@@ -42,6 +42,15 @@ class Reason(StrEnum):
     NO_CUDA = "no_cuda"
 
 
+class Tier(StrEnum):
+    """A check's tier, the folder of the course's suites it is in: the students' public checks, the
+    instructors' hidden ones (graded with the reference at hand), the GPU's (run with --device cuda)."""
+
+    PUBLIC = "public"
+    HIDDEN = "hidden"
+    CUDA = "cuda"
+
+
 class ComponentStatus(StrEnum):
     PASSED = "passed"
     FAILED = "failed"
@@ -75,18 +84,18 @@ NOT_COUNTED = (Reason.UNAVAILABLE, Reason.NO_CUDA)
 
 @dataclass(frozen=True)
 class Fault:
-    """A restart of the submission's process, as the grading keeps it: its kind (crash, timeout,
-    tamper), what was said of it, and the check it happened in ("" where none was running)."""
+    """A restart of the submission's process, as the grading keeps it: its kind (Reason.CRASH, TIMEOUT,
+    TAMPER), what was said of it, and the check it happened in ("" where none was running)."""
 
-    kind: str
+    kind: Reason
     detail: str
     check: str = ""
 
 
 @dataclass
 class Outcome:
-    status: str  # a Status
-    reason: str = ""  # a Reason
+    status: Status
+    reason: Reason = Reason.NONE
     message: str = ""
     details: dict = field(default_factory=dict)
     output: str = ""
@@ -97,7 +106,7 @@ class Outcome:
 @dataclass
 class CheckResult:
     id: str
-    tier: str
+    tier: Tier
     weight: float
     outcome: Outcome
     excused_by: tuple[str, ...] = ()  # failing parts whose reference versions make this check pass
@@ -277,7 +286,7 @@ def _document(report: Report) -> dict:
         "noted": [n.to_json() for n in report.notes],
         "components": [
             {"name": c.name, "file": c.file, "score": c.score, "max_score": c.max_score, "status": c.status,
-             "tests": [{"id": t.id, "status": t.outcome.status, "hidden": t.tier == "hidden", "tier": t.tier,
+             "tests": [{"id": t.id, "status": t.outcome.status, "hidden": t.tier == Tier.HIDDEN, "tier": t.tier,
                         "reason": t.outcome.reason, "message": t.outcome.message,
                         "duration_seconds": round(t.outcome.duration, 3), **t.outcome.details,
                         **({"excused_by": list(t.excused_by)} if t.excused_by else {}),

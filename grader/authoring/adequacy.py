@@ -21,9 +21,9 @@ from pathlib import Path
 from grader.authoring.expected import bug_tree, load_bugs
 from grader.course import Course
 from grader.course_table import ConfigError
-from grader.results import Status
+from grader.results import Status, Tier
 
-TIERS = ("public", "hidden")  # the GPU tier's checks need a GPU: left out
+TIERS = (Tier.PUBLIC, Tier.HIDDEN)  # the GPU tier's checks need a GPU: left out
 
 
 def matrix(course: Course, assignment: str) -> dict:
@@ -62,9 +62,9 @@ def matrix(course: Course, assignment: str) -> dict:
             signatures[name] = diagnosis.failing_public(spec, bug.component, results)
             named = [n for n, b in stored.items()
                      if b["component"] == bug.component and b["failing"] == signatures[name]]
-            bugs[name] = {"component": bug.component, "public": [c.id for c in caught if c.tier == "public"],
+            bugs[name] = {"component": bug.component, "public": [c.id for c in caught if c.tier == Tier.PUBLIC],
                           # diagnosis names a bug from its failing public checks: none, no name
-                          "hidden": [c.id for c in caught if c.tier == "hidden"],
+                          "hidden": [c.id for c in caught if c.tier == Tier.HIDDEN],
                           "named": bool(signatures[name]) and named == [name]}
     names = list(bugs)
     same = [[a, b] for i, a in enumerate(names) for b in names[i + 1:]

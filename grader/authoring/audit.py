@@ -10,11 +10,12 @@ import re
 from pathlib import Path
 
 from grader.course import Course
+from grader.results import Tier
 
 
 def hidden_ids(course: Course) -> set[str]:
     return {chk.id for a in course.assignments.values() for comp in a.components for chk in comp.checks
-            if chk.tier == "hidden"}
+            if chk.tier == Tier.HIDDEN}
 
 
 def audit(out: Path, course: Course) -> list[str]:
@@ -28,7 +29,7 @@ def audit(out: Path, course: Course) -> list[str]:
     problems = []
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
         data, rel = path.read_bytes(), path.relative_to(out)
-        if "hidden" in rel.parts:
+        if Tier.HIDDEN in rel.parts:
             problems.append(f"{rel} is in a hidden folder")
         if any(line.strip() in (BEGIN.encode(), END.encode()) for line in data.splitlines()):
             problems.append(f"{rel} holds a solution marker")

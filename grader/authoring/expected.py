@@ -20,6 +20,7 @@ import torch
 from grader import imports
 from grader.course import Course
 from grader.course_table import ConfigError
+from grader.results import Tier
 from grader.sandbox.child.tree import import_tree, resolve
 
 REFERENCE = "_kit_reference"
@@ -47,7 +48,7 @@ def load_cases(course: Course, assignment: str) -> list[Case]:
 
 
 def path_for(course: Course, assignment: str) -> Path:
-    return course.suites / "public" / "expected" / f"{assignment}.pt"
+    return course.suites / Tier.PUBLIC / "expected" / f"{assignment}.pt"
 
 
 def run_case(case) -> dict:
@@ -198,7 +199,7 @@ def _public_results(course: Course, grader, assignment: str, component: str, tre
         with one_intra_op_thread():
             student = Submission(sandbox, None, course.reference)
             student.second_set = False  # the table is of the student's draws alone (grader.suite.draws)
-            results = run_checks(course, student, {chk.id: () for chk in comp.checks if chk.tier == "public"})
+            results = run_checks(course, student, {chk.id: () for chk in comp.checks if chk.tier == Tier.PUBLIC})
     finally:
         sandbox.close()
     return results

@@ -26,6 +26,7 @@ from grader.authoring.audit import audit, hidden_ids
 from grader.authoring.readme import readme_text
 from grader.course import Course, load
 from grader.course_table import ConfigError
+from grader.results import Tier
 
 # the kit's extras that only instructors and the kit's developers install (docs: the site)
 INSTRUCTOR_EXTRAS = ("dev", "instructor", "docs")
@@ -160,8 +161,8 @@ def _files(folder: Path) -> list[Path]:
 def _public_tier(course: Course) -> dict[Path, Path]:
     """The public and GPU tiers' folders (tests and stored outputs), the conftest.py files above
     them, and every module of the course folder that those import, directly or not (not the grader's)."""
-    public = course.suites / "public"
-    files = {_relative(p, course): p for tier in ("public", "cuda") for p in _files(course.suites / tier)}
+    public = course.suites / Tier.PUBLIC
+    files = {_relative(p, course): p for tier in (Tier.PUBLIC, Tier.CUDA) for p in _files(course.suites / tier)}
     start = [p for p in files.values() if p.suffix == ".py"]
     start += [d / "conftest.py" for d in public.parents if d.is_relative_to(course.root)
               and (d / "conftest.py").is_file()]
@@ -203,7 +204,7 @@ def course_text(course: Course, *, folders: dict[str, str] | None = None, perfor
     for a_name, a in course.assignments.items():
         kept[a_name] = {k: v for k, v in data[a_name].items() if not isinstance(v, dict)}
         for comp in a.components:
-            if not any(chk.tier != "hidden" for chk in comp.checks):
+            if not any(chk.tier != Tier.HIDDEN for chk in comp.checks):
                 raise ConfigError(f"release: {a_name}.{comp.name} has hidden checks only: students could not "
                                   "be graded on it")
             table = {k: v for k, v in data[a_name][comp.name].items() if k != "hidden"}

@@ -9,7 +9,7 @@ import io
 from pathlib import Path
 
 from grader.findings import Note, Noted
-from grader.results import Report
+from grader.results import Report, Tier
 
 
 def feedback(report: Report, student: str, *, hidden: bool) -> tuple[str, str]:
@@ -28,11 +28,11 @@ def feedback(report: Report, student: str, *, hidden: bool) -> tuple[str, str]:
         withheld = []
         components = []
         for c in report.components:
-            secret = [t for t in c.checks if t.tier == "hidden"]
+            secret = [t for t in c.checks if t.tier == Tier.HIDDEN]
             if secret:
                 earned = sum(t.earned for t in secret)
                 withheld.append(f"{c.name} {earned}/{len(secret)}")  # a name and a count, no words
-            components.append(dataclasses.replace(c, checks=[t for t in c.checks if t.tier != "hidden"]))
+            components.append(dataclasses.replace(c, checks=[t for t in c.checks if t.tier != Tier.HIDDEN]))
         shown = dataclasses.replace(shown, components=components)  # the Report is frozen
         if withheld:
             shown.notes.append(Note(Noted.HIDDEN_PASSED, names=tuple(withheld)))

@@ -23,7 +23,7 @@ from grader.batch.late import column
 from grader.course import Assignment
 from grader.render import review
 from grader.report_json import Graded, from_json, graded
-from grader.results import ComponentResult, Reason, Status
+from grader.results import ComponentResult, Reason, Status, Tier
 
 FAULTS = (Reason.CRASH, Reason.TIMEOUT, Reason.TAMPER)
 
@@ -122,9 +122,9 @@ def _gradescope_lines(c: ComponentResult, doc: Graded, held: float | None) -> li
     if (o := doc.overrides.get(c.name)) is not None:
         lines.insert(0, f"Override: {o.points:g} points instead of the {o.graded:g} graded"
                         + (f": {o.reason}" if o.reason else ""))
-    secret = [t for t in c.checks if t.tier == "hidden"]
+    secret = [t for t in c.checks if t.tier == Tier.HIDDEN]
     for t in c.checks:
-        if t.tier != "hidden" and t.outcome.status != Status.PASSED:
+        if t.tier != Tier.HIDDEN and t.outcome.status != Status.PASSED:
             lines.append(f"{t.outcome.status}: {t.id}: {t.outcome.message}".strip())
     if secret:
         passed = sum(t.outcome.status == Status.PASSED or bool(t.excused_by) for t in secret)

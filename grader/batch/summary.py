@@ -18,7 +18,7 @@ from grader.course import Assignment
 from grader.findings import Found
 from grader.render import review
 from grader.report_json import Graded, from_json
-from grader.results import Reason, Report, Status
+from grader.results import Reason, Report, Status, Tier
 
 BINS = 10
 BAR = 30  # characters of the longest histogram bar
@@ -38,7 +38,7 @@ def _public(spec: Assignment, report: Report) -> float:
     total = 0.0
     for comp in spec.components:
         got = next((c for c in report.components if c.name == comp.name), None)
-        tests = [t for t in (got.checks if got else []) if t.tier == "public"]
+        tests = [t for t in (got.checks if got else []) if t.tier == Tier.PUBLIC]
         counted = sum(weights.get(t.id, 1.0) for t in tests)
         earned = sum(weights.get(t.id, 1.0) for t in tests if t.outcome.status == Status.PASSED or t.excused_by)
         if counted and not (got and got.forbidden):

@@ -30,7 +30,7 @@ import warnings
 from dataclasses import replace
 
 from grader.report_json import Graded, from_json, graded
-from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Status, Timing
+from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Status, Tier, Timing
 
 # the instructor's course.toml, set by the course directory's nbgrader_config.py (grader.gradebook.config)
 COURSE_VARIABLE = "GRADE_NBGRADER_COURSE"
@@ -147,7 +147,7 @@ def _summary(doc: Graded | None) -> None:
     isolation = report.isolation_detail or f"{report.isolation or 'unknown'} isolation"
     print(f"{report.assignment}: {doc.total} / {report.max_score} points "
           f"(graded in {report.duration} s, {isolation})")
-    hidden = {t.id for c in report.components for t in c.checks if t.tier == "hidden"}
+    hidden = {t.id for c in report.components for t in c.checks if t.tier == Tier.HIDDEN}
     from grader.words import noted
 
     for note in map(noted, report.notes):  # a restart's reason may name a hidden check: left out
@@ -211,7 +211,7 @@ def _describe(c: ComponentResult, *, assignment: str) -> list[str]:
         lines.append(f"  Diagnosis: {_one_line(said, _VALUE_CHARS)}")
     failed = []
     for t in c.checks:
-        if t.tier == "hidden":
+        if t.tier == Tier.HIDDEN:
             continue
         if t.outcome.status == Status.PASSED:
             lines.append(f"  passed   {t.id}")
@@ -238,7 +238,7 @@ def _describe(c: ComponentResult, *, assignment: str) -> list[str]:
         lines += _details(chosen or _telling(c, failed), hint=not said)
         if len(failed) > 1:
             lines.append(f"  (`grade {assignment} --verbose` in this folder shows every failed check in full)")
-    hidden = [t for t in c.checks if t.tier == "hidden" and t.outcome.reason not in NOT_COUNTED]
+    hidden = [t for t in c.checks if t.tier == Tier.HIDDEN and t.outcome.reason not in NOT_COUNTED]
     hidden_failed = sum(1 for t in hidden if t.outcome.status != Status.PASSED and not t.excused_by)
     if hidden_failed:
         lines.append(f"  {hidden_failed} hidden check{'s' * (hidden_failed != 1)} failed")

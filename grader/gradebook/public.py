@@ -22,6 +22,7 @@ from grader.authoring.release import course_text
 from grader.course import Course
 from grader.course_table import ConfigError
 from grader.judging import diagnosis
+from grader.results import Tier
 
 HEADER = ("# {name}, {assignment}: the public checks, written by `grade nbgrader`. `grade {assignment}` in this\n"
           "# folder grades the .py files here with them (running the notebook does the same); your\n"
@@ -42,11 +43,11 @@ def files(course: Course, assignment: str) -> dict[str, bytes]:
     out = {"course.toml": (HEADER.format(name=course.name, assignment=assignment) + tomli_w.dumps(data)).encode()}
 
     tier: list[Path] = []
-    for name in ("public", "cuda"):
+    for name in (Tier.PUBLIC, Tier.CUDA):
         folder = course.suites / name
         tier += [p for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts
                  and p.suffix != ".pyc" and not _belongs_to(p, others)] if folder.is_dir() else []
-    public = course.suites / "public"
+    public = course.suites / Tier.PUBLIC
     start = [p for p in tier if p.suffix == ".py"]
     start += [d / "conftest.py" for d in public.parents if d.resolve().is_relative_to(root)
               and (d / "conftest.py").is_file()]

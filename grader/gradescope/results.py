@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from grader.batch import safe
 from grader.batch.outputs import gradescope
 from grader.report_json import graded
-from grader.results import ComponentResult, Status
+from grader.results import ComponentResult, Status, Tier
 
 ISOLATION = {
     "namespaces": "namespaces (the submission's process had no network and a private root: this "
@@ -52,6 +52,6 @@ MAX_MESSAGE = 4500  # a check's message in the output: what the grader keeps of 
 def _hidden_detail(component: ComponentResult) -> str:
     lines = []
     for t in component.checks:
-        if t.tier == "hidden" and t.outcome.status != Status.PASSED and not t.excused_by:
+        if t.tier == Tier.HIDDEN and t.outcome.status != Status.PASSED and not t.excused_by:
             lines.append(f"{t.outcome.status}: {t.id}: {t.outcome.message[:MAX_MESSAGE]}".strip())
     return "\n".join(lines)

@@ -14,7 +14,7 @@ from grader.course_table import ConfigError
 from grader.grading import stages
 from grader.grading.run import GradingRun, Options
 from grader.grading.suites import frozen_heap, one_intra_op_thread, suite_files
-from grader.results import Report
+from grader.results import Report, Tier
 from grader.sandbox.host import Sandbox
 from grader.sandbox.template import Template
 
@@ -34,8 +34,8 @@ def start_sandbox(*, course: Course, assignment: str, submission: Path, device: 
     submission = Path(submission).resolve()
     if not submission.is_dir():
         raise ConfigError(f"submission directory {str(submission)!r} does not exist")
-    if "public" not in suite_files(course, assignment):
-        raise ConfigError(f"no grading suite for {assignment}: {course.suites / 'public'} has no "
+    if Tier.PUBLIC not in suite_files(course, assignment):
+        raise ConfigError(f"no grading suite for {assignment}: {course.suites / Tier.PUBLIC} has no "
                           f"test_{assignment}.py")
     staged = {a.name: list(a.files) for a in course.closure(assignment)}
     sandbox = Sandbox(submission, staged, course.limits, template=template, gpu=_gpu(device) is not None)
@@ -80,7 +80,7 @@ def _open(course: Course, name: str, submission: Path, sandbox: Sandbox, options
     spec = course.assignment(name)
     if options.only:
         spec = narrow(spec, options.only)
-    has_reference = "hidden" in suite_files(course, name)  # the instructors' tier: the reference tree is there too
+    has_reference = Tier.HIDDEN in suite_files(course, name)  # the instructors' tier: the reference tree is there too
     gpu = _gpu(options.device)
     student: Submission = Submission(sandbox, gpu, course.reference if has_reference else None)
     student.forbidden = sorted({api for comp in spec.components for api in comp.forbidden})

@@ -11,7 +11,7 @@ from grader import words
 from grader.findings import Note, Noted
 from grader.grading.run import GradingRun
 from grader.judging import attribution, diagnosis, forbidden, scoring, telling
-from grader.results import Fault, Outcome, Reason, Report, Status
+from grader.results import Fault, Outcome, Reason, Report, Status, Tier
 from grader.sandbox import isolation
 
 
@@ -25,7 +25,7 @@ def run_checks(run: GradingRun) -> None:
     # hand (the instructors' tier) its example is shrunk only where it is shown, once blame is known
     later = frozenset(chk.id for comp in spec.components if comp.depends for chk in comp.checks
                       if chk.id not in comp.isolated) if run.has_reference else frozenset()
-    checks = {chk.id: () for comp in spec.components for chk in comp.checks if chk.tier != "cuda" or run.gpu}
+    checks = {chk.id: () for comp in spec.components for chk in comp.checks if chk.tier != Tier.CUDA or run.gpu}
     kept = reuse.recall(run) if reuse is not None else {}
     reused = {chk.id for comp in spec.components if comp.name in kept for chk in comp.checks}
     results = split.run(run, {c: p for c, p in checks.items() if c not in reused}, later)
@@ -88,11 +88,11 @@ def score(run: GradingRun) -> None:
     rec, device = run.record, run.options.device
     for component in run.assignment.components:
         for check in component.checks:
-            if check.tier == "hidden" and not run.has_reference:
+            if check.tier == Tier.HIDDEN and not run.has_reference:
                 rec.unavailable[check.id] = Outcome(Status.SKIPPED, Reason.UNAVAILABLE, words.HIDDEN_TIER)
-            elif check.tier == "cuda" and device != "cuda":
+            elif check.tier == Tier.CUDA and device != "cuda":
                 rec.unavailable[check.id] = None
-            elif check.tier == "cuda" and run.gpu is None:
+            elif check.tier == Tier.CUDA and run.gpu is None:
                 rec.unavailable[check.id] = Outcome(Status.SKIPPED, Reason.NO_CUDA, words.NO_CUDA)
     rec.components = scoring.components(run.assignment, _judged(run))
 
@@ -146,7 +146,7 @@ def _upstream(run: GradingRun) -> list[dict]:
 
 def gpu_summary(components, results: dict[str, Outcome], gpu: str | None) -> dict:
     """What the JSON's `gpu` says of the GPU tier, with the report's note in words."""
-    ids = [chk.id for comp in components for chk in comp.checks if chk.tier == "cuda"]
+    ids = [chk.id for comp in components for chk in comp.checks if chk.tier == Tier.CUDA]
     if gpu is None:
         summary = {"available": False, "device": "", "checks": len(ids), "seconds": 0.0}
         return {**summary, "note": words.noted(gpu_note(summary))}

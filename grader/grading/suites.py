@@ -11,15 +11,16 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
 from grader.course import Course
-from grader.results import Outcome
+from grader.results import Outcome, Tier
 
 # plugins a grading run has no use for; unraisableexception alone costs ~0.6 s of gc at exit
 _NO_PLUGINS = ("cacheprovider", "randomly", "unraisableexception", "threadexception", "faulthandler", "doctest",
                "pastebin", "junitxml", "nose", "logging")
 
 
-def suite_files(course: Course, assignment: str, tiers=("public", "hidden")) -> dict[str, Path]:
-    """The suites of `assignment` that exist, by tier ("public", "hidden", "cuda")."""
+def suite_files(course: Course, assignment: str,
+                tiers: tuple[Tier, ...] = (Tier.PUBLIC, Tier.HIDDEN)) -> dict[Tier, Path]:
+    """The suites of `assignment` that exist, by tier."""
     files = {tier: course.suites / tier / f"test_{assignment}.py" for tier in tiers}
     return {tier: path for tier, path in files.items() if path.exists()}
 
@@ -87,7 +88,7 @@ def run_checks(course: Course, student, checks: dict[str, tuple[str, ...]], *, q
     # the public and hidden suites of each check's assignment, and the GPU tier's where a check is in it
     wanted = {owners[check] for check in checks}
     files = sorted({str(path) for name, tier in wanted
-                    for path in suite_files(course, name, ("public", "hidden", tier)).values()})
+                    for path in suite_files(course, name, (Tier.PUBLIC, Tier.HIDDEN, tier)).values()})
     plugin = GradingPlugin(course, student, checks, quick=quick, one_failure=one_failure)
     args = [*files, *(x for name in _NO_PLUGINS for x in ("-p", f"no:{name}"))]
     # the suites report through grader.suite.checks, not bare asserts: no rewriting to pay for

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from grader import words
 from grader.course import Assignment, Component, Course
-from grader.results import NOT_COUNTED, Outcome, Reason, Status
+from grader.results import NOT_COUNTED, Outcome, Reason, Status, Tier
 
 MISSING = Outcome(Status.ERROR, Reason.MISSING, words.NOT_RUN_AGAIN)
 
@@ -64,7 +64,7 @@ def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome
         # tier: it says nothing about the part's arithmetic), so a part's first failure decides
         outside = sorted({d for c in composites for d in c.depends if d not in here})
         run_parts = run_parts or (lambda ids: run(dict.fromkeys(ids, ()), quick=frozenset(ids), one_failure=True))
-        status.update(run_parts([chk.id for d in outside for chk in components[d].checks if chk.tier != "cuda"]))
+        status.update(run_parts([chk.id for d in outside for chk in components[d].checks if chk.tier != Tier.CUDA]))
         if upstream is not None and not swap:
             _deepen(components, here, outside, status, run_parts)
 
@@ -99,7 +99,7 @@ def _deepen(components: dict[str, Component], here: set[str], ran: list[str], st
         if not deeper:
             return
         done |= set(deeper)
-        status.update(parts([chk.id for d in deeper for chk in components[d].checks if chk.tier != "cuda"]))
+        status.update(parts([chk.id for d in deeper for chk in components[d].checks if chk.tier != Tier.CUDA]))
 
 
 def failing_parts(components: dict[str, Component], name: str, fails: Callable[[str], bool]) -> tuple[str, ...]:

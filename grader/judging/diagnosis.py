@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from grader.course import Assignment, Course
 from grader.findings import Found
-from grader.results import Drawn, Outcome, Reason, Status
+from grader.results import Drawn, Outcome, Reason, Status, Tier
 from grader.reveal import Reveal
 
 KEYS = ("status", "reason", "message", "expected", "got", "example")
@@ -36,7 +36,7 @@ _NEGATIVE_ZERO = re.compile(r"(?<![\w.])-0(?:\.0+)?(?:e[-+]?\d+)?(?![\w.])")
 
 
 def path_for(course: Course) -> Path:
-    return course.suites / "public" / "expected" / "bugs.json"
+    return course.suites / Tier.PUBLIC / "expected" / "bugs.json"
 
 
 def signature(outcome: Outcome) -> dict[str, str]:
@@ -63,7 +63,7 @@ def failing_public(spec: Assignment, component: str, results: dict[str, Outcome]
     signatures, grader.suite.draws)."""
     comp = next(c for c in spec.components if c.name == component)
     return {chk.id: signature(results[chk.id]) for chk in comp.checks
-            if chk.tier == "public" and chk.id in results and results[chk.id].status != Status.PASSED
+            if chk.tier == Tier.PUBLIC and chk.id in results and results[chk.id].status != Status.PASSED
             and results[chk.id].details.get("drawn") != Drawn.AFRESH}
 
 
@@ -167,7 +167,7 @@ def _own(spec: Assignment, comp, results: dict[str, Outcome], upstream: frozense
         if not _own(spec, part, results, upstream):
             return False
         if any(chk.id not in results or results[chk.id].status != Status.PASSED for chk in part.checks
-               if chk.tier == "public"):
+               if chk.tier == Tier.PUBLIC):
             return False
     return True
 
@@ -179,7 +179,7 @@ def forensic(spec: Assignment, component: str, results: dict[str, Outcome]) -> d
     comp = next(c for c in spec.components if c.name == component)
     for chk in comp.checks:
         o = results.get(chk.id)
-        if chk.tier != "public" or o is None or o.status == Status.PASSED or not _text(o.details.get("looks_like")):
+        if chk.tier != Tier.PUBLIC or o is None or o.status == Status.PASSED or not _text(o.details.get("looks_like")):
             continue
         # what was compared, as the check named it (the Mismatch's `subject`); a check that names none
         # is said by its whole message
@@ -187,7 +187,7 @@ def forensic(spec: Assignment, component: str, results: dict[str, Outcome]) -> d
                 "subject": _text(o.details.get("subject")) or o.message, "looks_like": _text(o.details["looks_like"])}
     for chk in comp.checks:
         o = results.get(chk.id)
-        seen = _names(o) if chk.tier == "public" and o is not None and o.status != Status.PASSED else None
+        seen = _names(o) if chk.tier == Tier.PUBLIC and o is not None and o.status != Status.PASSED else None
         if seen:
             return {"kind": Found.NAMES, "bug": f"looks_like:{chk.id}", "check": chk.id, "component": component,
                     **seen}
@@ -201,7 +201,7 @@ def placement(spec: Assignment, comp, results: dict[str, Outcome]) -> dict | Non
     that made it, then its callers) in the component's file, its own function or method first
     (make_causal_mask(T) called without a device is make_tgt_mask's line, not make_causal_mask's)."""
     failing = [results[c.id] for c in comp.checks
-               if c.tier == "public" and c.id in results and results[c.id].status != Status.PASSED]
+               if c.tier == Tier.PUBLIC and c.id in results and results[c.id].status != Status.PASSED]
     chains = [_chain(o) for o in failing]
     if not failing or not all(chains):
         return None
@@ -210,7 +210,7 @@ def placement(spec: Assignment, comp, results: dict[str, Outcome]) -> dict | Non
     if not mine:
         return None  # made in another file: a part's line, said there
     f = next((f for f in mine if f.function == comp.name or f.function.startswith(f"{comp.name}.")), mine[0])
-    check = next(c.id for c in comp.checks if c.tier == "public" and c.id in results
+    check = next(c.id for c in comp.checks if c.tier == Tier.PUBLIC and c.id in results
                  and results[c.id].status != Status.PASSED)
     return {"kind": Found.PLACEMENT, "bug": f"placement:{check}", "check": check, "component": comp.name,
             "where": f"{f.file}:{f.line}", "function": f.function, "line": f.code}

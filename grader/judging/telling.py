@@ -24,7 +24,7 @@ from collections import Counter
 
 from grader import words
 from grader.findings import Found
-from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Drawn, Reason, Status
+from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Drawn, Reason, Status, Tier
 from grader.words import hint_fits, judged
 
 _WORD = re.compile(r"[a-z0-9_]+")
@@ -73,7 +73,7 @@ def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | 
     # hint whose causes do not fit the pattern of what failed (grader.words.hint_fits) tells less, and
     # one whose fit a single wrong element cannot judge (words.judged) less than one that fits
     # a failure on the student's own draws is one their run shows too: before one on the instructor's second set
-    return (check.tier == "hidden", bool(o.details.get("basis")), o.reason != Reason.MISMATCH,
+    return (check.tier == Tier.HIDDEN, bool(o.details.get("basis")), o.reason != Reason.MISMATCH,
             o.details.get("drawn") == Drawn.AFRESH,
             2 * (not hint_fits(o.details)) or int(not judged(o.details)), o.message in context[2], -named,
             -topical(check, context[0], context[1]),
@@ -124,7 +124,7 @@ def best(component: ComponentResult, table: dict[str, dict]) -> CheckResult | No
     suspects = {diagnosed: bugs[diagnosed]} if diagnosed in bugs else None
     # the same message from several checks is one failure seen through them (a load that found no such
     # parameter): a check with a failure of its own tells more; the diagnosed bug says which is on topic
-    said = Counter(t.outcome.message for t in failed if t.tier != "hidden")  # (hidden ones repeat the public)
+    said = Counter(t.outcome.message for t in failed if t.tier != Tier.HIDDEN)  # (hidden ones repeat the public)
     what = words.what(component.diagnosis) if component.diagnosis else ""
     context = (what, component.name, frozenset() if what else frozenset(m for m, n in said.items() if n > 1))
     return min(failed, key=lambda t: rank(t, bugs, suspects, context))

@@ -5,6 +5,8 @@ its code was. Everything in them came from the submission: bounded here."""
 import re
 from pathlib import Path
 
+from grader.results import Reason
+
 # What the grader keeps of an exception of the submission's (protocol.describe_error sends no more)
 MAX_NAME, MAX_MESSAGE, MAX_MRO, MAX_WHERE, MAX_WHERE_LINES = 200, 4000, 32, 300, 6
 # what a timeout's frames read of one staged file (staging refuses larger sources: grader.sandbox.stage)
@@ -29,12 +31,12 @@ class StudentError(Exception):
 
 
 class WorkerFault(BaseException):
-    """The worker died, hung or broke the protocol; `kind` is crash, timeout or tamper.
+    """The worker died, hung or broke the protocol; `kind` is Reason.CRASH, TIMEOUT or TAMPER.
 
     A BaseException, so that Hypothesis does not replay and shrink a fault (each replay
     would cost a restart or a timeout): the check ends at once."""
 
-    def __init__(self, kind: str, detail: str):
+    def __init__(self, kind: Reason, detail: str):
         super().__init__(detail)
         self.kind, self.detail = kind, detail
         self.check = ""  # the check it happened in, where one was running (grader.suite.plugin)

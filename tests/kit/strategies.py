@@ -14,7 +14,7 @@ from grader import load_course
 from grader.course import Assignment, Component
 from grader.judging.attribution import Blame
 from grader.judging.scoring import Judged, score
-from grader.results import Outcome
+from grader.results import Outcome, Reason, Status, Tier
 from tests.kit.conftest import ROOT
 
 COURSE = load_course(ROOT / "course.toml")
@@ -25,15 +25,17 @@ COMPOSITES = [c for c in COMPONENTS if c.depends]
 KIT = settings(derandomize=True, max_examples=40, deadline=None, database=None,
                suppress_health_check=[HealthCheck.too_slow])
 
-PASSED = Outcome("passed")
+PASSED = Outcome(Status.PASSED)
 words = st.text(st.sampled_from("abcdefgh xyz_(),."), max_size=30)
 # what a check that ran and did not pass says
-failures = st.builds(Outcome, status=st.sampled_from(["failed", "error"]),
-                     reason=st.sampled_from(["mismatch", "exception", "crash", "not_attempted"]), message=words)
-timeouts = st.builds(Outcome, status=st.just("timeout"), reason=st.just("timeout"), message=words)
+failures = st.builds(Outcome, status=st.sampled_from([Status.FAILED, Status.ERROR]),
+                     reason=st.sampled_from([Reason.MISMATCH, Reason.EXCEPTION, Reason.CRASH, Reason.NOT_ATTEMPTED]),
+                     message=words)
+timeouts = st.builds(Outcome, status=st.just(Status.TIMEOUT), reason=st.just(Reason.TIMEOUT), message=words)
 ran = st.one_of(st.just(PASSED), failures, timeouts)  # a check that ran here
 # a check that could not run here for reasons outside the submission: out of the proportion
-not_counted = st.builds(Outcome, status=st.just("skipped"), reason=st.sampled_from(["unavailable", "no_cuda"]))
+not_counted = st.builds(Outcome, status=st.just(Status.SKIPPED),
+                        reason=st.sampled_from([Reason.UNAVAILABLE, Reason.NO_CUDA]))
 assignments = st.sampled_from(ASSIGNMENTS)
 composites = st.sampled_from(COMPOSITES)
 
@@ -87,7 +89,7 @@ acting_texts = st.text(alphabet=st.sampled_from(sorted(ACTING | set("ab =+\\x"))
 
 
 # a failed comparison, with the figures a report shows
-mismatches = st.builds(Outcome, status=st.just("failed"), reason=st.just("mismatch"), message=words,
+mismatches = st.builds(Outcome, status=st.just(Status.FAILED), reason=st.just(Reason.MISMATCH), message=words,
                        details=st.fixed_dictionaries({"expected": st.floats(-9, 9).map(lambda x: f"{x:.6f}"),
                                                       "got": st.floats(-9, 9).map(lambda x: f"{x:.6f}")}))
 
@@ -95,9 +97,9 @@ mismatches = st.builds(Outcome, status=st.just("failed"), reason=st.just("mismat
 @st.composite
 def one_component_failing(draw):
     """(assignment, component, outcomes): every check passed but some public checks of one component."""
-    comp = draw(st.sampled_from([c for c in COMPONENTS if sum(chk.tier == "public" for chk in c.checks) > 1]))
+    comp = draw(st.sampled_from([c for c in COMPONENTS if sum(chk.tier == Tier.PUBLIC for chk in c.checks) > 1]))
     assignment = assignment_of(comp)
-    public = [chk.id for chk in comp.checks if chk.tier == "public"]
+    public = [chk.id for chk in comp.checks if chk.tier == Tier.PUBLIC]
     failing = draw(st.lists(st.sampled_from(public), min_size=1, unique=True))
     return assignment, comp, {**all_passed(assignment), **{c: draw(mismatches) for c in failing}}
 

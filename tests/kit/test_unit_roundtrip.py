@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from grader.findings import Note, Noted
 from grader.report_json import from_json
-from grader.results import Report, to_json
+from grader.results import Reason, Report, Status, Tier, to_json
 from tests.kit import golden
 from tests.kit import strategies as s
 
@@ -25,6 +25,23 @@ def course_facts(assignment: str) -> dict:
     spec = s.COURSE.assignment(assignment)
     return {"title": spec.title, "weights": {c.id: c.weight for comp in spec.components for c in comp.checks},
             "depends": {comp.name: comp.depends for comp in spec.components}}
+
+
+def untyped(report: Report) -> list[tuple]:
+    """Its checks whose tier, status or reason is not a member of the kit's enum (a string equals its member,
+    so the round trips' equality does not see one)."""
+    return [(t.id, t.tier, t.outcome.status, t.outcome.reason) for c in report.components for t in c.checks
+            if not (isinstance(t.tier, Tier) and isinstance(t.outcome.status, Status)
+                    and isinstance(t.outcome.reason, Reason))]
+
+
+def test_a_report_read_from_the_records_json_holds_the_kits_vocabulary():
+    reports = {name: from_json(e["json"], **course_facts(e["assignment"])) for name, e in RECORD.items()}
+    assert {name: untyped(r) for name, r in reports.items() if untyped(r)} == {}
+    # not read from an empty record: its gradings (on the CPU) hold both tiers that run there, passed and failed
+    checks = [t for r in reports.values() for c in r.components for t in c.checks]
+    assert {t.tier for t in checks} == {Tier.PUBLIC, Tier.HIDDEN}
+    assert {Status.PASSED, Status.FAILED} <= {t.outcome.status for t in checks}
 
 
 @pytest.mark.parametrize("name", sorted(RECORD))
@@ -51,6 +68,7 @@ def test_a_scored_report_comes_back_from_its_json_as_itself(graded, drawn_notes)
     report = dataclasses.replace(s.scored(assignment, outcomes), notes=drawn_notes)
     again = from_json(to_json(report), **course_facts(assignment.name))
     assert again == dataclasses.replace(report, duration=round(report.duration, 2))
+    assert untyped(again) == []
     assert to_json(again) == to_json(report)
 
 

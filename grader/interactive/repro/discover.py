@@ -19,6 +19,7 @@ from pathlib import Path
 from grader import imports
 from grader.course import Assignment, Course
 from grader.imports import import_root
+from grader.results import Tier
 
 DEFAULT = "the course has no recipe for it (--only {check} runs it alone)"
 
@@ -43,7 +44,7 @@ class Known:
 
 
 def known(course: Course, assignment: str) -> Known:
-    module = _recipes(course.suites / "public" / "repro.py")
+    module = _recipes(course.suites / Tier.PUBLIC / "repro.py")
     stored = {**stored_cases(course, assignment), **getattr(module, "STORED", {}).get(assignment, {})}
     return Known(dict(getattr(module, "RECIPES", {})), stored, dict(getattr(module, "WHY_NOT", {})))
 
@@ -52,13 +53,13 @@ def reproducible(course: Course, spec: Assignment) -> list[str]:
     """The public checks of `spec` that --repro can write a script for, in course.toml's order."""
     found = known(course, spec.name)
     can = set(found.stored) | set(found.examples)
-    return [chk.id for comp in spec.components for chk in comp.checks if chk.tier == "public" and chk.id in can]
+    return [chk.id for comp in spec.components for chk in comp.checks if chk.tier == Tier.PUBLIC and chk.id in can]
 
 
 def stored_cases(course: Course, assignment: str) -> dict[str, list[tuple[str, float]]]:
     """check id -> [(stored case, atol)], read from the public suite's source: each test that calls
     check_stored(student, "assignmentN", "case", atol=...) with constants."""
-    path = course.suites / "public" / f"test_{assignment}.py"
+    path = course.suites / Tier.PUBLIC / f"test_{assignment}.py"
     if not path.is_file():
         return {}
     stat = path.stat()

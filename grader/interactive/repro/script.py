@@ -10,6 +10,7 @@ import torch
 from grader.course import Course
 from grader.interactive.repro.discover import known
 from grader.interactive.repro.literal import literal
+from grader.results import Tier
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -31,7 +32,7 @@ def _stored_outputs(path: Path, mtime_ns: int, size: int) -> dict:
 def stored_body(course: Course, assignment: str, cases: list[tuple]) -> str:
     """The body that runs the stored cases `cases` of `assignment`: [(case, atol)], or (case, atol, False)
     for a module the check runs as the student builds it, without the case's weights."""
-    path = course.suites / "public" / "expected" / f"{assignment}.pt"
+    path = course.suites / Tier.PUBLIC / "expected" / f"{assignment}.pt"
     stat = path.stat()
     data = _stored_outputs(path, stat.st_mtime_ns, stat.st_size)
     written = []
