@@ -207,8 +207,8 @@ def course_text(course: Course, *, folders: dict[str, str] | None = None, perfor
             if not any(chk.tier != Tier.HIDDEN for chk in comp.checks):
                 raise ConfigError(f"release: {a_name}.{comp.name} has hidden checks only: students could not "
                                   "be graded on it")
-            table = {k: v for k, v in data[a_name][comp.name].items() if k != "hidden"}
-            for key in ("isolated", "cuda"):
+            table = {k: v for k, v in data[a_name][comp.name].items() if k != Tier.HIDDEN}
+            for key in ("isolated", Tier.CUDA):
                 if key in table:
                     table[key] = [i for i in table[key] if i not in hidden]
             if "weights" in table:
