@@ -36,11 +36,12 @@ def main() -> int:
 {tensor_or_say("y", "x.shape", "LayerNorm output")}
     y = y.detach().double()
     ok = compare("row mean of the output", y.mean(-1), torch.zeros(x.shape[:-1], dtype=torch.float64), atol=1e-4)
-    var = y.var(-1, unbiased=False)
-    ok &= compare("row variance of the output", var, torch.ones_like(var), atol=2e-3, rtol=0)
-    # normalising a row keeps the order of its values
-    ok &= compare("order of values within each row", torch.argsort(y, dim=-1), torch.argsort(x.double(), dim=-1),
-                  atol=0)
+    # variance 1, or var_x / (var_x + eps) for a row of nearly equal values
+    var, var_x = y.var(-1, unbiased=False), x.double().var(-1, unbiased=False)
+    ok &= compare("row variance of the output", var, var_x / (var_x + 1e-5), atol=2e-3, rtol=0)
+    # normalising a row keeps the order of its values: y taken in x's order never decreases
+    ranked = torch.gather(y, -1, torch.argsort(x.double(), dim=-1))
+    ok &= compare("output values in the order of x's", ranked, ranked.cummax(-1).values, atol=1e-6)
     return verdict(ok)
 '''
 
