@@ -235,18 +235,22 @@ def not_working(name: str, file: str, student: bool) -> str:
             f"{'public ' * student}checks, and the checks here that failed run through it.")
 
 
-def also(same: list[str], rest: list[str], hidden: list[str], *, diagnosed: bool, tight: bool = False) -> str:
+def also(same: list[str], rest: list[str], hidden: list[str], *, diagnosed: bool, tight: bool = False,
+         afresh: tuple[str, ...] = ()) -> str:
     """The other failed checks: those the diagnosed bug explains counted (`same`), each public one it does
-    not explain named (`rest`), the hidden ones (it does not read them) named, counted where `tight`."""
-    n = len(same) + len(rest) + len(hidden)
+    not explain named (`rest`), those that failed only on the instructor's second set named apart
+    (`afresh`: the diagnosis does not read them), the hidden ones (nor those) named, counted where `tight`."""
+    n = len(same) + len(rest) + len(afresh) + len(hidden)
     more = " (grade --verbose shows each)." if tight else ". grade --verbose shows each."
     hid = [f"{len(hidden)} hidden"] if tight and hidden else [f"{i} (hidden)" for i in hidden]
     if tight and len(rest) > 2:  # panels share one screen: a few names, else a count
         rest = [f"{len(rest)} public"]
+    fresh = [f"on inputs drawn for this grading: {', '.join(afresh)}"] if afresh else []
     if not diagnosed:
-        return f"Also failed ({n}): {', '.join([*rest, *hid])}{more}"
+        return f"Also failed ({n}): {'; '.join([*([', '.join([*rest, *hid])] if rest or hid else []), *fresh])}{more}"
     said = [f"{len(same)} by the same bug"] if same else []
     said += [f"not explained by it: {', '.join(rest)}"] if rest else []
+    said += fresh
     unread = f"{len(hidden)} hidden" if tight else f"hidden, which the diagnosis does not read: {', '.join(hidden)}"
     said += [unread] if hidden else []
     return f"Also failed ({n}): {'; '.join(said)}{more}"

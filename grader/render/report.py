@@ -10,7 +10,17 @@ from grader import trim, words
 from grader.findings import Found
 from grader.judging import telling, warned
 from grader.render import layout, review
-from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Reason, Report, Status
+from grader.results import (
+    NOT_COUNTED,
+    CheckResult,
+    ComponentResult,
+    ComponentStatus,
+    Drawn,
+    Reason,
+    Report,
+    Status,
+    Tier,
+)
 from grader.reveal import Reveal
 
 STYLES = layout.STYLES
@@ -73,7 +83,7 @@ def _excused(checks: list[CheckResult]) -> Panel:
     """Failures that come from the parts: one line each, not the red panels of a real failure."""
     parts = sorted({p for t in checks for p in t.excused_by})
     names = " and ".join(parts)
-    ids = Text(", ".join(t.id + (" (hidden)" if t.tier == "hidden" else "") for t in checks), style="dim")
+    ids = Text(", ".join(t.id + (" (hidden)" if t.tier == Tier.HIDDEN else "") for t in checks), style="dim")
     return Panel(Group(Text(f"Not counted here: with the reference's {names} in place of yours these checks pass. "
                             f"Fix your {names}; these failures should go with it.", style="cyan"), ids),
                  title=Text.assemble(("excused", "cyan"), f"  {len(checks)} check{'s' * (len(checks) > 1)}"),
@@ -99,9 +109,11 @@ def _also(others: list[CheckResult], explained, tight: bool) -> Text:
     checks) as the same bug, the other public ones as not explained by it, the hidden ones apart (the
     diagnosis reads the public checks only)."""
     same = [t.id for t in others if t.id in explained]
-    rest = [t.id for t in others if t.id not in explained and t.tier != "hidden"]
-    hidden = [t.id for t in others if t.id not in explained and t.tier == "hidden"]
-    return Text(words.also(same, rest, hidden, diagnosed=bool(explained), tight=tight), style="dim")
+    afresh = tuple(t.id for t in others if t.id not in explained and t.tier != Tier.HIDDEN
+                   and t.outcome.details.get("drawn") == Drawn.AFRESH)
+    rest = [t.id for t in others if t.id not in explained and t.tier != Tier.HIDDEN and t.id not in afresh]
+    hidden = [t.id for t in others if t.id not in explained and t.tier == Tier.HIDDEN]
+    return Text(words.also(same, rest, hidden, diagnosed=bool(explained), tight=tight, afresh=afresh), style="dim")
 
 
 def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, reveal: Reveal = Reveal.FIX,
@@ -127,7 +139,7 @@ def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, rev
     best = next((t for t in failed if t.id == c.telling), None) or telling.best(c, {})
     shown = failed if verbose or not best else [best]
     for t in shown:
-        tier = " (hidden)" if t.tier == "hidden" else ""
+        tier = " (hidden)" if t.tier == Tier.HIDDEN else ""
         # a diagnosis says the cause: the check's list of likely ones is for --verbose
         # ("looks like" says what the values are, not why: the hint stays)
         forensic = bool(c.diagnosis) and words.kind(c.diagnosis or {}) in (Found.LOOKS_LIKE, Found.NAMES)

@@ -3,7 +3,9 @@
 A student's run of the public checks draws its inputs derandomized: the same in every run, so a
 table of that run's answers would pass them. The instructor's grade (the reference at hand) runs
 each public check that passed and drew anything once more, on inputs drawn from the course's
-`hidden_seed`, which the release does not ship: a table of the first set answers none of the second.
+`hidden_seed`, which the release does not ship, mixed with a digest of the checked component's own
+files (`for_component`): a table of the first set answers none of the second, and a resubmission that
+changes the component gets another second set.
 The first pass is the student's run exactly, so the bug table (bugs.json, made from that run) names
 a bug alike in both grades; a failure of the second pass alone is marked (`Drawn.AFRESH`) and left out of
 that match (grader.judging.diagnosis).
@@ -13,8 +15,10 @@ in the first pass it is the seed itself; in the second, mixed with the course's.
 
 from __future__ import annotations
 
+import hashlib
 import random
 from contextlib import contextmanager
+from pathlib import Path
 
 import hypothesis
 
@@ -52,6 +56,23 @@ def tagged(afresh: bool = True):
         if afresh:
             e.drawn = Drawn.AFRESH  # type: ignore[attr-defined]
         raise
+
+
+def for_component(hidden_seed: int, staged: Path, files: list[str]) -> int:
+    """The seed of the instructor's second set for one component of one submission: the course's secret
+    seed mixed with a digest of the component's own files as staged (`files`, relative to `staged`; a
+    missing one counts as missing). A resubmission that changes the component draws another second set,
+    which no earlier report of its own could have shown; the same files draw the same one, so a regrade
+    reproduces the grade, and an attribution run or the other half of a split grading draws what the
+    first run drew. Only its own files: fixing a bug in another component never changes what this
+    one's checks draw, so it never finds this one a bug it did not find before (fixing a bug never
+    lowers a grade)."""
+    digest = hashlib.sha256(f"{hidden_seed}\0".encode())
+    for name in sorted(files):
+        path = staged / name
+        data = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+        digest.update(f"{name}\0{-1 if data is None else len(data)}\0".encode() + (data or b""))
+    return int.from_bytes(digest.digest()[:8], "big") % 2**62
 
 
 def second_set(student, check: str) -> random.Random | None:

@@ -11,7 +11,7 @@ import pytest
 from grader import words
 from grader.course import Course
 from grader.judging.attribution import target
-from grader.results import NOT_COUNTED, Drawn, Outcome, Reason, Status
+from grader.results import NOT_COUNTED, Drawn, Outcome, Reason, Status, Tier
 from grader.sandbox.host import StudentError, WorkerFault
 from grader.suite import draws
 from grader.suite.checks import Mismatch
@@ -151,10 +151,13 @@ class GradingPlugin:
         self.own_parts = {name: tuple(target(by_name[d]) for d in sorted(_below(name, depends)) if d in by_name)
                           for name, parts in depends.items() if parts}
         submission.below = {name: _below(name, depends) for name in depends}
-        # where the reference is at hand (the instructor's grade), checks on the public tier's stored examples
-        # also run a fresh draw of them from this seed, which the release does not ship (tests/grading/support.py)
-        submission.fresh_seed = (course.hidden_seed if submission.reference is not None and submission.second_set
-                                 else None)
+        # where the reference is at hand (the instructor's grade), each component's public checks run a second
+        # set drawn from a seed of its own, which the release does not ship (grader.suite.draws); set as each
+        # check starts (pytest_pyfunc_call), read by the suites (tests/grading/support.py, draws.second_set)
+        staged = submission.sandbox.dir / "submission"
+        self.fresh_seeds = ({comp.name: draws.for_component(course.hidden_seed, staged, [f"{a.name}/{comp.file}"])
+                             for a in course.assignments.values() for comp in a.components}
+                            if submission.reference is not None and submission.second_set else {})
 
     def pytest_configure(self, config):
         hypothesis.settings.register_profile(
@@ -181,7 +184,7 @@ class GradingPlugin:
                 # run drew). The public properties draw as in the student's run, also in the instructor's
                 # grade: the bug table's signatures (bugs.json), which name the bug in both, are of those
                 # draws (fresh ones there lost the student's report its diagnosis: security.md, open items)
-                if self._tier(item) == "hidden" and hasattr(item.obj, "hypothesis"):
+                if self._tier(item) == Tier.HIDDEN and hasattr(item.obj, "hypothesis"):
                     hypothesis.seed(self.course.hidden_seed)(item.obj)
             else:
                 drop.append(item)
@@ -246,12 +249,13 @@ class GradingPlugin:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem):
+        seed = self.fresh_seeds.get(self.component_of.get(pyfuncitem.name.removeprefix("test_"), ""))
+        self.submission.fresh_seed = seed
         before = draws.drawn()
         result = yield
         # passed on the student's draws: in the instructor's grade, a public check that drew its inputs
         # runs again on a set the release does not ship (grader.suite.draws)
-        seed = self.submission.fresh_seed
-        if seed is not None and self._tier(pyfuncitem) == "public" and (
+        if seed is not None and self._tier(pyfuncitem) == Tier.PUBLIC and (
                 hasattr(pyfuncitem.obj, "hypothesis") or draws.drawn() > before):
             draws.run_again(pyfuncitem, seed)
         return result

@@ -1,6 +1,6 @@
 """Steps that many grading tests share: compare with stored or live reference outputs."""
 
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import torch
@@ -37,7 +37,7 @@ def examples(student, assignment: str, case: str) -> list[dict]:
     return found
 
 
-@cache
+@lru_cache(maxsize=64)  # the seed is each submission's own (grader.suite.draws.for_submission): a batch's worker
 def _fresh(reference: str, assignment: str, case: str, seed: int) -> dict | None:
     import dataclasses
     import importlib.util

@@ -3,6 +3,7 @@ it can read of them (issue 43, item 5). The public properties' draws in the inst
 still the student's (docs/explanation/security.md, open items)."""
 
 import sys
+from types import SimpleNamespace
 
 from tests.kit.conftest import ROOT, mutant
 
@@ -12,6 +13,7 @@ class _Submission:  # what the plugin reads and writes of the submission at coll
     fresh_seed = None
     second_set = True
     order: list = []
+    sandbox = SimpleNamespace(dir=ROOT / "no-such-folder")  # its staged files: none (grader.suite.draws)
 
     def __init__(self, reference):
         self.reference = reference
