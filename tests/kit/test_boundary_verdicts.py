@@ -116,3 +116,25 @@ def test_a_forged_placement_watch_earns_nothing(tmp_path):
     [check] = [t for c in forged["components"] for t in c["tests"]
                if t["id"] == "layer_norm_stays_on_the_inputs_device"]
     assert check["status"] == "failed" and "watch" in check["message"], check
+
+
+# no tampering: the code refuses any device but the CPU, so that the meta run ends before the CPU tensor
+# meets the input (issue 51: an error in the meta run was taken for "reads a value: nothing judged")
+REFUSE_OFF_CPU = ("        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n",
+                  "        if x.device.type != 'cpu':\n            raise RuntimeError('this LayerNorm runs on the CPU')\n"
+                  "        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n")
+
+
+def test_code_that_refuses_every_device_but_the_cpu_earns_what_the_device_bug_earns(tmp_path):
+    """The LayerNorm with the device bug, and an error raised wherever its input is not on the CPU: its own
+    error on the meta device (one that does not name the meta device's limits) fails the placement check,
+    as the bug does, and says why. Nothing is flagged: no gain, no hold."""
+    honest = grade_json(mutant(tmp_path / "honest", {"assignment1/layer_norm.py": [DEVICE_BUG]}), "assignment1")
+    refusing = grade_json(mutant(tmp_path / "refusing", {"assignment1/layer_norm.py": [DEVICE_BUG, REFUSE_OFF_CPU]}),
+                          "assignment1")
+    assert scores(refusing)["LayerNorm"] == scores(honest)["LayerNorm"] < 10, (scores(refusing), scores(honest))
+    assert not held(refusing)
+    [check] = [t for c in refusing["components"] for t in c["tests"]
+               if t["id"] == "layer_norm_stays_on_the_inputs_device"]
+    assert check["status"] == "failed" and "raises on the meta device" in check["message"], check
+    assert "this LayerNorm runs on the CPU" in check["got"], check
