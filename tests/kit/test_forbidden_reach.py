@@ -128,7 +128,7 @@ def test_graded_layer_norm_from_another_file_or_a_patched_recorder_is_zeroed(tmp
 
 
 # LayerNorm by the aten kernel, reached through operator.attrgetter with a computed name: no forbidden name
-# in the source, and the recorder watches Python functions, not kernels (10/10 on main, nothing flagged)
+# in the source (10/10 before issue 51, nothing flagged); the recorder now knows the operator
 LN_BODY = ("        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n"
            "        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1)\n" + LN_RETURN)
 ATTRGETTER = {LN: [(
@@ -138,20 +138,37 @@ ATTRGETTER = {LN: [(
     "        return kernel(x, [x.size(-1)], self.gamma, self.beta, self.eps)[0]\n")]}
 
 
-def test_a_kernel_reached_through_attrgetter_is_flagged_and_held_for_review(tmp_path):
-    """Issue 51: the flag is found, and under the default policy (the kit's course.toml says it, and so
-    does the grader without a `[policy]` table: `flagged = "hold"`) LayerNorm's points are held at 0 for
-    review (`held`: what its checks earned, for an override to release); nothing else loses a point."""
-    assert COURSE.flagged == "hold" and config.Course.flagged == "hold"
+def test_a_kernel_reached_through_attrgetter_is_recorded_as_the_api_and_flagged(tmp_path):
+    """Issue 51: the operator that ran is recorded as the forbidden API it does (aten::native_layer_norm is
+    torch.nn.functional.layer_norm's kernel), however the code named it: LayerNorm scores 0 by that, not only
+    by a hold, and its reach by a computed name is flagged too; nothing else loses a point."""
     tree = mutant(tmp_path, ATTRGETTER)
     report = grade_json(tree, "assignment1")
     got, full = scores(report), full_marks(report)
     layer_norm = next(c for c in report["components"] if c["name"] == "LayerNorm")
-    assert got["LayerNorm"] == 0 and layer_norm["held"] == full["LayerNorm"], layer_norm
-    assert layer_norm["status"] == "held for review"
+    assert got["LayerNorm"] == 0, layer_norm
+    kernel = _line(tree, LN, "return kernel(")
+    assert {"what": "torch.nn.functional.layer_norm", "where": f"{LN}:{kernel}", "how": "executed"} in \
+        layer_norm["forbidden"], layer_norm["forbidden"]
     assert ("operator.attrgetter", f"{LN}:{_line(tree, LN, 'attrgetter')}") in {
         (f["what"], f["where"]) for f in layer_norm["flagged"]}
     assert {n: s for n, s in got.items() if n != "LayerNorm" and s != full[n]} == {}
+
+
+def test_attention_by_the_sdpa_operator_written_plainly_is_zeroed(tmp_path):
+    """torch.ops.aten.scaled_dot_product_attention (flagged, and 12/12, before issue 51): recorded as
+    torch.nn.functional.scaled_dot_product_attention, so the attention scores 0; MultiHeadAttention, which
+    runs it, keeps its points (the hit is the attention's, where it is made)."""
+    tree = mutant(tmp_path, {ATT: [("    return weights @ v, weights",
+                                    "    torch.ops.aten.scaled_dot_product_attention(q, k, v)\n"
+                                    "    return weights @ v, weights")]})
+    report = grade_json(tree, "assignment2")
+    got, full = scores(report), full_marks(report)
+    attention = next(c for c in report["components"] if c["name"] == "scaled_dot_product_attention")
+    assert got["scaled_dot_product_attention"] == 0, attention
+    assert {(f["what"], f["how"]) for f in attention["forbidden"]} >= {
+        ("torch.nn.functional.scaled_dot_product_attention", "executed")}, attention["forbidden"]
+    assert {n: s for n, s in got.items() if n != "scaled_dot_product_attention" and s != full[n]} == {}
 
 
 # LayerNorm's forward by torch's own layer norm, reached through each tool of dynamic reach (issue 51, item 3):

@@ -4,6 +4,8 @@ course.toml lists, per component, what students must not call (`forbidden`); the
 the names with each import request. While the worker runs the submission's code, a
 TorchFunctionMode sees every torch function by the object called, however the code named it
 (`F.layer_norm`, `getattr(F, "layer" + "_norm")`, `torch.layer_norm`, nn.LayerNorm's forward),
+and knows the aten operators that do a forbidden API's work (torch.ops.aten.native_layer_norm, by any
+alias or computed name, is the operator object the mode sees: `ATEN`),
 and a global forward pre-hook sees forbidden nn.Module classes run (nn.TransformerEncoderLayer's
 fast path calls no forbidden function). A hit is kept with the line of the submission's file
 that made the call; the grader (grader.judging.forbidden) decides what it costs. Nothing here is
@@ -36,6 +38,31 @@ _STUDENT = f"{_HERE.parents[3] / SUBMISSION}{os.sep}"
 _MAX_HITS = 64  # one hit already costs the component everything: keep the answer small
 
 
+# The aten operators whose kernels do a forbidden API's work, by the API's course name. Reached through
+# torch.ops (an alias, operator.attrgetter, a computed name: each call lands on the operator object,
+# which the mode sees), they are recorded as the API. Not for the classes that only the forward hook
+# watches (assignment3's): the mode is pushed only where a function is watched (its cost)
+_LAYER_NORM = ("aten::layer_norm", "aten::native_layer_norm")
+_SDPA = ("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_attention_math",
+         "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_flash_attention_for_cpu",
+         "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention",
+         "aten::_scaled_dot_product_attention_math_for_mps", "aten::_fused_sdp_choice")
+ATEN = {"torch.nn.LayerNorm": _LAYER_NORM, "torch.nn.functional.layer_norm": _LAYER_NORM,
+        "torch.layer_norm": _LAYER_NORM, "torch.native_layer_norm": _LAYER_NORM,
+        "torch.nn.functional.scaled_dot_product_attention": _SDPA,
+        "torch.nn.MultiheadAttention": ("aten::_native_multi_head_attention",),
+        "torch.nn.functional.multi_head_attention_forward": ("aten::_native_multi_head_attention",)}
+
+
+def _operator(func) -> str:
+    """"aten::native_layer_norm" for torch.ops.aten.native_layer_norm and its overloads; "" for the rest."""
+    if isinstance(func, torch._ops.OpOverloadPacket):
+        return func._qualified_op_name
+    if isinstance(func, torch._ops.OpOverload):
+        return func.name()
+    return ""
+
+
 def _resolve(name: str):
     """"torch.nn.functional.layer_norm" -> the object (None if this torch has no such name)."""
     obj: object = torch
@@ -52,6 +79,7 @@ class Watch(TorchFunctionMode):
         self.functions: dict[int, tuple[str, str]] = {}  # id(function) -> (course name, keyword or "")
         self.alive: list[object] = []  # the functions behind those ids: no other object can take their id
         self.classes: dict[type, str] = {}
+        self.operators: dict[str, str] = {}  # "aten::native_layer_norm" -> course name (ATEN)
         self.hits: list[list] = []
         self.depth = 0
         self.active = False  # whether the outermost entry pushed the mode (no function watched: not pushed)
@@ -68,6 +96,8 @@ class Watch(TorchFunctionMode):
             elif callable(obj):
                 self.functions[id(obj)] = (name, keyword.rstrip(")"))
                 self.alive.append(obj)
+            if not keyword:
+                self.operators.update(dict.fromkeys(ATEN.get(path, ()), name))
 
     def __enter__(self):
         global _ON
@@ -99,6 +129,9 @@ class Watch(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         hit = self.functions.get(id(func))
+        if hit is None and self.operators and type(func).__module__ == "torch._ops":
+            named = self.operators.get(_operator(func))
+            hit = (named, "") if named else None
         if hit is not None and (not hit[1] or _given(func, hit[1], args, kwargs)):
             relay = _relay_of()
             self._note(hit[0], relay.origin if relay is not None else None)
