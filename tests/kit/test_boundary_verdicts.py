@@ -121,7 +121,8 @@ def test_a_forged_placement_watch_earns_nothing(tmp_path):
 # no tampering: the code refuses any device but the CPU, so that the meta run ends before the CPU tensor
 # meets the input (issue 51: an error in the meta run was taken for "reads a value: nothing judged")
 REFUSE_OFF_CPU = ("        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n",
-                  "        if x.device.type != 'cpu':\n            raise RuntimeError('this LayerNorm runs on the CPU')\n"
+                  "        if x.device.type != 'cpu':\n"
+                  "            raise RuntimeError('this LayerNorm runs on the CPU')\n"
                   "        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n")
 
 
