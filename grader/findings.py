@@ -4,14 +4,14 @@ batch's outputs alike; nothing reads a sentence back. Standard library only, as 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 
 
 class Found(StrEnum):
-    """What a diagnosis (grader.judging.diagnosis; ComponentResult.diagnosis's "kind") found; its other
-    fields are data that grader.words words. A diagnosis without a kind (a report written before
-    the kinds) is read as the table's."""
+    """What a diagnosis (grader.judging.diagnosis; a Diagnosis's `kind`) found; its other fields are data
+    that grader.words words. A diagnosis without a kind (a report written before the kinds) is read as
+    the table's."""
 
     TABLE = "table"  # a classic bug of the course's table: "bug" its name, "what" and "fix" the table's
     LOOKS_LIKE = "looks_like"  # forensics: in "check", "subject"'s got values look like "looks_like"
@@ -30,6 +30,79 @@ class Attributed(StrEnum):
     EXCUSED = "excused"  # passes with the reference's parts: the parts are charged (the parts: `excused_by`)
     HIDDEN = "hidden"  # passes with the student's parts only because their bug hides one of its own
     OWN = "own"  # fails with the reference's parts too: the component's own bug
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What names a component's bug (grader.judging.diagnosis), with what grader.judging.telling completes it
+    with; grader.words words it. A kind has the fields of _FIELDS; the others stay empty."""
+
+    kind: Found
+    bug: str  # the table's name of the bug; a forensic finding's own id ("looks_like:<check>", "placement:<check>")
+    check: str = ""  # the forensic kinds': the failing check it was seen in, which the report names
+    component: str = ""  # NAMES and PLACEMENT: their words name the component, not the check
+    # TABLE: the table's own words, for a report that names the bug without the code to write (course.toml
+    # [feedback] reveal = "bug"): "what" the bug alone, "fix" the code; a student form of the table holds only
+    # what its level shows (none of them at "check"). The other kinds' what and fix are words, made from the rest
+    what: str = ""
+    fix: str = ""
+    subject: str = ""  # LOOKS_LIKE: what was compared, as the check named it (a check that names none: its message)
+    looks_like: str = ""  # LOOKS_LIKE: the failing values as a simple function of the expected (grader.suite.forensics)
+    names: str = ""  # NAMES: "layers" (one module repeated), "unbiased" (modules without bias) or "no_gradient"
+    modules: tuple[str, ...] = ()  # NAMES: the modules without bias, or the one whose parameter got no gradient
+    # PLACEMENT: the line of the component's own code that made a tensor on the CPU: "file:line", its function,
+    # its code (a student's copy at reveal "bug" leaves the code out: grader.words.shown)
+    where: str = ""
+    function: str = ""
+    line: str = ""
+    # the public checks it accounts for (grader.judging.telling.completed): all of a table bug's, a LOOKS_LIKE's or
+    # a NAMES's one check; the report names the other failures apart. Empty: not completed
+    explains: tuple[str, ...] = ()
+    expression: str = ""  # TABLE, a one-line bug: the whole expression in place of the bug's (grader.authoring.fixes)
+
+    def to_json(self) -> dict:
+        """The data, as a report's JSON holds it beside its words (grader.words.worded): its kind's fields, those
+        that completion adds (_SET_ONLY) where set, in the order of the fields."""
+        data: dict = {"kind": str(self.kind), "bug": self.bug}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in _FIELDS[self.kind] and (value or f.name not in _SET_ONLY):
+                data[f.name] = list(value) if isinstance(value, tuple) else value
+        return data
+
+    @classmethod
+    def from_json(cls, data: object) -> Diagnosis | None:
+        """A report's JSON "diagnosis" read back; None where it holds none. Its words (its "message", a forensic
+        kind's "what" and "fix") are left: grader.words words the data again. One without "kind" (a report
+        written before the kinds) is the table's; a field of another kind is not read."""
+        if not isinstance(data, dict) or not data:
+            return None
+        found: dict = data
+        kind = Found(found["kind"]) if found.get("kind") in set(Found) else Found.TABLE
+
+        def text(key: str) -> str:
+            return str(found.get(key) or "") if key in _FIELDS[kind] else ""
+
+        def listed(key: str) -> tuple[str, ...]:
+            value = found.get(key)
+            return tuple(str(v) for v in value) if key in _FIELDS[kind] and isinstance(value, list | tuple) else ()
+
+        return cls(kind, str(found.get("bug") or ""), check=text("check"), component=text("component"),
+                   what=text("what"), fix=text("fix"), subject=text("subject"), looks_like=text("looks_like"),
+                   names=text("names"), modules=listed("modules"), where=text("where"), function=text("function"),
+                   line=text("line"), explains=listed("explains"), expression=text("expression"))
+
+
+# the fields each kind has (Found), besides kind and bug: what grader.judging.diagnosis finds and telling adds
+_FIELDS: dict[Found, frozenset[str]] = {
+    Found.TABLE: frozenset({"what", "fix", "explains", "expression"}),
+    Found.LOOKS_LIKE: frozenset({"check", "subject", "looks_like", "explains"}),
+    Found.NAMES: frozenset({"check", "component", "names", "modules", "explains"}),
+    Found.PLACEMENT: frozenset({"check", "component", "where", "function", "line", "explains"}),
+}
+# written only where set, as a diagnosis has them today: what completion adds, the modules of a NAMES that has
+# some ("layers" names none)
+_SET_ONLY = frozenset({"explains", "expression", "modules"})
 
 
 @dataclass(frozen=True)

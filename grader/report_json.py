@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from grader.findings import Attribution, Note
+from grader.findings import Attribution, Diagnosis, Note, Noted
 from grader.results import CheckResult, ComponentResult, Outcome, Reason, Report, Status, Tier
 from grader.reveal import Reveal
 
@@ -18,12 +18,13 @@ _CHECK_FIELDS = frozenset({"id", "status", "hidden", "tier", "reason", "message"
                            "waiting_on", "note", "attribution", "output"})
 
 
-def from_json(data: dict, *, weights: dict[str, float] | None = None,
-              depends: dict[str, tuple[str, ...]] | None = None, title: str = "", student: bool = False) -> Report:
+def from_json(data: dict, *, weights: dict[str, float] | None = None, depends: dict[str, tuple[str, ...]] | None = None,
+              title: str = "", student: bool | None = None) -> Report:
     """The Report that `to_json` wrote `data` from, to render again (a batch's, a record's). The JSON
     keeps neither the assignment's title, a check's weight nor a component's parts: `title`, `weights`
     (check id -> weight, default 1) and `depends` (component -> its parts) come from the course where it
-    is at hand; they decide only how many points are "for now" and the order of the parts waited on."""
+    is at hand; they decide only how many points are "for now" and the order of the parts waited on.
+    `student`: whether it is a student's copy; None: as its notes say (`_student`)."""
     weights, depends = weights or {}, depends or {}
     components = []
     for c in data.get("components", []):
@@ -42,7 +43,7 @@ def from_json(data: dict, *, weights: dict[str, float] | None = None,
                                           _number(c.get("max_score", 0.0)), checks,
                                           tuple(depends.get(c["name"], c.get("waiting_on", ()))),
                                           list(c.get("forbidden", [])), list(c.get("flagged", [])),
-                                          held=c.get("held"), diagnosis=c.get("diagnosis"),
+                                          held=c.get("held"), diagnosis=Diagnosis.from_json(c.get("diagnosis")),
                                           telling=c.get("telling")))
     start = data.get("start_here")
     here = {c.name for c in components}
@@ -54,7 +55,14 @@ def from_json(data: dict, *, weights: dict[str, float] | None = None,
                   components, float(duration) if isinstance(duration, (int, float)) else 0.0,
                   notes, data.get("isolation", ""), data.get("isolation_detail", ""),
                   data.get("performance"), data.get("gpu"), upstream, Reveal(data.get("reveal", Reveal.FIX)),
-                  student)
+                  _student(notes) if student is None else student)
+
+
+def _student(notes: list[Note]) -> bool:
+    """Whether a report's notes mark a student's copy: its PUBLIC_ONLY note (grader.judging.scoring.notes), the
+    one mark the JSON has of it. What a student's copy says of a diagnosis depends on it (grader.words.sentence:
+    at reveal "bug" its message is the bug alone), and a view words the message again from the data."""
+    return any(n.kind == Noted.PUBLIC_ONLY for n in notes)
 
 
 def _number(value) -> float:

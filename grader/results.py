@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from grader.findings import Attribution, Note
+from grader.findings import Attribution, Diagnosis, Note
 from grader.reveal import Reveal
 
 
@@ -135,8 +135,8 @@ class ComponentResult:
     # the points its checks earned, held at 0 for the instructor's review because it is flagged (the course's
     # `[policy] flagged = "hold"`); an override releases them (grader.batch.regrade). None: not held
     held: float | None = None
-    # what names the bug ({"kind": a Found, "bug", ...}: data, worded by grader.words; grader.judging.diagnosis)
-    diagnosis: dict | None = None
+    # what names the bug (grader.judging.diagnosis; data, worded by grader.words); None: nothing named
+    diagnosis: Diagnosis | None = None
     # the check whose failure says most about the bug (grader.judging.telling); None: as the renderer ranks them
     telling: str | None = None
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from grader.findings import Attributed, Attribution, Found, Note, Noted
+from grader.findings import Attributed, Attribution, Diagnosis, Found, Note, Noted
 from grader.pattern import Kind, fits
 from grader.reveal import Reveal
 
@@ -91,55 +91,48 @@ def no_check(option: str, assignment: str, name: str, close: list[str], prefixes
     return f"{option}: {assignment} has no check {name!r}; {hint}"
 
 
-def kind(found: dict) -> Found:
-    """A diagnosis's kind (grader.findings.Found); one without (a report written before the kinds) is the table's."""
-    value = found.get("kind")
-    return Found(value) if value in set(Found) else Found.TABLE
-
-
-def what(found: dict) -> str:
+def what(found: Diagnosis) -> str:
     """The bug a diagnosis names, without the code to write: the table's words for a bug of the table, what
     the values, the parameter names or the line show for the others."""
-    seen = kind(found)
-    if seen == Found.LOOKS_LIKE:
-        return f"{found.get('subject')} looks like {found.get('looks_like')}"
-    if seen == Found.NAMES and found.get("names") == "layers":
-        return (f"{found.get('component')}'s layers look like one module repeated ([layer] * n): only layers.0 has "
+    if found.kind == Found.LOOKS_LIKE:
+        return f"{found.subject} looks like {found.looks_like}"
+    if found.kind == Found.NAMES and found.names == "layers":
+        return (f"{found.component}'s layers look like one module repeated ([layer] * n): only layers.0 has "
                 "parameters; build each layer with its own call")
-    if seen == Found.NAMES and found.get("names") == "no_gradient":
-        return (f"{found.get('component')}'s {', '.join(str(m) for m in found.get('modules', []))} gets no gradient: "
+    if found.kind == Found.NAMES and found.names == "no_gradient":
+        return (f"{found.component}'s {', '.join(found.modules)} gets no gradient: "
                 "it looks unused in forward, or its output is cut from the result (.detach(), torch.no_grad())")
-    if seen == Found.NAMES:
-        return (f"{found.get('component')} looks like {', '.join(str(m) for m in found.get('modules', []))} "
+    if found.kind == Found.NAMES:
+        return (f"{found.component} looks like {', '.join(found.modules)} "
                 "built with bias=False: the docstring asks for a bias")
-    if seen == Found.PLACEMENT:
-        return (f"{found.get('component')} makes a tensor on the CPU at {found.get('where')} ({found.get('function')}: "
-                f"{found.get('line')}) where its inputs' device is expected")
-    return str(found.get("what") or "")
+    if found.kind == Found.PLACEMENT:
+        return (f"{found.component} makes a tensor on the CPU at {found.where} ({found.function}: "
+                f"{found.line}) where its inputs' device is expected")
+    return found.what
 
 
-def fix(found: dict) -> str:
+def fix(found: Diagnosis) -> str:
     """What the diagnosed code should be, in the table's words (or, a placement, where to make the tensor)."""
-    return "make it on the input's device" if kind(found) == Found.PLACEMENT else str(found.get("fix") or "")
+    return "make it on the input's device" if found.kind == Found.PLACEMENT else found.fix
 
 
-def message(found: dict) -> str:
+def message(found: Diagnosis) -> str:
     """The diagnosis in one sentence, the JSON's "message" at "fix": the bug, the checks it explains, the fix."""
     said, to = what(found), fix(found)
-    if kind(found) == Found.TABLE:
-        n = len(found.get("explains") or ()) or 1
+    if found.kind == Found.TABLE:
+        n = len(found.explains) or 1
         said = f"matches {said} on all {n} failing public check{'s' * (n > 1)}" if said else ""
         return f"{said}: {to}." if to else f"{said}." * bool(said)
-    if kind(found) == Found.PLACEMENT:
-        return f"{said}: {to} (in {found.get('check')})."
-    return f"{said} (in {found.get('check')})."
+    if found.kind == Found.PLACEMENT:
+        return f"{said}: {to} (in {found.check})."
+    return f"{said} (in {found.check})."
 
 
-def worded(found: dict | None) -> dict | None:
-    """A diagnosis (grader.judging.diagnosis's data) with its words beside, as the JSON carries it."""
-    if not found:
-        return found
-    return {**found, "kind": str(kind(found)), "what": what(found), "fix": fix(found), "message": message(found)}
+def worded(found: Diagnosis | None) -> dict | None:
+    """A diagnosis (grader.findings.Diagnosis) as the JSON carries it: its data with its words beside."""
+    if found is None:
+        return None
+    return {**found.to_json(), "what": what(found), "fix": fix(found), "message": message(found)}
 
 
 def failing_checks(n: int) -> str:
@@ -149,36 +142,45 @@ def failing_checks(n: int) -> str:
     return "both failing public checks" if n == 2 else f"all {n} failing public checks"
 
 
-def diagnosis(found: dict | None, reveal: Reveal | str = Reveal.FIX) -> str:
+def diagnosis(found: Diagnosis | None, reveal: Reveal | str = Reveal.FIX) -> str:
     """The diagnosis as course.toml [feedback] reveal allows: "fix" names the bug and the code it should
-    be ("should be: ..."), "bug" the bug alone, "check" nothing (""). `found`: grader.judging.diagnosis's
-    data, completed by grader.judging.telling ("explains", "expression")."""
-    if not found or Reveal(reveal) is Reveal.CHECK:
+    be ("should be: ..."), "bug" the bug alone, "check" nothing (""). `found`: grader.judging.diagnosis's,
+    completed by grader.judging.telling (`explains`, `expression`)."""
+    if found is None or Reveal(reveal) is Reveal.CHECK:
         return ""
     said, to = what(found), fix(found)
-    explains = found.get("explains") or []
     if not said:  # a student form's diagnosis at "check" names nothing
         return ""
-    if kind(found) == Found.TABLE:  # it explains every failing public check
-        said = f"matches {said} on {failing_checks(len(explains) or 1)}."
+    if found.kind == Found.TABLE:  # it explains every failing public check
+        said = f"matches {said} on {failing_checks(len(found.explains) or 1)}."
     else:  # forensics or placement: what the values or the line show, in the check named
-        checks = f" (in {', '.join(explains)})" if explains else ""
+        checks = f" (in {', '.join(found.explains)})" if found.explains else ""
         said = f"{said}{checks}."
     # a one-line bug: the whole expression to put in place of the bug's (grader.authoring.fixes); else the table's words
-    to = str(found.get("expression") or to)
+    to = found.expression or to
     return said + (f" Should be: {to}." if to and Reveal(reveal) is Reveal.FIX else "")
 
 
-def shown(found: dict | None, reveal: Reveal | str = Reveal.FIX) -> dict | None:
-    """The diagnosis in a report's JSON at the level `reveal`, with its words (`worded`): all of it
-    ("fix"), without the code to write ("bug": no "fix", its message the bug alone), none ("check")."""
-    if not found or Reveal(reveal) is Reveal.CHECK:
+def sentence(found: Diagnosis | None, reveal: Reveal | str = Reveal.FIX, student: bool = False) -> str:
+    """The diagnosis's one sentence as a report's JSON says it (its "message"), for a view that shows that
+    sentence (a notebook's cell): the instructor's copy says all of it, a student's copy what [feedback]
+    reveal allows (`shown`)."""
+    level = Reveal(reveal) if student else Reveal.FIX
+    if found is None or level is Reveal.CHECK:
+        return ""
+    return message(found) if level is Reveal.FIX else diagnosis(found, Reveal.BUG)
+
+
+def shown(found: Diagnosis | None, reveal: Reveal | str = Reveal.FIX) -> dict | None:
+    """The diagnosis in a student's copy of a report's JSON at the level `reveal`, with its words (`worded`):
+    all of it ("fix"), without the code to write ("bug": no "fix", "line" or "expression", its message the
+    bug alone), none ("check")."""
+    if found is None or Reveal(reveal) is Reveal.CHECK:
         return None
     if Reveal(reveal) is Reveal.FIX:
         return worded(found)
     kept = {k: v for k, v in (worded(found) or {}).items() if k not in ("fix", "line", "expression")}
-    kept["message"] = diagnosis(found, Reveal.BUG) or ""
-    return kept
+    return {**kept, "message": sentence(found, reveal, student=True)}
 
 
 def note(found: Attribution | None) -> str:

@@ -104,9 +104,9 @@ def _diagnoses(docs: list[tuple[str, Graded]]) -> list[dict]:
     for _, d in docs:
         for c in d.report.components:
             # a "looks like" (its kind, data) describes values or names: it names no classic bug of the table
-            if isinstance(c.diagnosis, dict) and words.kind(c.diagnosis) not in FORENSIC:
-                what = str(c.diagnosis.get("what") or c.diagnosis["bug"])
-                bugs[(c.name, c.diagnosis["bug"], what)] += 1
+            if c.diagnosis is not None and c.diagnosis.kind not in FORENSIC:
+                what = words.what(c.diagnosis) or c.diagnosis.bug
+                bugs[(c.name, c.diagnosis.bug, what)] += 1
     return [{"component": comp, "bug": bug, "what": what, "students": n} for (comp, bug, what), n in bugs.most_common()]
 
 

@@ -31,6 +31,7 @@ from dataclasses import replace
 
 from grader.report_json import Graded, from_json, graded
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Status, Tier, Timing
+from grader.reveal import Reveal
 
 # the instructor's course.toml, set by the course directory's nbgrader_config.py (grader.gradebook.config)
 COURSE_VARIABLE = "GRADE_NBGRADER_COURSE"
@@ -165,7 +166,8 @@ def component(report: dict | None, name: str, *, points: float) -> float:
         if doc is None or found is None:
             print(f"{name}: not graded (the first cell says why)")
             return 0.0
-        for line in _describe(found, assignment=str(doc.report.assignment or "assignmentN")):
+        for line in _describe(found, assignment=str(doc.report.assignment or "assignmentN"), reveal=doc.report.reveal,
+                              student=doc.report.student):
             print(line)
         return clamp(found.score, points)
 
@@ -196,17 +198,24 @@ def clamp(score: object, points: float) -> float:
     return max(0.0, min(round(float(score), 2), float(points)))
 
 
-def describe(entry: dict, *, assignment: str = "assignmentN") -> list[str]:
-    """One component's public side (`entry`: its JSON): its diagnosis, its public checks by id, the most telling
-    failed one in full (as the terminal report shows it), hidden ones only counted."""
-    return _describe(from_json({"components": [entry]}).components[0], assignment=assignment)
+def describe(entry: dict, *, assignment: str = "assignmentN", reveal: Reveal = Reveal.FIX,
+             student: bool = False) -> list[str]:
+    """One component's public side (`entry`: its JSON, of a report at [feedback] `reveal`, a `student`'s copy or
+    not): its diagnosis, its public checks by id, the most telling failed one in full (as the terminal report
+    shows it), hidden ones only counted."""
+    return _describe(from_json({"components": [entry]}).components[0], assignment=assignment, reveal=reveal,
+                     student=student)
 
 
-def _describe(c: ComponentResult, *, assignment: str) -> list[str]:
+def _describe(c: ComponentResult, *, assignment: str, reveal: Reveal, student: bool) -> list[str]:
+    from grader.words import sentence
+
     lines = [f"{c.name} ({c.file}): {c.score} / {c.max_score} points, {c.status}"]
     if c.status == ComponentStatus.NOT_ATTEMPTED:
         return [*lines, f"  every check reached a TODO: start with {c.file}"]
-    said = c.diagnosis.get("message") if isinstance(c.diagnosis, dict) else None
+    # the diagnosis's sentence as the report's JSON says it (its "message"), worded again from its data: a
+    # student's copy at reveal "bug" says the bug alone
+    said = sentence(c.diagnosis, reveal, student)
     if said:
         lines.append(f"  Diagnosis: {_one_line(said, _VALUE_CHARS)}")
     failed = []

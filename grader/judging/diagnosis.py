@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from grader.course import Assignment, Course
-from grader.findings import Found
+from grader.findings import Diagnosis, Found
 from grader.results import Drawn, Outcome, Reason, Status, Tier
 from grader.reveal import Reveal
 
@@ -118,9 +118,9 @@ def student_text(table: dict[str, dict], reveal: Reveal) -> str:
 
 def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
              excused: frozenset[str] = frozenset(), table: dict[str, dict] | None = None,
-             upstream: frozenset[str] | None = None) -> dict[str, dict]:
-    """component -> what names its bug (data: {"kind": a grader.findings.Found, "bug": id, ...}, worded by
-    grader.words), where one bug explains all.
+             upstream: frozenset[str] | None = None) -> dict[str, Diagnosis]:
+    """component -> what names its bug (a grader.findings.Diagnosis, worded by grader.words), where one bug
+    explains all.
 
     `excused`: the failed checks that pass with the reference's parts swapped in. A component with
     one of them fails (at least partly) because of a part, and a part's bug can make it say exactly
@@ -144,8 +144,8 @@ def diagnose(course: Course, spec: Assignment, results: dict[str, Outcome],
             # "what" (the bug alone) and "fix" are the table's own fields, for a report that names the bug
             # without the code to write (course.toml [feedback] reveal = "bug"); a student form of the table
             # holds only what its level shows (`student_form`): none of them at "check"
-            found[comp.name] = {"kind": Found.TABLE, "bug": matches[0], "what": bug.get("message", ""),
-                                "fix": bug.get("fix", ""), "explains": sorted(failing)}
+            found[comp.name] = Diagnosis(Found.TABLE, matches[0], what=str(bug.get("message") or ""),
+                                         fix=str(bug.get("fix") or ""), explains=tuple(sorted(failing)))
         elif not matches and _own(spec, comp, results, upstream):
             seen = forensic(spec, comp.name, results)
             if seen:
@@ -172,7 +172,7 @@ def _own(spec: Assignment, comp, results: dict[str, Outcome], upstream: frozense
     return True
 
 
-def forensic(spec: Assignment, component: str, results: dict[str, Outcome]) -> dict | None:
+def forensic(spec: Assignment, component: str, results: dict[str, Outcome]) -> Diagnosis | None:
     """The numerical forensics of the component's failing public checks (grader.suite.forensics,
     computed where the check compared tensors): the first failing check, in the component's order,
     whose got values look like a simple function of the expected ones."""
@@ -183,18 +183,19 @@ def forensic(spec: Assignment, component: str, results: dict[str, Outcome]) -> d
             continue
         # what was compared, as the check named it (the Mismatch's `subject`); a check that names none
         # is said by its whole message
-        return {"kind": Found.LOOKS_LIKE, "bug": f"looks_like:{chk.id}", "check": chk.id,
-                "subject": _text(o.details.get("subject")) or o.message, "looks_like": _text(o.details["looks_like"])}
+        subject = _text(o.details.get("subject")) or o.message
+        return Diagnosis(Found.LOOKS_LIKE, f"looks_like:{chk.id}", check=chk.id, subject=subject,
+                         looks_like=_text(o.details["looks_like"]))
     for chk in comp.checks:
         o = results.get(chk.id)
         seen = _names(o) if chk.tier == Tier.PUBLIC and o is not None and o.status != Status.PASSED else None
         if seen:
-            return {"kind": Found.NAMES, "bug": f"looks_like:{chk.id}", "check": chk.id, "component": component,
-                    **seen}
+            return Diagnosis(Found.NAMES, f"looks_like:{chk.id}", check=chk.id, component=component, names=seen[0],
+                             modules=seen[1])
     return placement(spec, comp, results)
 
 
-def placement(spec: Assignment, comp, results: dict[str, Outcome]) -> dict | None:
+def placement(spec: Assignment, comp, results: dict[str, Outcome]) -> Diagnosis | None:
     """Where every failing public check of `comp` is a placement failure (a tensor made on the CPU while
     the inputs were on another device: the device checks record the frames that made it, the Mismatch's
     `made`), the line of the component's own code that made it: the first frame of the chain (the line
@@ -212,8 +213,8 @@ def placement(spec: Assignment, comp, results: dict[str, Outcome]) -> dict | Non
     f = next((f for f in mine if f.function == comp.name or f.function.startswith(f"{comp.name}.")), mine[0])
     check = next(c.id for c in comp.checks if c.tier == Tier.PUBLIC and c.id in results
                  and results[c.id].status != Status.PASSED)
-    return {"kind": Found.PLACEMENT, "bug": f"placement:{check}", "check": check, "component": comp.name,
-            "where": f"{f.file}:{f.line}", "function": f.function, "line": f.code}
+    return Diagnosis(Found.PLACEMENT, f"placement:{check}", check=check, component=comp.name,
+                     where=f"{f.file}:{f.line}", function=f.function, line=f.code)
 
 
 # What the diagnosis reads of a check's details. They are the grader's checks' own records, but of what
@@ -259,12 +260,12 @@ def _listed(value: object) -> list[str] | None:
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")  # in a parameter's name: the index of a stacked layer
 
 
-def _names(outcome: Outcome) -> dict | None:
+def _names(outcome: Outcome) -> tuple[str, tuple[str, ...]] | None:
     """What a check of the module's parameter names (its details' `parameters`) shows of the parameters
-    that are missing, where none is unexpected or of the wrong shape: only the first of its stacked
-    layers has any (one module repeated: {"names": "layers"}), or only biases (layers without one:
-    {"names": "unbiased", "modules": [...]}); or, a gradient check's, the parameter that got no gradient
-    at all (its module unused in forward, or cut from the output: {"names": "no_gradient", "modules": [...]})."""
+    that are missing, where none is unexpected or of the wrong shape (a NAMES Diagnosis's `names` and
+    `modules`): only the first of its stacked layers has any (one module repeated: ("layers", ())), or only
+    biases (layers without one: ("unbiased", modules)); or, a gradient check's, the parameter that got no
+    gradient at all (its module unused in forward, or cut from the output: ("no_gradient", (module,)))."""
     found = outcome.details.get("parameters")
     if not isinstance(found, dict):
         return None
@@ -272,13 +273,13 @@ def _names(outcome: Outcome) -> dict | None:
         cut = _listed(found["no_gradient"])
         if not cut or len(cut) != 1 or "." not in cut[0] or set(found) != {"no_gradient"}:
             return None
-        return {"names": "no_gradient", "modules": [cut[0].rpartition(".")[0]]}
+        return "no_gradient", (cut[0].rpartition(".")[0],)
     missing, unexpected, reshaped = (_listed(found.get(k)) for k in ("missing", "unexpected", "wrong_shape"))
     if not missing or unexpected != [] or reshaped != []:
         return None
     layers = {m.group(1) for n in missing for m in [_LAYER.search(n)] if m}
     if all(_LAYER.search(n) for n in missing) and "0" not in layers:
-        return {"names": "layers"}
+        return "layers", ()
     if all(n.endswith(".bias") for n in missing):
-        return {"names": "unbiased", "modules": [n.removesuffix(".bias") for n in missing]}
+        return "unbiased", tuple(n.removesuffix(".bias") for n in missing)
     return None

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 
 from grader import words
-from grader.findings import Found
+from grader.findings import Diagnosis, Found
 from grader.results import NOT_COUNTED, CheckResult, ComponentResult, Drawn, Reason, Status, Tier
 from grader.words import hint_fits, judged
 
@@ -84,25 +85,23 @@ def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | 
             (len(str(o.details.get("example", ""))) or 1 << 20) + len(str(o.details.get("where", ""))))
 
 
-def completed(diagnosis: dict | None, table: dict[str, dict]) -> dict | None:
-    """`diagnosis` (grader.judging.diagnosis's data) with the data a report words it from (the
-    level of course.toml [feedback] picks what it says): "what" (the bug, without the code to write)
-    and "fix" (the code it should be) for a bug of the table, "explains" (the public checks the
-    diagnosis accounts for: all of a table bug's, the one check of a "looks like")."""
-    if not diagnosis:
-        return diagnosis
-    bug = str(diagnosis.get("bug", ""))
-    entry = table.get(bug)
-    done = dict(diagnosis)
+def completed(diagnosis: Diagnosis | None, table: dict[str, dict]) -> Diagnosis | None:
+    """`diagnosis` (grader.judging.diagnosis's) with the data a report words it from (the level of
+    course.toml [feedback] picks what it says), where it has none yet: `what` (the bug, without the code
+    to write), `fix` (the code it should be) and `expression` for a bug of the table, `explains` (the
+    public checks the diagnosis accounts for: all of a table bug's, the one check of a "looks like")."""
+    if diagnosis is None:
+        return None
+    entry = table.get(diagnosis.bug)
     if entry is not None:
-        done.setdefault("what", entry.get("message", ""))
-        done.setdefault("fix", entry.get("fix", ""))
-        if entry.get("expression"):  # a one-line bug's complete fix (grader.authoring.fixes)
-            done.setdefault("expression", entry["expression"])
-        done.setdefault("explains", sorted(entry.get("failing", {})))
-    elif words.kind(diagnosis) in (Found.LOOKS_LIKE, Found.NAMES):  # seen in one check (a placement: in all)
-        done.setdefault("explains", [str(diagnosis.get("check", ""))])
-    return done
+        return replace(diagnosis, what=diagnosis.what or str(entry.get("message") or ""),
+                       fix=diagnosis.fix or str(entry.get("fix") or ""),
+                       # a one-line bug's complete fix (grader.authoring.fixes)
+                       expression=diagnosis.expression or str(entry.get("expression") or ""),
+                       explains=diagnosis.explains or tuple(sorted(entry.get("failing", {}))))
+    if diagnosis.kind in (Found.LOOKS_LIKE, Found.NAMES):  # seen in one check (a placement: in all)
+        return replace(diagnosis, explains=diagnosis.explains or (diagnosis.check,))
+    return diagnosis
 
 
 def most_telling(component: ComponentResult, table: dict[str, dict]) -> CheckResult | None:
@@ -120,7 +119,7 @@ def best(component: ComponentResult, table: dict[str, dict]) -> CheckResult | No
     if not failed:
         return None
     bugs = {name: bug for name, bug in table.items() if bug.get("component") == component.name}
-    diagnosed = (component.diagnosis or {}).get("bug")
+    diagnosed = component.diagnosis.bug if component.diagnosis else None
     suspects = {diagnosed: bugs[diagnosed]} if diagnosed in bugs else None
     # the same message from several checks is one failure seen through them (a load that found no such
     # parameter): a check with a failure of its own tells more; the diagnosed bug says which is on topic

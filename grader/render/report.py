@@ -142,7 +142,7 @@ def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, rev
         tier = " (hidden)" if t.tier == Tier.HIDDEN else ""
         # a diagnosis says the cause: the check's list of likely ones is for --verbose
         # ("looks like" says what the values are, not why: the hint stays)
-        forensic = bool(c.diagnosis) and words.kind(c.diagnosis or {}) in (Found.LOOKS_LIKE, Found.NAMES)
+        forensic = c.diagnosis is not None and c.diagnosis.kind in (Found.LOOKS_LIKE, Found.NAMES)
         # the check's name in the title where it fits whole (a nested panel: the outer one's borders too),
         # else in the panel's first row: a name cut short names no check
         whole = len(f"{t.outcome.status}  {t.id}{tier}") <= width - 10
@@ -152,7 +152,7 @@ def _component_panel(c: ComponentResult, verbose: bool, tight: bool = False, rev
                             title_align="left", border_style=STYLES.get(t.outcome.status, "")))
     others = [t for t in failed if t not in shown]
     if others:
-        panels.append(_also(others, (c.diagnosis or {}).get("explains", ()) if said else (), tight))
+        panels.append(_also(others, c.diagnosis.explains if c.diagnosis and said else (), tight))
     excused = [t for t in c.checks if t.excused_by and t.outcome.status != Status.PASSED]
     if excused:
         panels.append(_excused(excused) if verbose else _excused_line(excused))

@@ -5,6 +5,7 @@ as they pass on the solutions. Text only: nothing is graded."""
 
 from grader import load_course, words
 from grader.authoring.expected import expression_of
+from grader.findings import Diagnosis, Found
 from grader.judging import diagnosis, telling
 from grader.reveal import Reveal
 from tests.grading.bugs import BUGS
@@ -32,7 +33,7 @@ def test_each_one_line_fix_put_in_place_gives_the_solution_back():
 
 
 def test_should_be_is_the_whole_expression():
-    found = telling.completed({"bug": "layer_norm_unbiased_variance"}, TABLE)
+    found = telling.completed(Diagnosis(Found.TABLE, "layer_norm_unbiased_variance"), TABLE)
     said = words.diagnosis(found, Reveal.FIX)
     assert said.endswith("Should be: x.var(dim=-1, keepdim=True, unbiased=False)."), said
     assert "x.var" not in words.diagnosis(found, Reveal.BUG)

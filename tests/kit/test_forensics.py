@@ -227,8 +227,8 @@ def test_a_placement_failure_is_diagnosed_on_the_components_own_line(name, data)
         return
     own = [f for f in mine if f[2] == comp.name or f[2].startswith(f"{comp.name}.")]
     f, n, _, code = (own or mine)[0]
-    assert said is not None and said["where"] == f"{f}:{n}" and said["line"] == code, (chain, said)
-    assert said["bug"] == f"placement:{check}"
+    assert said is not None and said.where == f"{f}:{n}" and said.line == code, (chain, said)
+    assert said.bug == f"placement:{check}"
 
 
 @settings(max_examples=30)

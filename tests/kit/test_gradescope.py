@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader import words
+from grader.findings import Diagnosis
 from grader.sandbox import isolation
 from tests.kit import seccomp
 from tests.kit.conftest import ROOT, SOLUTIONS, grade_json, mutant, run_grade
@@ -155,7 +156,8 @@ def test_a_one_bug_tree_in_a_zip_scores_what_grade_gives_it(autograder, tmp_path
     assert {n: t["score"] for n, t in by_name(data).items()} == {c["name"]: c["score"]
                                                                  for c in expected["components"]}
     ln = next(c for c in expected["components"] if c["name"] == "LayerNorm")
-    said = words.diagnosis(ln["diagnosis"], expected.get("reveal", "fix"))  # the report's words (grader.render)
+    # the report's words (grader.render), from the JSON's data
+    said = words.diagnosis(Diagnosis.from_json(ln["diagnosis"]), expected.get("reveal", "fix"))
     assert said and by_name(data)["LayerNorm"]["output"].startswith(f"Diagnosis: {said}")
     # the hidden tier's detail, for after publishing only
     failing = [t["id"] for t in ln["tests"] if t["hidden"] and t["status"] != "passed"]

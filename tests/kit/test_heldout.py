@@ -33,7 +33,7 @@ def diagnosed(course, name: str, graded: dict) -> dict[str, str]:
     results.update({i: Outcome(o["status"], o["reason"], o["message"], o["details"])
                     for i, o in graded["failing"].items()})
     named = diagnosis.diagnose(course, spec, results, frozenset(graded["excused"]), upstream=frozenset())
-    return {component: said["bug"] for component, said in named.items()}
+    return {component: said.bug for component, said in named.items()}
 
 
 def test_the_record_covers_the_held_out_set(record):
@@ -61,7 +61,7 @@ def test_a_held_out_bug_graded_afresh_fails_as_recorded(tmp_path, record, name):
     was = {i: (o["status"], o["message"], o["details"].get("looks_like", ""))
            for i, o in record[name]["failing"].items()}
     assert failing == was, "the record is stale: run python -m tests.kit.heldout"
-    named = {c.name: c.diagnosis["bug"] for c in report.components if c.diagnosis}
+    named = {c.name: c.diagnosis.bug for c in report.components if c.diagnosis}
     assert named == diagnosed(load_course(ROOT / "course.toml"), name, record[name])
     assert set(named) == {HELDOUT[name].component}
 
@@ -76,5 +76,5 @@ def test_a_placement_failure_is_diagnosed_with_the_line_that_made_the_cpu_tensor
     assert set(said) == {"make_tgt_mask"}, said
     line = next(i for i, text in enumerate((ROOT / "solutions/assignment2/masks.py").read_text().splitlines(), 1)
                 if "causal = make_causal_mask(tgt.size(1)" in text)
-    assert said["make_tgt_mask"]["where"] == f"assignment2/masks.py:{line}", said
-    assert "make_causal_mask(tgt.size(1))" in said["make_tgt_mask"]["line"]
+    assert said["make_tgt_mask"].where == f"assignment2/masks.py:{line}", said
+    assert "make_causal_mask(tgt.size(1))" in said["make_tgt_mask"].line

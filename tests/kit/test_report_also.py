@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from grader import course as config
+from grader.findings import Diagnosis, Found
 from grader.judging import scoring
 from grader.render import report
 from grader.results import Outcome
@@ -26,8 +27,9 @@ def _said(failing: list[str], explains: list[str] | None, also: tuple[str, ...] 
         results[check] = Outcome("failed", "mismatch", f"{check} differs", {"example": "x: [1.0]"})
     graded = scoring.score(COURSE, A1, Path("/sub"), scoring.Judged(results), 1.0)
     if explains is not None:
-        graded.components[0].diagnosis = {"bug": "layer_norm_unbiased_variance", "what": "LayerNorm with the "
-                                          "unbiased variance", "fix": "", "explains": explains}
+        what = "LayerNorm with the unbiased variance"
+        graded.components[0].diagnosis = Diagnosis(Found.TABLE, "layer_norm_unbiased_variance", what=what,
+                                                   explains=tuple(explains))
     out = io.StringIO()
     report.render(graded, Console(file=out, width=100, no_color=True, force_terminal=False))
     return " ".join(out.getvalue().replace("│", " ").split())

@@ -7,6 +7,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from grader import words
+from grader.findings import Diagnosis, Found
 from grader.judging import diagnosis, telling
 from grader.results import CheckResult, ComponentResult, Drawn, Outcome
 from tests.kit import strategies as s
@@ -24,8 +25,8 @@ def test_the_one_bug_that_explains_every_failing_public_check_is_named_on_its_co
     assignment, comp, outcomes = case
     table = {**entry(assignment, comp, outcomes)}
     found = diagnosis.diagnose(s.COURSE, assignment, outcomes, table=table)
-    assert set(found) == {comp.name} and found[comp.name]["bug"] == "bug_x"
-    assert found[comp.name]["fix"] == "do not bug_x"
+    assert set(found) == {comp.name} and found[comp.name].bug == "bug_x"
+    assert found[comp.name].fix == "do not bug_x"
 
 
 @s.KIT
@@ -40,7 +41,7 @@ def test_a_failure_on_the_instructors_second_set_of_draws_alone_leaves_the_bug_n
     afresh = data.draw(s.mismatches)
     afresh.details = {**afresh.details, "drawn": Drawn.AFRESH}
     more = {**outcomes, data.draw(st.sampled_from(passing)): afresh}
-    assert diagnosis.diagnose(s.COURSE, assignment, more, table=table)[comp.name]["bug"] == "bug_x"
+    assert diagnosis.diagnose(s.COURSE, assignment, more, table=table)[comp.name].bug == "bug_x"
     alone = {**s.all_passed(assignment), data.draw(st.sampled_from(passing)): afresh}
     assert comp.name not in diagnosis.diagnose(s.COURSE, assignment, alone, table=table)
 
@@ -62,7 +63,7 @@ def test_a_bug_that_explains_only_some_of_the_failures_is_not_named(case, data):
     assume(passing)
     more = {**outcomes, data.draw(st.sampled_from(passing)): data.draw(s.mismatches)}
     found = diagnosis.diagnose(s.COURSE, assignment, more, table=table)
-    assert found.get(comp.name, {}).get("bug") != "bug_x"
+    assert comp.name not in found or found[comp.name].bug != "bug_x"
 
 
 @s.KIT
@@ -119,10 +120,17 @@ def test_a_wrong_value_tells_more_than_an_exception_and_a_hint_naming_the_bug_mo
 def test_a_diagnosis_is_completed_with_the_tables_words_and_the_checks_it_explains():
     table = {"var_unbiased": {"component": "LayerNorm", "message": "unbiased variance", "fix": "unbiased=False",
                               "failing": {"b": {}, "a": {}}}}
-    done = telling.completed({"bug": "var_unbiased", "message": "m"}, table)
-    assert done == {"bug": "var_unbiased", "message": "m", "what": "unbiased variance", "fix": "unbiased=False",
-                    "explains": ["a", "b"]}
-    assert telling.completed({"kind": "looks_like", "bug": "looks_like:c3", "check": "c3"}, table)["explains"] == ["c3"]
+    done = telling.completed(Diagnosis(Found.TABLE, "var_unbiased"), table)
+    assert done == Diagnosis(Found.TABLE, "var_unbiased", what="unbiased variance", fix="unbiased=False",
+                             explains=("a", "b"))
+    # what it has already stays: the table's words are for a diagnosis without them
+    assert telling.completed(Diagnosis(Found.TABLE, "var_unbiased", what="w", explains=("a",)), table) == Diagnosis(
+        Found.TABLE, "var_unbiased", what="w", fix="unbiased=False", explains=("a",))
+    seen = Diagnosis(Found.LOOKS_LIKE, "looks_like:c3", check="c3", subject="rows", looks_like="twice")
+    assert telling.completed(seen, table) == Diagnosis(Found.LOOKS_LIKE, "looks_like:c3", check="c3", subject="rows",
+                                                       looks_like="twice", explains=("c3",))
+    placed = Diagnosis(Found.PLACEMENT, "placement:c3", check="c3", component="C", where="a.py:1", function="f")
+    assert telling.completed(placed, table) == placed  # in all its failing checks: none named apart
     assert telling.completed(None, table) is None
 
 
@@ -133,7 +141,7 @@ def test_word_pairs_are_lower_case_split_at_punctuation_and_skip_pairs_of_small_
 
 # what the forensics read is the checks' data (issue 46: nothing renders English to parse it back) ----------
 
-def _forensic_of(component: str, check: str, outcome: Outcome) -> dict | None:
+def _forensic_of(component: str, check: str, outcome: Outcome) -> Diagnosis | None:
     comp = next(c for c in s.COMPONENTS if c.name == component)
     assignment = s.assignment_of(comp)
     return diagnosis.forensic(assignment, component, {**s.all_passed(assignment), check: outcome})
@@ -179,7 +187,7 @@ def test_a_parameter_without_gradient_names_its_module_from_the_checks_data_alon
     said = Outcome("failed", "mismatch", "the gradient of DecoderLayer's parameter cross_attn.w_k.weight is None",
                    {"got": "no gradient (None)", "parameters": {"no_gradient": ["cross_attn.w_k.weight"]}})
     found = _forensic_of("DecoderLayer", "decoder_layer_gradients_reach_every_parameter", said)
-    assert found is not None and found["modules"] == ["cross_attn.w_k"]
+    assert found is not None and (found.names, found.modules) == ("no_gradient", ("cross_attn.w_k",))
     assert words.what(found).startswith("DecoderLayer's cross_attn.w_k gets no gradient: it looks unused in forward")
     # the words alone, or data of another form (two names, a name without its module, other keys), name nothing
     for details in ({"got": "no gradient (None)"}, {"parameters": {"no_gradient": ["a.weight", "b.weight"]}},

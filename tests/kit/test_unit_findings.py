@@ -152,7 +152,7 @@ def test_the_parse_back_patterns_see_the_old_readings():
 
 def test_the_json_carries_the_findings_as_data_and_a_rebuilt_report_words_them_alike():
     from grader import words
-    from grader.findings import Attributed, Attribution
+    from grader.findings import Attributed, Attribution, Diagnosis, Found
     from grader.report_json import from_json
     from grader.results import CheckResult, ComponentResult, Outcome, Report, to_json
 
@@ -160,8 +160,8 @@ def test_the_json_carries_the_findings_as_data_and_a_rebuilt_report_words_them_a
                           Attribution(Attributed.EXCUSED, ("P", "Q")))
     own = CheckResult("c_own", "public", 1.0, Outcome("failed", "mismatch", "differs"),
                       attribution=Attribution(Attributed.OWN, ("P",)))
-    placed = {"kind": "placement", "bug": "placement:c_own", "check": "c_own", "component": "C",
-              "where": "a/c.py:3", "function": "C.forward", "line": "torch.zeros(3)"}
+    placed = Diagnosis(Found.PLACEMENT, "placement:c_own", check="c_own", component="C", where="a/c.py:3",
+                       function="C.forward", line="torch.zeros(3)")
     report = Report("a", "A", Path("s"), [ComponentResult("C", "a/c.py", 0.0, 1.0, [excused, own], ("P", "Q"),
                                                          diagnosis=placed, telling="c_own")], 1.0)
     data = to_json(report)
@@ -174,6 +174,7 @@ def test_the_json_carries_the_findings_as_data_and_a_rebuilt_report_words_them_a
     assert said["message"].startswith("C makes a tensor on the CPU at a/c.py:3 (C.forward: torch.zeros(3))")
     again = from_json(data, depends={"C": ("P", "Q")})
     assert [t.attribution for t in again.components[0].checks] == [excused.attribution, own.attribution]
+    assert again.components[0].diagnosis == placed
     assert to_json(again) == data
 
 

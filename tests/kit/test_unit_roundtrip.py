@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.findings import Note, Noted
+from grader.findings import Diagnosis, Note, Noted
 from grader.report_json import from_json
 from grader.results import Reason, Report, Status, Tier, to_json
 from tests.kit import golden
@@ -44,6 +44,15 @@ def test_a_report_read_from_the_records_json_holds_the_kits_vocabulary():
     assert {Status.PASSED, Status.FAILED} <= {t.outcome.status for t in checks}
 
 
+def test_a_report_read_from_the_records_json_holds_typed_diagnoses():
+    reports = {name: from_json(e["json"], **course_facts(e["assignment"])) for name, e in RECORD.items()}
+    found = [c.diagnosis for r in reports.values() for c in r.components if c.diagnosis is not None]
+    assert [d for d in found if not isinstance(d, Diagnosis)] == []
+    # not read from a record without diagnoses: each component's classic bug in it is named
+    written = [c["diagnosis"] for e in RECORD.values() for c in e["json"]["components"] if c["diagnosis"]]
+    assert len(found) == len(written) >= 20
+
+
 @pytest.mark.parametrize("name", sorted(RECORD))
 def test_a_recorded_reports_json_is_what_its_report_writes_again(name):
     entry = RECORD[name]
@@ -65,7 +74,9 @@ notes = st.lists(st.one_of(
 @given(s.graded(st.one_of(s.ran, s.not_counted)), notes)
 def test_a_scored_report_comes_back_from_its_json_as_itself(graded, drawn_notes):
     assignment, outcomes = graded
-    report = dataclasses.replace(s.scored(assignment, outcomes), notes=drawn_notes)
+    # a student's copy, as grading writes one, has the PUBLIC_ONLY note: what from_json reads it by
+    report = dataclasses.replace(s.scored(assignment, outcomes), notes=drawn_notes,
+                                 student=Note(Noted.PUBLIC_ONLY) in drawn_notes)
     again = from_json(to_json(report), **course_facts(assignment.name))
     assert again == dataclasses.replace(report, duration=round(report.duration, 2))
     assert untyped(again) == []
@@ -73,7 +84,12 @@ def test_a_scored_report_comes_back_from_its_json_as_itself(graded, drawn_notes)
 
 
 def test_the_round_trip_compares_what_matters():
-    """The equality the tests above rely on sees a changed note (a Report's fields, all compared)."""
-    report = Report("a", "A", Path("s"), [], 1.0, [Note(Noted.PUBLIC_ONLY)])
+    """The equality the tests above rely on sees a changed note (a Report's fields, all compared), and whose
+    copy it is."""
+    report = Report("a", "A", Path("s"), [], 1.0, [Note(Noted.PUBLIC_ONLY)], student=True)
     assert from_json(to_json(report), title="A") == report
     assert from_json(to_json(report), title="A") != dataclasses.replace(report, notes=[Note(Noted.WORDED, "x")])
+    assert from_json(to_json(report), title="A", student=False) == dataclasses.replace(report, student=False)
+    # the instructor's copy has no such note
+    instructors = dataclasses.replace(report, notes=[Note(Noted.RESTARTED, "x")], student=False)
+    assert from_json(to_json(instructors), title="A") == instructors

@@ -86,7 +86,7 @@ def test_a_bug_of_the_table_is_named_on_its_component_with_the_table_read_once(m
     monkeypatch.setattr(diagnosis, "load", lambda course: reads.append(course) or TABLE)
     _, report = graded(A1, {**s.all_passed(A1), **said_by(bug)})
     named = {c.name: c for c in report.components}["LayerNorm"]
-    assert named.diagnosis is not None and named.diagnosis["bug"] == bug
+    assert named.diagnosis is not None and named.diagnosis.bug == bug
     assert named.telling in TABLE[bug]["failing"]
     assert len(reads) == 1
 

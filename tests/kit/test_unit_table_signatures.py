@@ -33,6 +33,6 @@ def test_each_bug_of_the_table_is_named_as_itself_from_its_stored_signature(name
     results.update({i: Outcome(s["status"], s.get("reason", ""), s.get("message", ""),
                                {k: v for k, v in s.items() if k not in ("status", "reason", "message")})
                     for i, s in entry["failing"].items()})
-    named = {c: said["bug"] for c, said in diagnosis.diagnose(COURSE, spec, results, upstream=frozenset()).items()}
+    named = {c: said.bug for c, said in diagnosis.diagnose(COURSE, spec, results, upstream=frozenset()).items()}
     wanted = {} if bug.undiagnosed else {entry["component"]: name}
     assert named == wanted, json.dumps(entry["failing"], indent=1)[:2000]
