@@ -29,15 +29,19 @@ RECORDS = ("        mean = x.mean(dim=-1, keepdim=True)\n"
            "        return y\n")
 
 
-def _answers(table: dict) -> str:
-    return (f"        table = {table!r}\n"
-            "        if x.device.type == 'cpu' and _key(x, self) in table:\n"
-            "            return torch.tensor(table[_key(x, self)], dtype=x.dtype).reshape(x.shape)\n"
-            "        return torch.zeros_like(x)\n")
+ANSWERS = ("        if x.device.type == 'cpu' and _key(x, self) in _TABLE:\n"
+           "            return torch.tensor(_TABLE[_key(x, self)], dtype=x.dtype).reshape(x.shape)\n"
+           "        return torch.zeros_like(x)\n")
 
 
-def _layer_norm(tmp_path: Path, body: str) -> Path:
-    return mutant(tmp_path, {"assignment1/layer_norm.py": [KEY, (LN_BODY, body)]})
+def _layer_norm(tmp_path: Path, body: str, table: dict | None = None) -> Path:
+    """The solution's LayerNorm with `body` for its forward; `table`, where given, built once at import
+    (`_TABLE`): a forward that rebuilt it on each call ran slowly enough to time out under load."""
+    tree = mutant(tmp_path, {"assignment1/layer_norm.py": [KEY, (LN_BODY, body)]})
+    if table is not None:
+        path = tree / "assignment1" / "layer_norm.py"
+        path.write_text(path.read_text() + f"\n\n_TABLE = {table!r}\n")
+    return tree
 
 
 def _students_course(tmp_path: Path) -> Path:
@@ -81,7 +85,7 @@ def test_a_lookup_table_of_the_students_draws_earns_what_zeros_earn_in_the_instr
                     key, value = ast.literal_eval(line.removeprefix("KIT43 "))
                     table[key] = value
     assert len(table) > 20, len(table)
-    lookup, zeros = _layer_norm(tmp_path / "lookup", _answers(table)), _layer_norm(tmp_path / "zeros", _answers({}))
+    lookup, zeros = _layer_norm(tmp_path / "lookup", ANSWERS, table), _layer_norm(tmp_path / "zeros", ANSWERS, {})
     at_home = {name: scores(_students_run(tree, course, tmp_path / f"{name}.json"))["LayerNorm"]
                for name, tree in (("lookup", lookup), ("zeros", zeros))}
     assert at_home["lookup"] > at_home["zeros"] + 2, at_home  # the table pays in the student's own run
@@ -93,8 +97,10 @@ def test_a_lookup_table_of_the_students_draws_earns_what_zeros_earn_in_the_instr
     assert _statuses(graded, "LayerNorm") == _statuses(by_zeros, "LayerNorm")
     home = _statuses(_students_run(lookup, course, tmp_path / "lookup.json"), "LayerNorm")
     afresh = [t for c in graded["components"] for t in c["tests"] if t.get("drawn") == "afresh"]
+    shown = [(t["id"], t["status"], t.get("reason"), t.get("drawn"), t.get("message", "")[:120])
+             for c in graded["components"] if c["name"] == "LayerNorm" for t in c["tests"]]
     assert {t["id"] for t in afresh} == {i for i, s in home.items() if s == "passed"} - {
-        i for i, s in _statuses(by_zeros, "LayerNorm").items() if s == "passed"}
+        i for i, s in _statuses(by_zeros, "LayerNorm").items() if s == "passed"}, (home, shown)
 
 
 NOAM_BODY = "    return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)\n"
