@@ -131,6 +131,34 @@ class Evasion(StrEnum):
     COMPUTED_GETATTR = "getattr with a computed name"
 
 
+class Seen(StrEnum):
+    """How grader.judging.forbidden saw a Sighting: in the staged source, or in the worker's record of a run."""
+
+    SOURCE = "source"
+    EXECUTED = "executed"
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """What grader.judging.forbidden saw in a component's code: a forbidden API (a hit, which scores it 0) or
+    a tool that could hide one (a flag); `what` is the course's name of the API or the tool (an Evasion's
+    words), `where` "assignment1/layer_norm.py:7". The submission's text: made inert where it is shown."""
+
+    what: str
+    where: str
+    how: Seen
+
+    def to_json(self) -> dict:
+        return {"what": self.what, "where": self.where, "how": str(self.how)}
+
+    @classmethod
+    def from_json(cls, data: object) -> Sighting | None:
+        """None where `data` is not one (a document written by hand, or damaged)."""
+        if not isinstance(data, dict) or data.get("how") not in set(Seen):
+            return None
+        return cls(str(data.get("what", "")), str(data.get("where", "")), Seen(data["how"]))
+
+
 class Noted(StrEnum):
     """What one of a report's notes tells (Report.notes, a Note each); grader.words.noted words
     it: the JSON's "noted" holds the data, its "notes" the words."""

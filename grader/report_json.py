@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from grader.findings import Attribution, Diagnosis, Note, Noted
+from grader.findings import Attribution, Diagnosis, Note, Noted, Sighting
 from grader.results import CheckResult, ComponentResult, Outcome, Reason, Report, Status, Tier
 from grader.reveal import Reveal
 
@@ -42,7 +42,7 @@ def from_json(data: dict, *, weights: dict[str, float] | None = None, depends: d
         components.append(ComponentResult(c["name"], c.get("file", ""), _number(c["score"]),
                                           _number(c.get("max_score", 0.0)), checks,
                                           tuple(depends.get(c["name"], c.get("waiting_on", ()))),
-                                          list(c.get("forbidden", [])), list(c.get("flagged", [])),
+                                          _sightings(c.get("forbidden")), _sightings(c.get("flagged")),
                                           held=c.get("held"), diagnosis=Diagnosis.from_json(c.get("diagnosis")),
                                           telling=c.get("telling")))
     start = data.get("start_here")
@@ -63,6 +63,12 @@ def _student(notes: list[Note]) -> bool:
     one mark the JSON has of it. What a student's copy says of a diagnosis depends on it (grader.words.sentence:
     at reveal "bug" its message is the bug alone), and a view words the message again from the data."""
     return any(n.kind == Noted.PUBLIC_ONLY for n in notes)
+
+
+def _sightings(data) -> list[Sighting]:
+    """A component's "forbidden" or "flagged" list, as far as it is well formed."""
+    found = [Sighting.from_json(d) for d in data] if isinstance(data, list) else []
+    return [s for s in found if s is not None]
 
 
 def _number(value) -> float:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from grader.findings import Attribution, Diagnosis, Note
+from grader.findings import Attribution, Diagnosis, Note, Sighting
 from grader.reveal import Reveal
 
 
@@ -128,10 +128,10 @@ class ComponentResult:
     max_score: float
     checks: list[CheckResult]
     depends: tuple[str, ...]
-    # forbidden APIs found ({"what", "where", "how": "source" | "executed"}): a hit scores it 0;
-    # flagged: tools that could hide one, left to the instructor (grader.judging.forbidden)
-    forbidden: list[dict] = field(default_factory=list)
-    flagged: list[dict] = field(default_factory=list)
+    # forbidden APIs found: a hit scores it 0; flagged: tools that could hide one, left to the instructor
+    # (grader.judging.forbidden)
+    forbidden: list[Sighting] = field(default_factory=list)
+    flagged: list[Sighting] = field(default_factory=list)
     # the points its checks earned, held at 0 for the instructor's review because it is flagged (the course's
     # `[policy] flagged = "hold"`); an override releases them (grader.batch.regrade). None: not held
     held: float | None = None
@@ -295,7 +295,8 @@ def _document(report: Report) -> dict:
                            if t.attribution else {}),
                         **({"output": t.outcome.output} if t.outcome.output else {})}
                        for t in c.checks],
-             "forbidden": c.forbidden, "flagged": c.flagged, **({"held": c.held} if c.held is not None else {}),
+             "forbidden": [s.to_json() for s in c.forbidden], "flagged": [s.to_json() for s in c.flagged],
+             **({"held": c.held} if c.held is not None else {}),
              "diagnosis": diagnosis(c),
              "waiting_on": list(c.waiting_on), "provisional": c.provisional, "telling": c.telling}
             for c in report.components],

@@ -118,7 +118,7 @@ def _gradescope_lines(c: ComponentResult, doc: Graded, held: float | None) -> li
     said = words.diagnosis(c.diagnosis, doc.report.reveal)
     lines = [f"Diagnosis: {said}"] if said else []
     if held is not None:  # a flag holds its points for review
-        lines[:0] = [review.flagged(held), *(f"- {review.finding(f)}" for f in c.flagged if isinstance(f, dict))]
+        lines[:0] = [review.flagged(held), *(f"- {review.finding(f)}" for f in c.flagged)]
     if (o := doc.overrides.get(c.name)) is not None:
         lines.insert(0, f"Override: {o.points:g} points instead of the {o.graded:g} graded"
                         + (f": {o.reason}" if o.reason else ""))

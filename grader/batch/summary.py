@@ -114,13 +114,13 @@ def _review(docs: list[tuple[str, Graded]]) -> tuple[list[dict], list[dict]]:
     """(flagged, held): what grader.judging.forbidden found, and every component held for review."""
     # what grader.judging.forbidden flagged for review, and what it scored 0, student by student, with the line
     # (held: its points held at 0 for review, the course's `[policy] flagged = "hold"`; an override releases them)
-    flagged = [{"student": student, "component": c.name, "what": f.get("what"), "where": f.get("where"),
-                "scored_0": kind == "forbidden", "held": kind == "flagged" and d.held(c) is not None}
-               for student, d in docs for c in d.report.components for kind in ("forbidden", "flagged")
-               for f in getattr(c, kind) if isinstance(f, dict)]
+    flagged = [{"student": student, "component": c.name, "what": f.what, "where": f.where,
+                "scored_0": hit, "held": not hit and d.held(c) is not None}
+               for student, d in docs for c in d.report.components
+               for found, hit in ((c.forbidden, True), (c.flagged, False)) for f in found]
     # every component held for review, with the lines that flagged it (the table lists them all, never cut)
     held = [{"student": student, "component": c.name, "points": points,
-             "lines": [{"what": f.get("what"), "where": f.get("where")} for f in c.flagged if isinstance(f, dict)]}
+             "lines": [{"what": f.what, "where": f.where} for f in c.flagged]}
             for student, d in docs for c in d.report.components if (points := d.held(c)) is not None]
     return flagged, held
 

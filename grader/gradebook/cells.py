@@ -254,8 +254,7 @@ def _describe(c: ComponentResult, *, assignment: str, reveal: Reveal, student: b
     elif hidden:
         lines.append(f"  hidden checks: all {len(hidden)} passed")
     for hit in c.forbidden:
-        if isinstance(hit, dict):
-            lines.append(f"  forbidden: {hit.get('what')} at {hit.get('where')} ({hit.get('how')}): scores 0")
+        lines.append(f"  forbidden: {hit.what} at {hit.where} ({hit.how}): scores 0")
     return lines
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.course import Assignment, Course
+from grader.findings import Sighting
 from grader.grading.suites import run_checks
 from grader.results import ComponentResult, Fault, Outcome
 
@@ -52,7 +53,7 @@ class Record:
     blame: dict[str, Blame] = field(default_factory=dict)  # composites' checks (attribute)
     upstream: list[str] = field(default_factory=list)  # failing parts of earlier assignments (attribute)
     performance: dict | None = None  # the JSON's `performance` (measure)
-    forbidden: dict[str, tuple[list[dict], list[dict]]] = field(default_factory=dict)  # (judge_forbidden)
+    forbidden: dict[str, tuple[list[Sighting], list[Sighting]]] = field(default_factory=dict)  # (judge_forbidden)
     faults: list[Fault] = field(default_factory=list)  # restarts of the submission's process (collect)
     refused: list[str] = field(default_factory=list)  # files not staged (collect)
     unavailable: dict[str, Outcome | None] = field(default_factory=dict)  # checks not run here (score)

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from grader.course import Assignment, Component
+from grader.findings import Seen, Sighting
 from grader.imports import imported
 from grader.judging.forbidden_scan import Finding, scan
 
@@ -57,7 +58,7 @@ def executed(record: list, apis: set[str], checks: Sequence[str] = ()) -> list[t
         if not (isinstance(entry, list) and len(entry) == 4 and entry[0] in apis and isinstance(entry[1], str)
                 and type(entry[2]) is int and isinstance(entry[3], str)):
             continue
-        found.append((Finding(entry[0], entry[1], entry[2], entry[3].partition(".")[0], "executed"), check))
+        found.append((Finding(entry[0], entry[1], entry[2], entry[3].partition(".")[0], Seen.EXECUTED), check))
     return found
 
 
@@ -118,8 +119,8 @@ def _charged(components: list[Component], f: Finding, hit: bool, reached: dict[s
 
 
 def judge(assignment: Assignment, staged: Path, record: list,
-          checks: Sequence[str] | None = None) -> dict[str, tuple[list[dict], list[dict]]]:
-    """Component name -> (hits, flags) as report dicts, for the components that have either.
+          checks: Sequence[str] | None = None) -> dict[str, tuple[list[Sighting], list[Sighting]]]:
+    """Component name -> (hits, flags), for the components that have either.
     `checks`: the check that made each entry of `record`, where known."""
     components = list(assignment.components)
     apis = {api for c in components for api in c.forbidden}
@@ -132,11 +133,11 @@ def judge(assignment: Assignment, staged: Path, record: list,
         hits += [(f, None) for f in file_hits]
         flags += [(f, None) for f in file_flags]
     reached = reach(staged, components)
-    verdict: dict[str, tuple[list[dict], list[dict]]] = {}
+    verdict: dict[str, tuple[list[Sighting], list[Sighting]]] = {}
     for found, is_hit in ((hits, True), (flags, False)):
         for f, check in found:
             for c in _charged(components, f, is_hit, reached, check):
                 listed = verdict.setdefault(c.name, ([], []))[0 if is_hit else 1]
-                if f.as_dict() not in listed and len(listed) < _LIMIT:
-                    listed.append(f.as_dict())
+                if f.sighting() not in listed and len(listed) < _LIMIT:
+                    listed.append(f.sighting())
     return verdict

@@ -5,7 +5,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.findings import Evasion
+from grader.findings import Evasion, Seen, Sighting
 
 _EVAL = {"eval", "exec", "compile", "__import__"}
 _SUSPECT_MODULES = ("importlib", "builtins", "grader", "torch.ops", "torch._C", "torch.overrides",
@@ -29,10 +29,10 @@ class Finding:
     file: str  # "assignment1/layer_norm.py"
     line: int
     scope: str  # the top-level class or function it is in ("" at module level)
-    how: str  # "source" or "executed"
+    how: Seen
 
-    def as_dict(self) -> dict:
-        return {"what": self.what, "where": f"{self.file}:{self.line}", "how": self.how}
+    def sighting(self) -> Sighting:
+        return Sighting(self.what, f"{self.file}:{self.line}", self.how)
 
 
 def _torch_object(dotted: str):
@@ -91,7 +91,7 @@ class _Scan(ast.NodeVisitor):
             self.visit(node)
 
     def _note(self, into: list[Finding], what: str, node: ast.AST) -> None:
-        into.append(Finding(what, self.file, getattr(node, "lineno", 0), self.scope, "source"))
+        into.append(Finding(what, self.file, getattr(node, "lineno", 0), self.scope, Seen.SOURCE))
 
     def _dotted(self, node: ast.AST) -> str | None:
         """`F.layer_norm` -> "torch.nn.functional.layer_norm", through the file's imports; so do

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from grader import words
 from grader.course import Assignment, Course
-from grader.findings import Attributed, Attribution, Note, Noted
+from grader.findings import Attributed, Attribution, Note, Noted, Sighting
 from grader.judging.attribution import Blame
 from grader.results import (
     NOT_COUNTED,
@@ -35,7 +35,7 @@ class Judged:
     results: Mapping[str, Outcome]
     unavailable: Mapping[str, Outcome | None] = field(default_factory=dict)
     blame: Mapping[str, Blame] = field(default_factory=dict)
-    forbidden: Mapping[str, tuple[list[dict], list[dict]]] = field(default_factory=dict)
+    forbidden: Mapping[str, tuple[list[Sighting], list[Sighting]]] = field(default_factory=dict)
     hold: bool = True
 
 

@@ -1,23 +1,23 @@
 """The words for what grader.judging.forbidden found, and for a component held for review (issue 51: a flag
 is a score), the same wherever they are shown: the terminal report, the batch's feedback (Gradescope) and
-the class summary. The findings are data ({"what", "where", "how"}; `held`: the points a flagged
+the class summary. The findings are data (grader.findings.Sighting; `held`: the points a flagged
 component's checks earned, held at 0 under course.toml's `[policy] flagged = "hold"`, the default).
 Standard library only, as grader.words: the batch's outputs import it without rich."""
 
 from __future__ import annotations
 
+from grader.findings import Seen, Sighting
 from grader.trim import inert
 
-HOW = {"source": "in the source", "executed": "when it ran"}
+HOW = {Seen.SOURCE: "in the source", Seen.EXECUTED: "when it ran"}
 FORBIDDEN = ("Scored 0: this component uses what the course forbids it. Build it from allowed operations (its "
              "docstring says which are not).")
 COUNTED = "Flagged for your instructor (no points lost): code that can reach an API without naming it."
 
 
-def finding(found: dict) -> str:
+def finding(found: Sighting) -> str:
     """'operator.attrgetter at assignment1/layer_norm.py:7 (in the source)': the submission's text made inert."""
-    how = str(found.get("how"))
-    return f"{inert(str(found.get('what')))} at {inert(str(found.get('where')))} ({HOW.get(how, inert(how))})"
+    return f"{inert(found.what)} at {inert(found.where)} ({HOW[found.how]})"
 
 
 def held(points: float) -> str:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from grader import load_course
 from grader.course import Assignment, Component
+from grader.findings import Sighting
 from grader.judging.attribution import Blame
 from grader.judging.scoring import Judged, score
 from grader.results import Outcome, Reason, Status, Tier
@@ -71,7 +72,7 @@ def all_passed(assignment: Assignment) -> dict[str, Outcome]:
 
 def scored(assignment: Assignment, outcomes: dict[str, Outcome], *, blame: dict[str, Blame] | None = None,
            unavailable: dict[str, Outcome | None] | None = None,
-           forbidden: dict[str, tuple[list[dict], list[dict]]] | None = None):
+           forbidden: dict[str, tuple[list[Sighting], list[Sighting]]] | None = None):
     """grader.judging.scoring's Report of hand-made outcomes, as a grading of the reference tree scores them."""
     return score(COURSE, assignment, Path("submission"),
                  Judged(outcomes, unavailable or {}, blame or {}, forbidden or {}), 1.0)

@@ -11,6 +11,7 @@ import pytest
 
 from grader import course as config
 from grader.course_table import ConfigError
+from grader.findings import Seen, Sighting
 from grader.judging import forbidden
 from tests.kit import mutants, test_torch_backed
 from tests.kit.conftest import ROOT, SOLUTIONS, full_marks, grade_json, mutant, scores
@@ -149,7 +150,7 @@ def test_the_same_code_outside_main_is_found(tmp_path):
     test = SELF_TESTS["layer_norm_checked_against_F_layer_norm"][2].replace('if __name__ == "__main__":',
                                                                           "if True:")
     hits, _ = _judge(with_self_test(tmp_path, LN, test), "assignment1")["LayerNorm"]
-    assert {h["what"] for h in hits} == {"torch.nn.functional.layer_norm", "torch.nn.LayerNorm"}
+    assert {h.what for h in hits} == {"torch.nn.functional.layer_norm", "torch.nn.LayerNorm"}
 
 
 @pytest.mark.parametrize("source, hit, flag", [
@@ -174,8 +175,8 @@ def test_the_scan_names_what_it_finds(tmp_path, source, hit, flag):
     (tmp_path / "assignment1").mkdir()
     (tmp_path / LN).write_text(source)
     hits, flags = _judge(tmp_path, "assignment1").get("LayerNorm", ([], []))
-    assert [h["what"] for h in hits] == ([hit] if hit else [])
-    assert [f["what"] for f in flags][:1] == ([flag] if flag else [])
+    assert [h.what for h in hits] == ([hit] if hit else [])
+    assert [f.what for f in flags][:1] == ([flag] if flag else [])
 
 
 def test_a_keyword_entry_needs_the_keyword(tmp_path):
@@ -188,7 +189,7 @@ def test_a_keyword_entry_needs_the_keyword(tmp_path):
     assert _judge(tmp_path, "assignment4") == {}
     (tmp_path / TRAINING).write_text("import torch.nn as nn\nloss = nn.CrossEntropyLoss(label_smoothing=0.1)\n")
     assert _judge(tmp_path, "assignment4") == {"LabelSmoothingLoss": (
-        [{"what": "torch.nn.CrossEntropyLoss(label_smoothing)", "where": f"{TRAINING}:2", "how": "source"}], [])}
+        [Sighting("torch.nn.CrossEntropyLoss(label_smoothing)", f"{TRAINING}:2", Seen.SOURCE)], [])}
 
 
 def test_course_toml_names_forbidden_apis_under_torch(tmp_path):

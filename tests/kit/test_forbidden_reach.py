@@ -13,6 +13,7 @@ import pytest
 
 from grader import course as config
 from grader.batch import summary
+from grader.findings import Seen, Sighting
 from grader.judging import forbidden
 from grader.report_json import graded
 from tests.kit.conftest import ROOT, full_marks, grade_json, mutant, scores
@@ -57,8 +58,7 @@ def test_a_helper_in_another_file_is_charged_to_the_component_importing_it(tmp_p
     tree = _helper_in(tmp_path, file, importing)
     verdict = _judge(tree, "assignment1")
     where = f"{file}:{_line(tree, file, '_F.layer_norm(')}"
-    assert verdict == {"LayerNorm": ([{"what": "torch.nn.functional.layer_norm", "where": where, "how": "source"}],
-                                     [])}
+    assert verdict == {"LayerNorm": ([Sighting("torch.nn.functional.layer_norm", where, Seen.SOURCE)], [])}
 
 
 def test_a_helper_in_the_package_init_for_attention_is_charged_to_attention(tmp_path):
@@ -71,16 +71,15 @@ def test_a_helper_in_the_package_init_for_attention_is_charged_to_attention(tmp_
     # multi-head attention imports the attention's file, whose component takes nothing from __init__:
     # both reach it, both forbid it
     assert set(verdict) == {"scaled_dot_product_attention", "MultiHeadAttention"}
-    assert {h["where"] for h in verdict["scaled_dot_product_attention"][0]} == {
+    assert {h.where for h in verdict["scaled_dot_product_attention"][0]} == {
         f"{INIT2}:{_line(tree, INIT2, 'scaled_dot_product_attention(q')}"}
 
 
 def test_the_recorder_patched_and_vars_F_are_found_and_flagged_by_line(tmp_path):
     tree = mutant(tmp_path, TAMPERED)
     hits, flags = _judge(tree, "assignment1")["LayerNorm"]
-    assert hits == [{"what": "torch.nn.functional.layer_norm", "where": f"{LN}:{_line(tree, LN, 'vars(F)')}",
-                     "how": "source"}]
-    assert {(f["what"], f["where"]) for f in flags} >= {
+    assert hits == [Sighting("torch.nn.functional.layer_norm", f"{LN}:{_line(tree, LN, 'vars(F)')}", Seen.SOURCE)]
+    assert {(f.what, f.where) for f in flags} >= {
         ("sys.modules", f"{LN}:{_line(tree, LN, 'sys.modules')}"), ("vars()", f"{LN}:{_line(tree, LN, 'vars(F)')}")}
 
 
@@ -95,8 +94,8 @@ def test_introspection_is_flagged_wherever_it_is(tmp_path, source, flag):
     tree = mutant(tmp_path, {})
     (tree / INIT1).write_text((tree / INIT1).read_text() + "\n" + source)
     hits, flags = _judge(tree, "assignment1").get("LayerNorm", ([], []))
-    assert not hits and flag in {f["what"] for f in flags}, flags
-    assert all(f["where"].startswith(f"{INIT1}:") for f in flags)
+    assert not hits and flag in {f.what for f in flags}, flags
+    assert all(f.where.startswith(f"{INIT1}:") for f in flags)
 
 
 def test_constant_member_lookups_read_as_the_attribute(tmp_path):
@@ -105,7 +104,7 @@ def test_constant_member_lookups_read_as_the_attribute(tmp_path):
                            "a = F.__dict__['layer_norm']\nb = getattr(F, 'layer_norm')\n"
                            "c = vars(F).get('layer_norm')\n")
     hits, _ = _judge(tree, "assignment1")["LayerNorm"]
-    assert [h["where"] for h in hits] == [f"{LN}:2", f"{LN}:3", f"{LN}:4"]
+    assert [h.where for h in hits] == [f"{LN}:2", f"{LN}:3", f"{LN}:4"]
 
 
 @pytest.mark.parametrize("attack", ["init_helper", "recorder_patched"])
@@ -256,8 +255,8 @@ def test_each_tool_of_dynamic_reach_gains_nothing_under_the_default_hold(tmp_pat
     verdict = _judge(tree, "assignment1")
     assert set(verdict) == {"LayerNorm"}, verdict
     hits, flags = verdict["LayerNorm"]  # no name of a forbidden API: the flag alone decides
-    assert not hits and flag in {f["what"] for f in flags}, (hits, flags)
-    assert all(f["where"].startswith(f"{LN}:") for f in flags), flags
+    assert not hits and flag in {f.what for f in flags}, (hits, flags)
+    assert all(f.where.startswith(f"{LN}:") for f in flags), flags
 
     def graded(hold: bool) -> dict:
         judged = scoring.Judged(all_passed(a1), forbidden=verdict, hold=hold)
@@ -277,4 +276,4 @@ def test_the_attacks_said_flagged_are_those_the_scan_flags(tmp_path):
 
     for name, attack in {**ATTACKS, "fork_bomb": FORK_BOMB}.items():
         hits, flags = _judge(build(tmp_path / name, attack), "assignment1").get(attack.component, ([], []))
-        assert {f["what"] for f in flags} == set(attack.flagged) and not hits, (name, hits, flags)
+        assert {f.what for f in flags} == set(attack.flagged) and not hits, (name, hits, flags)

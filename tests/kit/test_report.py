@@ -6,6 +6,7 @@ from pathlib import Path
 from rich.console import Console
 
 from grader import course as config
+from grader.findings import Seen, Sighting
 from grader.judging import scoring
 from grader.judging.attribution import Blame
 from grader.render import report
@@ -143,7 +144,7 @@ def test_a_held_component_says_held_for_review_and_which_lines_flagged_it():
     points are held at 0 for review and lists the lines, never "no points lost"; under "count" it does."""
     course = config.load(ROOT / "course.toml")
     assignment = course.assignment("assignment1")
-    flag = {"what": "operator.attrgetter", "where": "assignment1/layer_norm.py:7", "how": "source"}
+    flag = Sighting("operator.attrgetter", "assignment1/layer_norm.py:7", Seen.SOURCE)
 
     def shown(hold: bool) -> str:
         judged = scoring.Judged(all_checks(Outcome("passed")), forbidden={"LayerNorm": ([], [flag])}, hold=hold)

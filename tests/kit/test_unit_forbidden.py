@@ -6,6 +6,7 @@ import shutil
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.findings import Seen
 from grader.judging import forbidden, forbidden_scan
 from tests.kit import strategies as s
 from tests.kit.conftest import SOLUTIONS
@@ -59,14 +60,14 @@ def test_a_forbidden_call_in_a_helper_file_is_charged_to_the_component_whose_fil
     verdict = forbidden.judge(A1, tree, [])
     assert set(verdict) == {"LayerNorm"}
     hits, _ = verdict["LayerNorm"]
-    assert [h["what"] for h in hits] == ["torch.nn.functional.layer_norm"]
+    assert [h.what for h in hits] == ["torch.nn.functional.layer_norm"]
 
 
 def test_a_forbidden_api_seen_running_is_charged_to_the_component_whose_check_ran_it(tmp_path):
     check = LAYER_NORM.checks[0].id
     record = [["torch.nn.functional.layer_norm", "assignment1/__init__.py", 3, "helper"]]
     verdict = forbidden.judge(A1, staged(tmp_path, {}), record, [check])
-    assert set(verdict) == {"LayerNorm"} and verdict["LayerNorm"][0][0]["how"] == "executed"
+    assert set(verdict) == {"LayerNorm"} and verdict["LayerNorm"][0][0].how == Seen.EXECUTED
     other = next(chk.id for c in A1.components if c.name != "LayerNorm" for chk in c.checks)
     assert forbidden.judge(A1, staged(tmp_path / "b", {}), record, [other]) == {}
 
@@ -104,7 +105,7 @@ def test_honest_code_is_never_flagged(tmp_path):
     for file, text in independent().items():
         (own / "assignment1" / file).write_text(text)
     trees.append((own, [f"assignment1/{file}" for file in independent()]))
-    flagged = {f"{tree.parent.name}/{rel}": [f.as_dict() for f in flags] for tree, files in trees for rel in files
+    flagged = {f"{tree.parent.name}/{rel}": [f.sighting() for f in flags] for tree, files in trees for rel in files
                if (flags := forbidden_scan.scan(tree, rel, apis)[1])}
     assert len(trees) > 15 and sum(len(files) for _, files in trees) > 50 and not flagged, flagged
     bad = mutant(tmp_path / "bad", {})  # and the scan does find one: the test can fail

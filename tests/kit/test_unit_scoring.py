@@ -6,6 +6,7 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.findings import Seen, Sighting
 from grader.judging.attribution import Blame
 from grader.results import NOT_COUNTED, Outcome
 from tests.kit import strategies as s
@@ -97,7 +98,7 @@ def test_a_check_missing_from_the_results_earns_nothing(graded):
 def test_a_forbidden_api_scores_its_component_zero_and_keeps_its_checks_outcomes(graded, data):
     assignment, outcomes = graded
     comp = data.draw(st.sampled_from(assignment.components))
-    hit = {"what": "torch.nn.LayerNorm", "where": f"{assignment.name}/{comp.file}:3", "how": "source"}
+    hit = Sighting("torch.nn.LayerNorm", f"{assignment.name}/{comp.file}:3", Seen.SOURCE)
     report = by_name(s.scored(assignment, outcomes, forbidden={comp.name: ([hit], [])}))
     clean = by_name(s.scored(assignment, outcomes))
     assert report[comp.name].score == 0 and report[comp.name].status == "failed"
@@ -117,7 +118,7 @@ def test_a_flag_holds_its_components_points_at_zero_for_review_where_the_course_
 
     assignment, outcomes = graded
     comp = data.draw(st.sampled_from(assignment.components))
-    flag = {"what": "operator.attrgetter", "where": f"{assignment.name}/{comp.file}:3", "how": "source"}
+    flag = Sighting("operator.attrgetter", f"{assignment.name}/{comp.file}:3", Seen.SOURCE)
     clean = by_name(s.scored(assignment, outcomes))
 
     def judged(hold: bool) -> dict:
