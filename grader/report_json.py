@@ -10,6 +10,7 @@ from functools import cached_property
 from pathlib import Path
 
 from grader.findings import Attribution, Diagnosis, Note, Noted, Sighting
+from grader.measured import Gpu, Performance
 from grader.results import CheckResult, ComponentResult, Outcome, Reason, Report, Status, Tier
 from grader.reveal import Reveal
 
@@ -54,7 +55,8 @@ def from_json(data: dict, *, weights: dict[str, float] | None = None, depends: d
     return Report(data.get("assignment", ""), title or data.get("title", ""), Path(str(data.get("submission", ""))),
                   components, float(duration) if isinstance(duration, (int, float)) else 0.0,
                   notes, data.get("isolation", ""), data.get("isolation_detail", ""),
-                  data.get("performance"), data.get("gpu"), upstream, Reveal(data.get("reveal", Reveal.FIX)),
+                  Performance.from_json(data.get("performance")), Gpu.from_json(data.get("gpu")), upstream,
+                  Reveal(data.get("reveal", Reveal.FIX)),
                   _student(notes) if student is None else student)
 
 

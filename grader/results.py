@@ -11,6 +11,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from grader.findings import Attribution, Diagnosis, Note, Sighting
+from grader.measured import Gpu, Performance
 from grader.reveal import Reveal
 
 
@@ -60,14 +61,6 @@ class ComponentStatus(StrEnum):
     WAITING = "waiting"
     # its points held at 0 until the instructor reviews a flag (course.toml `[policy] flagged = "hold"`)
     HELD = "held for review"
-
-
-class Timing(StrEnum):
-    """A performance entry's status (grader.grading.performance)."""
-
-    MEASURED = "measured"
-    ERROR = "error"
-    NOT_ATTEMPTED = "not attempted"
 
 
 class Drawn(StrEnum):
@@ -192,8 +185,8 @@ class Report:
     isolation: str = ""  # the submission's process: "namespaces", "seccomp" or "process" (grader.sandbox.isolation)
     isolation_detail: str = ""  # what that tier kept from it here (grader.sandbox.isolation.describe)
     # timings against torch's built-ins and the reference (grader.grading.performance); None: nothing timed
-    performance: dict | None = None
-    gpu: dict | None = None  # with --device cuda: whether the GPU tier ran, where, how long it took
+    performance: Performance | None = None
+    gpu: Gpu | None = None  # with --device cuda: whether the GPU tier ran, where, how long it took
     # without the reference: parts of earlier assignments found failing their own public checks, in
     # dependency order ({"name", "file"}): the report starts there (grader.judging.attribution)
     upstream: list[dict] = field(default_factory=list)
@@ -202,11 +195,11 @@ class Report:
 
     @property
     def score(self) -> float:
-        return round(sum(c.score for c in self.components) + (self.performance or {}).get("score", 0.0), 2)
+        return round(sum(c.score for c in self.components) + (self.performance.score if self.performance else 0.0), 2)
 
     @property
     def max_score(self) -> float:
-        return sum(c.max_score for c in self.components) + (self.performance or {}).get("max_score", 0)
+        return sum(c.max_score for c in self.components) + (self.performance.max_score if self.performance else 0)
 
     @property
     def provisional(self) -> float:
@@ -301,7 +294,7 @@ def _document(report: Report) -> dict:
              "waiting_on": list(c.waiting_on), "provisional": c.provisional, "telling": c.telling}
             for c in report.components],
         "start_here": report.start_at(),
-        "performance": report.performance,
-        "gpu": report.gpu,
+        "performance": report.performance.to_json() if report.performance else None,
+        "gpu": report.gpu.to_json() if report.gpu else None,
     }
 

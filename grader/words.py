@@ -67,12 +67,12 @@ def unusable(error: BaseException) -> str:
 
 
 def gpu_skipped(checks: int) -> str:
-    """The report's note where --device cuda finds no CUDA device (grader.grading.stages.gpu_summary)."""
+    """The report's note where --device cuda finds no CUDA device (grader.measured.Gpu.note)."""
     return f"GPU checks skipped ({checks}): no CUDA device here; not run and not counted."
 
 
 def gpu_ran(device: str, passed: int, checks: int, seconds: float) -> str:
-    """The report's note on the GPU tier where it ran (grader.grading.stages.gpu_summary)."""
+    """The report's note on the GPU tier where it ran (grader.measured.Gpu.note)."""
     return f"GPU checks on {device}: {passed} of {checks} passed, in {seconds:g} s."
 
 

@@ -29,8 +29,9 @@ import tempfile
 import warnings
 from dataclasses import replace
 
+from grader.measured import Timing
 from grader.report_json import Graded, from_json, graded
-from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Status, Tier, Timing
+from grader.results import NOT_COUNTED, CheckResult, ComponentResult, ComponentStatus, Status, Tier
 from grader.reveal import Reveal
 
 # the instructor's course.toml, set by the course directory's nbgrader_config.py (grader.gradebook.config)

@@ -13,13 +13,15 @@ reference's, or of torch's without the reference), and a course that does trusts
 student's code reports.
 """
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
 from grader import words
 from grader.course import PERFORMANCE_KINDS, Assignment, Course
 from grader.judging import attribution
-from grader.results import Outcome, Reason, Timing
+from grader.measured import Performance, PerformanceEntry, Timing
+from grader.results import Outcome, Reason
 from grader.sandbox.child import profile
 from grader.sandbox.host import StudentError, WorkerFault
 
@@ -37,7 +39,7 @@ class Timed:
 
 
 def measure(course: Course, assignment: Assignment, student, results: dict[str, Outcome], gpu: str | None,
-            has_reference: bool) -> dict | None:
+            has_reference: bool) -> Performance | None:
     """The JSON's `performance`: one entry per timed component of `assignment` and device, or None
     when course.toml times none of its components."""
     config = course.performance
@@ -49,43 +51,38 @@ def measure(course: Course, assignment: Assignment, student, results: dict[str, 
         kind = config.components[comp.name]
         attempted = any(o.reason != Reason.NOT_ATTEMPTED for chk in comp.checks if (o := results.get(chk.id)))
         for device in ("cpu", *([gpu] if gpu else [])):
-            entry: dict = {"component": comp.name, "device": device}
             if attempted:
                 timed_here = Timed(kind, attribution.target(comp), device, config.repeat)
-                entry.update(_entry(course, student, timed_here, has_reference))
+                entries.append(_entry(course, student, timed_here, comp.name, has_reference))
             else:
-                entry["status"] = Timing.NOT_ATTEMPTED
-            entries.append(entry)
-    within = [_within(e, config.max_ratio) for e in entries if e["device"] == "cpu"]
+                entries.append(PerformanceEntry(comp.name, device, Timing.NOT_ATTEMPTED))
+    within = [_within(e, config.max_ratio) for e in entries if e.device == "cpu"]
     score = round(config.points * sum(within) / len(within), 2) if config.points else 0.0
-    return {"informational": not config.points, "score": score, "max_score": config.points,
-            "max_ratio": config.max_ratio, "shape": dict(profile.SHAPE), "repeat": config.repeat,
-            "measured": words.MEASURED, "entries": entries,
-            "overhead_seconds": round(time.monotonic() - start, 3)}
+    return Performance(not config.points, score, config.points, config.max_ratio, dict(profile.SHAPE), config.repeat,
+                       entries, round(time.monotonic() - start, 3))
 
 
-def _entry(course: Course, student, timed: Timed, reference: bool) -> dict:
+def _entry(course: Course, student, timed: Timed, component: str, reference: bool) -> PerformanceEntry:
     student.begin_check()
     try:
         got = student.profile(timed.kind, timed.target, timed.device, timed.repeat, dict(profile.SHAPE))
     except StudentError as e:
-        return {"status": Timing.ERROR, "message": words.raised(e.type, e.message)[:300]}
+        return PerformanceEntry(component, timed.device, Timing.ERROR, words.raised(e.type, e.message)[:300])
     except WorkerFault as e:  # a malformed frame included (the worker was killed): the submission's fault
-        return {"status": Timing.ERROR, "message": e.detail[:300]}
+        return PerformanceEntry(component, timed.device, Timing.ERROR, e.detail[:300])
     finally:
         student.reset()
     try:
         own, torch_ = _timing(got["student"]), _timing(got["torch"])
     except Exception:  # whatever it sent (a float too large for one, a list): its own fault, never the grader's
-        return {"status": Timing.ERROR, "message": words.MALFORMED_TIMINGS}
-    entry = {"status": Timing.MEASURED, "seconds": own[0], "memory_bytes": own[1], "torch_seconds": torch_[0],
-             "torch_memory_bytes": torch_[1], "time_vs_torch": _ratio(own[0], torch_[0]),
-             "memory_vs_torch": _ratio(own[1], torch_[1])}
-    if reference:
-        ref = _reference(course, timed)
-        entry.update(reference_seconds=ref[0], reference_memory_bytes=ref[1], time_vs_reference=_ratio(own[0], ref[0]),
-                     memory_vs_reference=_ratio(own[1], ref[1]))
-    return entry
+        return PerformanceEntry(component, timed.device, Timing.ERROR, words.MALFORMED_TIMINGS)
+    entry = PerformanceEntry(component, timed.device, Timing.MEASURED, "", own[0], own[1], torch_[0], torch_[1],
+                             _ratio(own[0], torch_[0]), _ratio(own[1], torch_[1]))
+    if not reference:
+        return entry
+    ref = _reference(course, timed)
+    return dataclasses.replace(entry, against_reference=True, reference_seconds=ref[0], reference_memory_bytes=ref[1],
+                               time_vs_reference=_ratio(own[0], ref[0]), memory_vs_reference=_ratio(own[1], ref[1]))
 
 
 def _reference(course: Course, timed: Timed) -> tuple[float, int]:
@@ -117,6 +114,6 @@ def _ratio(mine: float, theirs: float) -> float | None:
     return round(mine / theirs, 3) if theirs > 0 and mine > 0 else None
 
 
-def _within(entry: dict, max_ratio: float) -> bool:
-    ratio = entry.get("time_vs_reference", entry.get("time_vs_torch"))
+def _within(entry: PerformanceEntry, max_ratio: float) -> bool:
+    ratio = entry.time_vs_reference if entry.against_reference else entry.time_vs_torch
     return ratio is not None and ratio <= max_ratio

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from grader.course import Assignment, Course
 from grader.findings import Sighting
 from grader.grading.suites import run_checks
+from grader.measured import Performance
 from grader.results import ComponentResult, Fault, Outcome
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class Record:
     results: dict[str, Outcome] = field(default_factory=dict)  # check id -> outcome (run, attribute, shrink)
     blame: dict[str, Blame] = field(default_factory=dict)  # composites' checks (attribute)
     upstream: list[str] = field(default_factory=list)  # failing parts of earlier assignments (attribute)
-    performance: dict | None = None  # the JSON's `performance` (measure)
+    performance: Performance | None = None  # the performance feedback (grader.grading.performance.measure)
     forbidden: dict[str, tuple[list[Sighting], list[Sighting]]] = field(default_factory=dict)  # (judge_forbidden)
     faults: list[Fault] = field(default_factory=list)  # restarts of the submission's process (collect)
     refused: list[str] = field(default_factory=list)  # files not staged (collect)

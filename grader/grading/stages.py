@@ -8,9 +8,9 @@ run_checks, attribute, shrink, measure, judge_forbidden, collect. After it: scor
 import time
 
 from grader import words
-from grader.findings import Note, Noted
 from grader.grading.run import GradingRun
 from grader.judging import attribution, diagnosis, forbidden, scoring, telling
+from grader.measured import Gpu
 from grader.results import Fault, Outcome, Reason, Report, Status, Tier
 from grader.sandbox import isolation
 
@@ -122,7 +122,7 @@ def report(run: GradingRun) -> Report:
         notes.append(narrowed.note(run.options.only, spec))
     gpu = gpu_summary(spec.components, rec.results, run.gpu) if run.options.device == "cuda" else None
     if gpu is not None:
-        notes.append(gpu_note(gpu))
+        notes.append(gpu.note())
     return Report(spec.name, spec.title, run.submission, rec.components, time.monotonic() - run.sandbox.created,
                   notes, isolation=run.sandbox.isolation, isolation_detail=isolation.describe(run.sandbox.isolation),
                   performance=rec.performance, gpu=gpu, upstream=_upstream(run),
@@ -144,24 +144,15 @@ def _upstream(run: GradingRun) -> list[dict]:
     return [{"name": n, "file": f"{components[n].assignment}/{components[n].file}"} for n in run.record.upstream]
 
 
-def gpu_summary(components, results: dict[str, Outcome], gpu: str | None) -> dict:
-    """What the JSON's `gpu` says of the GPU tier, with the report's note in words."""
+def gpu_summary(components, results: dict[str, Outcome], gpu: str | None) -> Gpu:
+    """What the grading says of the GPU tier (the JSON's `gpu`, with the report's note: Gpu.note)."""
     ids = [chk.id for comp in components for chk in comp.checks if chk.tier == Tier.CUDA]
     if gpu is None:
-        summary = {"available": False, "device": "", "checks": len(ids), "seconds": 0.0}
-        return {**summary, "note": words.noted(gpu_note(summary))}
+        return Gpu(False, "", len(ids), 0.0)
     import torch
 
     name = torch.cuda.get_device_name(torch.device(gpu)) if gpu.startswith("cuda") else gpu
     seconds = round(sum(results[i].duration for i in ids if i in results), 2)
     passed = sum(results[i].status == Status.PASSED for i in ids if i in results)
-    summary = {"available": True, "device": name, "checks": len(ids), "seconds": seconds, "passed": passed}
-    return {**summary, "note": words.noted(gpu_note(summary))}
-
-
-def gpu_note(gpu: dict) -> Note:
-    """The report's note on the GPU tier, from its summary (gpu_summary)."""
-    if not gpu["available"]:
-        return Note(Noted.GPU_SKIPPED, counts=(gpu["checks"],))
-    return Note(Noted.GPU_RAN, gpu["device"], counts=(gpu["passed"], gpu["checks"], gpu["seconds"]))
+    return Gpu(True, name, len(ids), seconds, passed)
 

@@ -9,6 +9,7 @@ from rich.text import Text
 from grader import trim, words
 from grader.findings import Found
 from grader.judging import telling, warned
+from grader.measured import Performance, Timing
 from grader.render import layout, review
 from grader.results import (
     NOT_COUNTED,
@@ -205,10 +206,10 @@ def _excused_line(checks: list[CheckResult]) -> Text:
                 style="cyan")
 
 
-def _speed(performance: dict) -> Table:
+def _speed(performance: Performance) -> Table:
     """Timings as ratios to torch's built-ins and to the reference: below 1 is faster, above is slower."""
-    how = "informational" if performance["informational"] else \
-        f"{performance['score']:g} / {performance['max_score']:g} points, within {performance['max_ratio']:g}x"
+    how = "informational" if performance.informational else \
+        f"{performance.score:g} / {performance.max_score:g} points, within {performance.max_ratio:g}x"
     table = Table(title=f"performance, forward + backward: yours / theirs ({how})", expand=False,
                   box=box.SIMPLE_HEAD, caption="torch: its built-in; ref: the reference; measured in your process "
                   "(one thread on the CPU); below 1 is faster or smaller")
@@ -216,13 +217,13 @@ def _speed(performance: dict) -> Table:
     table.add_column("on", no_wrap=True)
     for name in ("time/torch", "time/ref", "mem/torch"):
         table.add_column(name, justify="right", no_wrap=True)
-    for e in performance["entries"]:
-        if e.get("status") != "measured":  # an error's message is in the checks that ran the same code
-            table.add_row(Text(f"{e['component']}: {e.get('status', '')}"), e["device"], "-", "-", "-")
+    for e in performance.entries:
+        if e.status != Timing.MEASURED:  # an error's message is in the checks that ran the same code
+            table.add_row(Text(f"{e.component}: {e.status}"), e.device, "-", "-", "-")
             continue
-        table.add_row(e["component"], e["device"],
-                      *(f"{e[k]:.2f}x" if e.get(k) is not None else "-"
-                        for k in ("time_vs_torch", "time_vs_reference", "memory_vs_torch")))
+        table.add_row(e.component, e.device,
+                      *(f"{ratio:.2f}x" if ratio is not None else "-"
+                        for ratio in (e.time_vs_torch, e.time_vs_reference, e.memory_vs_torch)))
     return table
 
 
@@ -259,7 +260,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     if waiting:
         console.print(_waiting_footer(report, waiting))
     # informational timings are for --verbose: the report's one screen is for what costs points
-    if report.performance and (verbose or not report.performance["informational"]):
+    if report.performance and (verbose or not report.performance.informational):
         console.print(_speed(report.performance))
     for note in report.notes:
         console.print(plain(words.noted(note)), style="dim")

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.findings import Diagnosis, Note, Noted
+from grader.measured import Gpu, Performance, PerformanceEntry, Timing
 from grader.report_json import from_json
 from grader.results import Reason, Report, Status, Tier, to_json
 from tests.kit import golden
@@ -93,3 +94,35 @@ def test_the_round_trip_compares_what_matters():
     # the instructor's copy has no such note
     instructors = dataclasses.replace(report, notes=[Note(Noted.RESTARTED, "x")], student=False)
     assert from_json(to_json(instructors), title="A") == instructors
+
+
+ratios = st.one_of(st.none(), st.floats(0.01, 100.0))
+entries = st.builds(PerformanceEntry, st.sampled_from(["LayerNorm", "EncoderLayer"]), st.sampled_from(["cpu", "cuda"]),
+                    st.sampled_from(list(Timing)), st.text("abc: x", max_size=20), st.floats(0.0, 1.0), st.integers(0, 2**30),
+                    st.floats(0.0, 1.0), st.integers(0, 2**30), ratios, ratios, st.booleans(), st.floats(0.0, 1.0),
+                    st.integers(0, 2**30), ratios, ratios)
+
+
+def _as_written(e: PerformanceEntry) -> PerformanceEntry:
+    """What the JSON keeps of an entry: an error's message, a measurement's numbers, the reference's where taken."""
+    blank = PerformanceEntry(e.component, e.device, e.status, e.message if e.status == Timing.ERROR else "")
+    if e.status != Timing.MEASURED:
+        return blank
+    kept = dataclasses.replace(e, message="")
+    return kept if e.against_reference else dataclasses.replace(
+        kept, reference_seconds=0.0, reference_memory_bytes=0, time_vs_reference=None, memory_vs_reference=None)
+
+
+@s.KIT
+@given(st.lists(entries, max_size=4), st.booleans(), st.floats(0.0, 10.0),
+       st.builds(Gpu, st.booleans(), st.text("NVIDIA H200", max_size=10), st.integers(0, 9), st.floats(0.0, 9.0),
+                 st.one_of(st.none(), st.integers(0, 9))))
+def test_what_a_grading_measured_comes_back_from_its_json_as_written(drawn, informational, score, gpu):
+    """The performance feedback and the GPU tier's summary, read back from the report's JSON: each entry as its
+    status writes it (a MEASURED entry's numbers, the reference's where it was timed against it)."""
+    perf = Performance(informational, score, 6, 2.0, {"B": 2}, 5, drawn, 0.5)
+    report = Report("a", "A", Path("s"), [], 1.0, performance=perf, gpu=gpu)
+    again = from_json(to_json(report), title="A")
+    assert again.performance == dataclasses.replace(perf, entries=[_as_written(e) for e in drawn])
+    assert again.gpu == (gpu if gpu.available else dataclasses.replace(gpu, passed=None))
+    assert to_json(again) == to_json(report)

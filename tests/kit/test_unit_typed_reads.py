@@ -20,7 +20,8 @@ GRADER = ROOT / "grader"
 KEYS = frozenset({"components", "tests", "status", "score", "max_score", "hidden", "excused_by", "reason", "notes",
                   "noted", "late", "batch", "graded_score", "override", "held", "flagged", "forbidden", "diagnosis",
                   "submission", "start_here", "duration_seconds", "isolation"})
-READERS = frozenset({"grader/results.py", "grader/report_json.py"})
+# grader/measured.py: what a grading measured beside its checks, written and read back by the report's JSON
+READERS = frozenset({"grader/results.py", "grader/report_json.py", "grader/measured.py"})
 
 # 'path:qualified.name:the dict read' -> what that dict is, where it is no report
 NOT_REPORTS: dict[str, str] = {
@@ -28,8 +29,6 @@ NOT_REPORTS: dict[str, str] = {
     "grader/judging/diagnosis.py:diagnose:s": "a failing check's signature (grader.judging.signatures)",
     "grader/authoring/adequacy.py:matrix:v": "a bug's row of the adequacy matrix: the checks that catch it",
     "grader/authoring/adequacy.py:render:bug": "a bug's row of the adequacy matrix",
-    "grader/render/report.py:_speed:performance": "the Report's performance record (grader.grading.performance)",
-    "grader/render/report.py:_speed:e": "a performance entry: a component's timing",
     "grader/gradebook/cells.py:performance:perf": "the report's performance record (grader.grading.performance)",
     "grader/gradebook/cells.py:performance:entry": "a performance entry: a component's timing",
     "grader/batch/export.py:comment:row": "a grades.csv row",
