@@ -184,6 +184,12 @@ class GradingPlugin:
                 # run drew). The public properties draw as in the student's run, also in the instructor's
                 # grade: the bug table's signatures (bugs.json), which name the bug in both, are of those
                 # draws (fresh ones there lost the student's report its diagnosis: security.md, open items)
+                if hasattr(item.obj, "hypothesis"):
+                    # @given keeps the settings in force where its module was first imported: a suite imported
+                    # earlier in this process, under another profile (another course's max_examples, a test
+                    # runner's own), would draw other inputs than the student's run did
+                    item.obj._hypothesis_internal_use_settings = hypothesis.settings.get_profile("grading")
+                    item.obj._hypothesis_internal_use_seed = None
                 if self._tier(item) == Tier.HIDDEN and hasattr(item.obj, "hypothesis"):
                     hypothesis.seed(self.course.hidden_seed)(item.obj)
             else:
