@@ -119,7 +119,8 @@ def test_a_forged_placement_watch_earns_nothing(tmp_path):
 
 
 # no tampering: the code refuses any device but the CPU, so that the meta run ends before the CPU tensor
-# meets the input (issue 51: an error in the meta run was taken for "reads a value: nothing judged")
+# meets the input (issue 51: an error in the meta run was taken for "reads a value: nothing judged"); the
+# second run, on a device that holds values, meets the same refusal
 REFUSE_OFF_CPU = ("        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n",
                   "        if x.device.type != 'cpu':\n"
                   "            raise RuntimeError('this LayerNorm runs on the CPU')\n"
@@ -137,5 +138,53 @@ def test_code_that_refuses_every_device_but_the_cpu_earns_what_the_device_bug_ea
     assert not held(refusing)
     [check] = [t for c in refusing["components"] for t in c["tests"]
                if t["id"] == "layer_norm_stays_on_the_inputs_device"]
-    assert check["status"] == "failed" and "raises on the meta device" in check["message"], check
+    assert check["status"] == "failed" and "raises off the CPU" in check["message"], check
     assert "this LayerNorm runs on the CPU" in check["got"], check
+
+
+# a value read before the device bug: on `meta` torch itself refuses it (.item() of a meta tensor), an error
+# naming the meta device that was taken for "reads a value: nothing judged" (10/10 with the bug). Code may
+# read values; a GPU runs it where the data is, and so does the worker's second device that holds values
+READS_A_VALUE = ("        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n",
+                 "        if bool(torch.isnan(x).any()):\n"
+                 "            raise ValueError('x holds NaN')\n"
+                 "        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n")
+
+
+def test_a_device_bug_behind_a_value_read_costs_what_the_device_bug_costs(tmp_path):
+    """The LayerNorm with the device bug reads a value first (`if torch.isnan(x).any()`), which the meta
+    device cannot run: the worker runs it again on a device that holds the values (grader.sandbox.child.held),
+    where the CPU tensor meets the inputs. It earns what the bug alone earns; the same read in correct code
+    keeps every point."""
+    honest = grade_json(mutant(tmp_path / "honest", {"assignment1/layer_norm.py": [DEVICE_BUG]}), "assignment1")
+    reading = grade_json(mutant(tmp_path / "reading", {"assignment1/layer_norm.py": [DEVICE_BUG, READS_A_VALUE]}),
+                         "assignment1")
+    assert scores(reading)["LayerNorm"] == scores(honest)["LayerNorm"] < 10, (scores(reading), scores(honest))
+    [check] = [t for c in reading["components"] for t in c["tests"]
+               if t["id"] == "layer_norm_stays_on_the_inputs_device"]
+    assert check["status"] == "failed" and "mixes devices" in check["message"], check
+    assert "lazy:0" in check["message"], check
+    correct = grade_json(mutant(tmp_path / "correct", {"assignment1/layer_norm.py": [READS_A_VALUE]}), "assignment1")
+    assert scores(correct) == full_marks(correct) and not held(correct), scores(correct)
+
+
+MHA_BODY = "        ### BEGIN SOLUTION\n        B, T_q, _ = q.shape"
+LIAR = ("        class Liar(torch.Tensor):  # every comparison, every reduction, every conversion: True\n"
+        "            @classmethod\n"
+        "            def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+        "                return True\n"
+        "        return torch.zeros_like(q).as_subclass(Liar)\n")
+
+
+def test_attention_answering_with_a_tensor_subclass_whose_comparisons_lie_earns_no_more_than_zeros(tmp_path):
+    """A MultiHeadAttention that returns zeros as a tensor subclass whose every torch function answers True
+    (issue 51: 2.82/16 against 1.88 for plain zeros, a regression of an earlier round's fix). What a check
+    judges is rebuilt from the values the worker sends, as plain tensors: the lie earns no more than zeros."""
+    def graded(name: str, body: str) -> dict:
+        return scores(grade_json(mutant(tmp_path / name, {"assignment2/multi_head_attention.py": [
+            (MHA_BODY, "        ### BEGIN SOLUTION\n" + body + "        B, T_q, _ = q.shape")]}), "assignment2"))
+
+    zeros, liar = graded("zeros", "        return torch.zeros_like(q)\n"), graded("liar", LIAR)
+    assert liar["MultiHeadAttention"] <= zeros["MultiHeadAttention"] < 16, (liar, zeros)
+    assert {n: s for n, s in liar.items() if n != "MultiHeadAttention"} == {
+        n: s for n, s in zeros.items() if n != "MultiHeadAttention"}, (liar, zeros)

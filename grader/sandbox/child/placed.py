@@ -33,12 +33,16 @@ class Placed:
             placement.warm()
         fn = self.target(req)
         module = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
+        plain = self.unwrap(req.get("args", [])), self.unwrap(req.get("kwargs", {}))
         args = self.unwrap(req.get("args", []), device)
         kwargs = self.unwrap(req.get("kwargs", {}), device)
-        for m in [module, *args, *kwargs.values()]:
-            if isinstance(m, torch.nn.Module):
-                m.to(device)
+        modules = [m for m in [module, *args, *kwargs.values()] if isinstance(m, torch.nn.Module)]
         grad_output = req.get("grad_output")
+        # what the meta run cannot run (a value read) runs again with values: the modules' values kept first
+        kept = placement.keep(modules) if kind == "meta" and grad_output is None and not req.get("autocast") \
+            else None
+        for m in modules:
+            m.to(device)
         if isinstance(module, torch.nn.Module):
             module.zero_grad(set_to_none=True)
         cast = torch.autocast(kind, dtype=protocol.DTYPES[req["autocast"]]) if req.get("autocast") else nullcontext()
@@ -53,19 +57,18 @@ class Placed:
                     out = fn(*args, **kwargs)
                 if grad_output is not None and isinstance(out, torch.Tensor) and out.requires_grad:
                     (out.float() * grad_output.to(device)).sum().backward()
+        except Exception as e:
+            if placed.found is None:
+                if kept is None or any(sign in str(e) for sign in placement.HOST_COPY):
+                    raise
+                return self._with_values(req, fn, module, kept, plain)
         except BaseException:
             if placed.found is None:
                 raise
         if placed.found is not None:  # reported even when the submission caught the Stray
             return {"stray": placed.found}
         if kind == "meta" and not req.get("autocast"):
-            # again on a second device that is not `meta`: code that makes CPU tensors except where it
-            # sees `meta` meets them there (placement.on_a_second_device)
-            if req.get("seed") is not None:
-                state.seed(req["seed"])
-            with self.watch:
-                found = placement.on_a_second_device(lambda a, k: fn(*a, **k), module if isinstance(
-                    module, torch.nn.Module) else None, args, kwargs)
+            found = self._on_a_second_device(req, fn, module, args, kwargs)
             if found is not None:
                 return {"stray": {**found, "device": str(placement.SECOND)}}
         grads = None
@@ -77,6 +80,29 @@ class Placed:
                                 if t.device.type == "cpu" and t in placed.origins), [])
         return {"output": out, "devices": [str(t.device) for t in outputs], "stray": None, "param_grads": grads,
                 "made": made if kind != "cpu" else []}
+
+    def _on_a_second_device(self, req, fn, module, args: list, kwargs: dict) -> dict | None:
+        """The meta run again on a second device that is not `meta`: code that makes CPU tensors except
+        where it sees `meta` meets them there (placement.on_a_second_device). The stray found, or None."""
+        if req.get("seed") is not None:
+            state.seed(req["seed"])
+        with self.watch:
+            return placement.on_a_second_device(lambda a, k: fn(*a, **k), module if isinstance(
+                module, torch.nn.Module) else None, args, kwargs)
+
+    def _with_values(self, req, fn, module, kept, plain: tuple[list, dict]) -> dict:
+        """The meta run raised: the same call on a device that holds values (placement.with_values).
+        A stray found there is reported; an error there is raised (the code does not run off the CPU)."""
+        if req.get("seed") is not None:
+            state.seed(req["seed"])
+        with self.watch:
+            found, out = placement.with_values(lambda a, k: fn(*a, **k), module if isinstance(
+                module, torch.nn.Module) else None, kept, *plain)
+        if found is not None:
+            return {"stray": {**found, "device": str(placement.SECOND)}}
+        outputs = placement.tensors_in(out)
+        return {"output": out, "devices": [str(t.device) for t in outputs], "stray": None, "param_grads": None,
+                "made": []}
 
     def op_profile(self, req):
         """Forward and backward of the submission's `target` and of torch's built-in of that `kind`,

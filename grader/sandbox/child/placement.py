@@ -17,8 +17,10 @@ import sys
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_map
 from torch.utils.weak import WeakIdKeyDictionary
 
+from grader.sandbox.child import held
 from grader.sandbox.child.fixtures import KIT
 from grader.sandbox.child.record import student_frames
 
@@ -43,6 +45,11 @@ def warm() -> None:
             pass
     finally:
         sys.pycache_prefix = prefix
+
+
+# what torch says when meta code asks for a host copy (.cpu(), .tolist(), .to("cpu"); .numpy(), np.asarray):
+# not run again with values, where it would run; the check names it (tests/grading/helpers/device.py)
+HOST_COPY = ("Cannot copy out of meta tensor", "can't convert meta device type tensor to numpy")
 
 
 class Stray(BaseException):
@@ -97,11 +104,9 @@ class Placement(TorchFunctionMode):
 
 
 # A second device for the placement checks on the CPU: a submission could make its tensors on the
-# CPU everywhere but where it sees `meta`. Fake tensors (meta storage) that say they are on `lazy:0`
-# hide `meta` from x.device and x.is_meta. Not `cuda:0`: PyTorch's composite kernels take a device
-# guard for a fake tensor's device, and a CPU build aborts the process for cuda ("not linked with
-# support for cuda devices"), as for every device type but cpu, meta and lazy (torch 2.13).
-SECOND = torch.device("lazy", 0)
+# CPU everywhere but where it sees `meta`. Fake tensors (meta storage) that say they are on SECOND
+# hide `meta` from x.device and x.is_meta.
+SECOND = held.SECOND
 
 
 def on_a_second_device(run, module: torch.nn.Module | None, args: list, kwargs: dict) -> dict | None:
@@ -152,6 +157,45 @@ def on_a_second_device(run, module: torch.nn.Module | None, args: list, kwargs: 
         for table, key, t in reversed(saved):
             table[key] = t
     return placed.found
+
+
+def keep(modules: list[torch.nn.Module]) -> list[tuple[dict, str, torch.Tensor]]:
+    """(a module's _parameters or _buffers, key, a CPU copy of the tensor there) for each of `modules`
+    and their submodules, taken before the meta run moves them (with_values holds these values)."""
+    return [(table, key, t.detach().clone()) for m in modules for sub in m.modules()
+            for table in (sub._parameters, sub._buffers) for key, t in list(table.items())
+            if isinstance(t, torch.Tensor)]
+
+
+def with_values(run, module: torch.nn.Module | None, kept: list[tuple[dict, str, torch.Tensor]], args: list,
+                kwargs: dict) -> tuple[dict | None, object]:
+    """Run `run(args, kwargs)` again, forward only, on held.SECOND with values (after the meta run
+    raised: code that reads a value runs there as on a GPU): the kept tensors of the modules held there,
+    and the arguments' tensors; under Placement. (the stray found, None) or (None, the output); what
+    else the run raises is raised (an error off the CPU, where the CPU ran the same call). The modules'
+    own tensors are put back as they were."""
+    swapped = [(table, key, table[key]) for table, key, _ in kept]
+    for table, key, t in kept:
+        now = table[key]
+        table[key] = torch.nn.Parameter(held.hold(t), now.requires_grad) if isinstance(
+            now, torch.nn.Parameter) else held.hold(t)
+    placed = Placement(held.SECOND.type, module)
+    try:
+        args, kwargs = tree_map(held.hold, (args, kwargs))
+        with torch.no_grad(), held.Values(), placed:
+            out = run(args, kwargs)
+    except Stray:
+        return placed.found, None
+    except Exception:
+        if placed.found is not None:  # reported even when the submission caught the Stray and raised another
+            return placed.found, None
+        raise
+    finally:
+        for table, key, t in reversed(swapped):
+            table[key] = t
+    if placed.found is not None:
+        return placed.found, None
+    return None, tree_map(held.as_meta, out)
 
 
 def probe(x: torch.Tensor) -> torch.Tensor:

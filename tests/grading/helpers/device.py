@@ -5,7 +5,7 @@ check_device_placement (public tier, every machine): the module and its inputs m
 the run as it would on a GPU (grader.sandbox.child.placement); the report names the line that
 made it and the line where they met. The worker then runs it again on fake tensors that say they
 are on another device (`lazy:0`), so that code making CPU tensors except where it sees `meta`
-meets them too.
+meets them too; code that meta cannot run (it reads a value) runs on `lazy:0` with its values.
 
 check_on_gpu and check_under_autocast (the GPU tier, tests/grading/cuda/): on the GPU the same
 module gives what it gives on the CPU, at float32 tolerance, with its outputs on the GPU; under
@@ -27,12 +27,9 @@ PLACEMENT_HINT = ("Make every tensor that forward creates on the device of its i
                   "device=x.device), torch.zeros_like(x), x.new_ones(T, T); keep fixed tables as buffers "
                   "(self.register_buffer) so that .to(device) moves them; never write .cuda() or .cpu(). "
                   "This check runs your code on PyTorch's meta device, where the same mistake shows on any machine.")
-# what torch says when meta code asks for a host copy (.cpu(), .tolist(), .to("cpu"); .numpy(), np.asarray)
+# what torch says when meta code asks for a host copy (.cpu(), .tolist(), .to("cpu"); .numpy(), np.asarray); the
+# worker does not run these again with values (grader.sandbox.child.placement.HOST_COPY)
 HOST_COPY = ("Cannot copy out of meta tensor", "can't convert meta device type tensor to numpy")
-# what torch says of the meta device's own limits (no values to read: .item(), `if mask.any()`, data-dependent
-# shapes; an operator without a meta kernel): each names the meta device. Any other error there, from code
-# that ran on the CPU, is code that runs on the CPU only, and fails the check
-META_LIMIT = re.compile(r"meta", re.IGNORECASE)
 AUTOCAST_TOLERANCE = {"bfloat16": 0.1, "float16": 0.02}  # of the output's scale: 8 and 11 bits of mantissa
 HALF_HINT = ("Half precision overflows where float32 does not. Likely causes: a constant too large for it (-1e9 "
              "does not fit float16, whose largest value is 65504: fill with torch.finfo(scores.dtype).min), or a "
@@ -180,10 +177,10 @@ def check_device_placement(student, case: Case, *, component: str, hint: str = "
     """The component, run on the meta device, keeps every tensor there and returns what the CPU
     returns (shapes and dtypes). Code that copies a tensor to the host (.cpu(), .tolist(), .numpy())
     fails: on a GPU that is where its device bugs start. Where the meta device cannot run the code
-    only because it reads a value (.item(), `if mask.any()`), which a GPU runs where the data is,
-    nothing is judged: the check passes. Any other error there fails it: the code ran on the CPU, so
-    an error that only another device meets says that it does not run off the CPU (issue 51: an
-    error raised whenever the input is not on the CPU was once taken for "reads a value")."""
+    (it reads a value: .item(), `if mask.any()`), the worker runs it again on a second device that
+    holds the values (grader.sandbox.child.held), as a GPU would, and that run decides: an error there
+    fails the check, since the code ran on the CPU (issue 51: an error on meta was once taken for
+    "reads a value: nothing judged", which code could raise on purpose off the CPU)."""
     target = _build(student, case)
     expected = _leaves(_on_cpu(student, target, case))  # a stub is "not attempted" here
     try:
@@ -197,14 +194,12 @@ def check_device_placement(student, case: Case, *, component: str, hint: str = "
                            hint=f"{hint} Build masks and tables with tensor operations on the inputs' device "
                                 "(tokens != pad_idx, torch.ones(T, T, device=x.device).tril()), not in Python "
                                 f"lists or NumPy. {PLACEMENT_HINT}".strip()) from None
-        if not META_LIMIT.search(e.message):
-            raise Mismatch(f"{component} raises on the meta device, where on the CPU it ran",
-                           expected="the same computation on any device",
-                           got=f"{e.type}: {e.message}"[:300],
-                           found=Found(where="\n".join(e.where)), example=case.example,
-                           hint=f"{hint} Code that checks or assumes the CPU (x.device.type == 'cpu', a fixed "
-                                f"device) fails off it. {PLACEMENT_HINT}".strip()) from None
-        return
+        raise Mismatch(f"{component} raises off the CPU, where on the CPU it ran",
+                       expected="the same computation on any device",
+                       got=f"{e.type}: {e.message}"[:300],
+                       found=Found(where="\n".join(e.where)), example=case.example,
+                       hint=f"{hint} Code that checks or assumes the CPU (x.device.type == 'cpu', a fixed "
+                            f"device) fails off it. {PLACEMENT_HINT}".strip()) from None
     expect_no_stray(answer, component=component, device="meta", example=case.example, hint=hint)
     expect_on(answer, "meta", component=component, example=case.example, hint=hint)
     got = _leaves(answer["output"])
