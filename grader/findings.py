@@ -30,6 +30,9 @@ class Attributed(StrEnum):
     EXCUSED = "excused"  # passes with the reference's parts: the parts are charged (the parts: `excused_by`)
     HIDDEN = "hidden"  # passes with the student's parts only because their bug hides one of its own
     OWN = "own"  # fails with the reference's parts too: the component's own bug
+    # passes with the reference's parts, and with its own reached as those are (a round trip each): it behaves
+    # by how its parts are reached, not by what they compute, so nothing is excused
+    TOLD = "told"
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,17 @@ class ComponentStatus(StrEnum):
     HELD = "held for review"
 
 
+class Reach(StrEnum):
+    """How the parts that a run of a composite's checks names are reached (grader.judging.attribution's
+    runs; grader.suite.remote.Submission.swap)."""
+
+    SWAPPED = "swapped"  # the reference's, in the grader, behind stand-ins: every grading's way
+    OWN = "own"  # the submission's own, dressed as stand-ins are, called where they are
+    # the submission's own, dressed so, each build and call a round trip to the grader as a stand-in's is: the
+    # control run, where a composite that tells a stand-in by the time a call takes behaves as with stand-ins
+    ECHOED = "echoed"
+
+
 class Drawn(StrEnum):
     """Outcome.details["drawn"]: the set of inputs a failure was found on, where not the student's
     own run's (grader.suite.draws)."""

@@ -200,6 +200,11 @@ def note(found: Attribution | None) -> str:
     if found.kind == Attributed.HIDDEN:
         return (f"passes with your {names} only because their bug hides one of this component's own: with "
                 f"the reference's {names} it fails as shown")
+    if found.kind == Attributed.TOLD:
+        return (f"counted: this check passes with the reference's {names}, and with your own {names} reached the "
+                f"way the reference's are, but fails when your code calls {'it' if one else 'them'} directly: it "
+                f"depends on how {'its part is' if one else 'its parts are'} reached, not on what "
+                f"{'it computes' if one else 'they compute'}")
     return f"counted: this check fails with the reference's {names} too, so this component has a bug of its own"
 
 

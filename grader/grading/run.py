@@ -13,7 +13,7 @@ from grader.course import Assignment, Course
 from grader.findings import Sighting
 from grader.grading.suites import run_checks
 from grader.measured import Performance
-from grader.results import ComponentResult, Fault, Outcome
+from grader.results import ComponentResult, Fault, Outcome, Reach
 
 if TYPE_CHECKING:
     from grader.grading.known_parts import KnownParts
@@ -89,6 +89,6 @@ class GradingRun:
         return self.assignment.name, o.device, self.has_reference, str(self.submission), o.only
 
     def run(self, checks: dict[str, tuple[str, ...]], *, quick: frozenset[str] = frozenset(),
-            one_failure: bool = False) -> dict[str, Outcome]:
+            one_failure: bool = False, reach: Reach = Reach.SWAPPED) -> dict[str, Outcome]:
         """One pytest run of `checks` on this submission (grader.grading.suites.run_checks)."""
-        return run_checks(self.course, self.student, checks, quick=quick, one_failure=one_failure)
+        return run_checks(self.course, self.student, checks, quick=quick, one_failure=one_failure, reach=reach)

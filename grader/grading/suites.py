@@ -11,7 +11,7 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
 from grader.course import Course
-from grader.results import Outcome, Tier
+from grader.results import Outcome, Reach, Tier
 
 # plugins a grading run has no use for; unraisableexception alone costs ~0.6 s of gc at exit
 _NO_PLUGINS = ("cacheprovider", "randomly", "unraisableexception", "threadexception", "faulthandler", "doctest",
@@ -74,9 +74,9 @@ def _no_pytest_settings():
 
 
 def run_checks(course: Course, student, checks: dict[str, tuple[str, ...]], *, quick: frozenset[str] = frozenset(),
-               one_failure: bool = False) -> dict[str, Outcome]:
-    """One pytest run over the suites that hold `checks` (id -> parts to swap in first); `quick` and
-    `one_failure`: as for grader.suite.plugin.GradingPlugin."""
+               one_failure: bool = False, reach: Reach = Reach.SWAPPED) -> dict[str, Outcome]:
+    """One pytest run over the suites that hold `checks` (id -> parts to swap in first, reached as `reach`
+    says); `quick`, `one_failure` and `reach`: as for grader.suite.plugin.GradingPlugin."""
     if not checks:
         return {}
     import pytest
@@ -89,7 +89,7 @@ def run_checks(course: Course, student, checks: dict[str, tuple[str, ...]], *, q
     wanted = {owners[check] for check in checks}
     files = sorted({str(path) for name, tier in wanted
                     for path in suite_files(course, name, (Tier.PUBLIC, Tier.HIDDEN, tier)).values()})
-    plugin = GradingPlugin(course, student, checks, quick=quick, one_failure=one_failure)
+    plugin = GradingPlugin(course, student, checks, quick=quick, one_failure=one_failure, reach=reach)
     args = [*files, *(x for name in _NO_PLUGINS for x in ("-p", f"no:{name}"))]
     # the suites report through grader.suite.checks, not bare asserts: no rewriting to pay for
     args += ["-q", "--assert=plain", "--rootdir", str(course.root), "-c", str(course.path),

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 from grader import words
 from grader.course import Assignment, Component, Course
-from grader.results import NOT_COUNTED, Outcome, Reason, Status, Tier
+from grader.results import NOT_COUNTED, Outcome, Reach, Reason, Status, Tier
 
 MISSING = Outcome(Status.ERROR, Reason.MISSING, words.NOT_RUN_AGAIN)
 
-# (check id -> parts to swap in, quick=, one_failure=) -> outcomes (grader.grading.suites.run_checks)
+# (check id -> parts to swap in, quick=, one_failure=, reach=) -> outcomes (grader.grading.suites.run_checks)
 Run = Callable[..., dict[str, Outcome]]
 # check ids of parts of other assignments -> their outcomes, each part's checks run until its first failure
 Parts = Callable[[list[str]], dict[str, Outcome]]
@@ -39,6 +39,9 @@ def failed(outcome: Outcome | None) -> bool:
 class Blame:
     parts: tuple[str, ...]  # the failing parts of the check's component
     on_reference: Outcome | None  # the check's outcome with their reference versions; None: not run
+    # where the composite behaved by how its parts were reached (the control runs): not excused, and this
+    # outcome, of its own parts called directly, counts
+    told: Outcome | None = None
 
 
 def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome], run: Run,
@@ -83,9 +86,49 @@ def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome
         return {check: Blame(parts, None) for check, parts in blamed.items()}
     # a check that failed on the student's parts shows that failure whatever this run finds: only
     # whether it passes here is wanted
-    again = run({check: tuple(target(components[p]) for p in parts) for check, parts in blamed.items()},
-                quick=frozenset(check for check in blamed if failed(results[check])))
-    return {check: Blame(parts, again.get(check, MISSING)) for check, parts in blamed.items()}
+    swaps = {check: tuple(target(components[p]) for p in parts) for check, parts in blamed.items()}
+    again = run(swaps, quick=frozenset(check for check in blamed if failed(results[check])))
+    # the control: a check that the reference's parts pass is excused only where the composite, on its own
+    # parts reached as the reference's were (each build and call a round trip to the grader), fails as it
+    # did, on the same draw with the same values. One that fails otherwise, or passes, behaves by how its
+    # parts are reached (a stand-in's tell: the time a call takes), not by what they compute.
+    excusable = {check: swaps[check] for check in blamed if failed(results[check])
+                 and again.get(check, MISSING).status == Status.PASSED}
+    control = run(excusable, quick=frozenset(c for c in excusable if results[c].unshrunk), reach=Reach.ECHOED) \
+        if excusable else {}
+    blame = {check: Blame(parts, again.get(check, MISSING),
+                          told=results[check] if check in control and _told(results[check], control[check]) else None)
+             for check, parts in blamed.items()}
+    return {**blame, **_isolated(composites, graded, results, run)}
+
+
+def _isolated(composites: list[Component], graded: dict[str, list[str]], results: dict[str, Outcome],
+              run: Run) -> dict[str, Blame]:
+    """The isolated checks (run on the reference's parts) that a composite failing others of its checks
+    passes, run again on its own parts, called directly and reached as the reference's are: where the
+    two differ, it behaves by how its parts are reached, and the direct run's outcome counts."""
+    suspect = {chk: comp.depends for comp in composites if any(failed(results[i]) for i in graded[comp.name])
+               for chk in comp.isolated if chk in results and results[chk].status == Status.PASSED}
+    if not suspect:
+        return {}
+    quick = frozenset(suspect)
+    direct = run(dict.fromkeys(suspect, ()), quick=quick, reach=Reach.OWN)
+    echoed = run(dict.fromkeys(suspect, ()), quick=quick, reach=Reach.ECHOED)
+    return {chk: Blame(parts, results[chk], told=direct[chk]) for chk, parts in suspect.items()
+            if chk in direct and chk in echoed and direct[chk].reason not in (Reason.TIMEOUT, Reason.CRASH,
+                                                                               Reason.GRADER)
+            and _told(direct[chk], echoed[chk])}
+
+
+def _told(own: Outcome, control: Outcome) -> bool:
+    """The control run's outcome differs from the run on the submission's own parts: what the check
+    found (status, reason, message, the values and example it shows), not what the code printed or
+    the time it took. A control that could not finish (a timeout, a crash: the machine may decide
+    those) tells nothing."""
+    if control.reason in (Reason.TIMEOUT, Reason.CRASH, Reason.GRADER):
+        return False
+    return (own.status, own.reason, own.message, own.details) != (
+        control.status, control.reason, control.message, control.details)
 
 
 def _deepen(components: dict[str, Component], here: set[str], ran: list[str], status: dict[str, Outcome],

@@ -114,6 +114,9 @@ def _attribute(result: CheckResult, blame: Blame, waiting: dict[str, tuple[str, 
             result.attribution = Attribution(Attributed.WAITING, result.waiting_on)
         else:
             result.attribution = Attribution(Attributed.PARTS_FIRST, blame.parts)
+    elif blame.told is not None:
+        result.outcome = blame.told
+        result.attribution = Attribution(Attributed.TOLD, blame.parts)
     elif on_reference.status == Status.PASSED:
         if own.status != Status.PASSED:
             result.excused_by = blame.parts

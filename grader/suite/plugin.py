@@ -11,7 +11,7 @@ import pytest
 from grader import words
 from grader.course import Course
 from grader.judging.attribution import target
-from grader.results import NOT_COUNTED, Drawn, Outcome, Reason, Status, Tier
+from grader.results import NOT_COUNTED, Drawn, Outcome, Reach, Reason, Status, Tier
 from grader.sandbox.host import StudentError, WorkerFault
 from grader.suite import draws
 from grader.suite.checks import Mismatch
@@ -134,9 +134,10 @@ class GradingPlugin:
     remaining checks are not run once one has failed."""
 
     def __init__(self, course: Course, submission: Submission, checks: dict[str, tuple[str, ...]], *,
-                 quick: frozenset[str] = frozenset(), one_failure: bool = False):
+                 quick: frozenset[str] = frozenset(), one_failure: bool = False, reach: Reach = Reach.SWAPPED):
         self.course, self.submission, self.checks = course, submission, checks
         self.quick, self.one_failure = quick, one_failure
+        self.reach = reach  # how the parts each check names are reached (Submission.swap)
         self.suites = course.suites.resolve()
         self.failing: set[str] = set()  # components with a failed check
         self.not_run: set[str] = set()
@@ -228,7 +229,8 @@ class GradingPlugin:
     def _one_check(self, request):
         check = request.node.name.removeprefix("test_")
         parts = self.checks.get(check, ())
-        self.submission.begin_check(self.component_of.get(check, ""), parts)
+        self.submission.begin_check(self.component_of.get(check, ""), parts if self.reach == Reach.SWAPPED else ())
+        self.submission.reach = self.reach
         # where a reference can be swapped in (the instructor's grade), a composite's parts are always
         # behind stand-ins, its own or the reference's, so that it cannot tell the attribution run
         own = self.own_parts.get(self.component_of.get(check, ""), ()) if self.submission.reference else ()
@@ -247,6 +249,7 @@ class GradingPlugin:
             if check in self.quick and kept is not None:
                 function._hypothesis_internal_use_settings = kept
             student.reset()
+            student.reach = Reach.SWAPPED
             # what came from this check: a grading split across two processes (grader.grading.split) puts
             # the two halves' faults and forbidden calls back in the order of a single run
             for fault in student.sandbox.faults[faults:]:

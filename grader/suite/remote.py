@@ -5,7 +5,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from grader.results import Reason
+from grader.results import Reach, Reason
 from grader.sandbox.child import protocol
 from grader.sandbox.host import Sandbox, WorkerFault
 from grader.suite import placing, trained
@@ -57,6 +57,7 @@ class Submission:
         self.modules: dict[str, set[str]] = {}  # component -> the submission's modules its checks asked for
         self.component = ""  # of the check running
         self.config: tuple[str, tuple[str, ...]] = ("", ())  # (component, reference parts swapped in)
+        self.reach = Reach.SWAPPED  # how the parts a check swaps in are reached (swap)
         self.hung: set[tuple[str, tuple[str, ...]]] = set()  # configs with a request that timed out
         # component -> the components it is built on, all the way down (set by grader.suite.plugin): a
         # composite run on the submission's own parts hangs where a part of it has hung
@@ -220,7 +221,13 @@ class Submission:
         ("assignment1.embedding:TokenEmbedding", ...) wherever it names them. The parts run
         here, in the grader, on the inputs and weights the submission gives them. The `own` parts
         stay the submission's, dressed as the reference's are (grader.sandbox.child.standins.Link.wrap):
-        a composite cannot tell which it has."""
+        a composite cannot tell which it has. Where `reach` (set by the plugin for the run) is not
+        SWAPPED, `parts` stay the submission's too, ECHOED reached as the reference's would be, each
+        build and call a round trip here (grader.judging.attribution's control runs)."""
+        if self.reach != Reach.SWAPPED:
+            own, echo, parts = (*own, *parts), parts if self.reach == Reach.ECHOED else (), ()
+        else:
+            echo = ()
         if parts and self.reference is None:
             raise RuntimeError("isolated checks need the reference tree (the hidden tier)")
         if parts:
@@ -228,6 +235,7 @@ class Submission:
         for part in parts:
             self._import(part.partition(":")[0])
         self._request({"op": "swap", "parts": list(parts), "own": [p for p in own if p not in parts],
+                       "echo": list(echo),
                        "classes": {part: self.parts.describe_class(part) for part in parts}})
 
     def reset(self):

@@ -146,3 +146,36 @@ def _encoder_seen_twice(own: tuple, layer: str) -> tuple[dict, dict]:
         seen.append(_tree(resolve(SUBMISSION, encoder)(2, 16, 2, 32, 0.0)))
         worker.op_reset({})
     return seen[0], seen[1]
+
+
+NO_SCALE = ("return self.embedding(x) * math.sqrt(self.d_model)", "return self.embedding(x)")  # TokenEmbedding's bug
+SKIPS_POSITION = ("        return self.position(self.token(x))  # (B, T, d_model)\n", "        return self.token(x)\n")
+# the same bug of TransformerEmbedding's own, except where its part answers slowly: a stand-in's call is a
+# round trip to the grader (about 0.3 ms, against 0.03 ms for its own part called here; the least of three)
+TIMES_ITS_PART = ("        return self.position(self.token(x))  # (B, T, d_model)\n",
+                  "        import time\n"
+                  "        took = []\n"
+                  "        for _ in range(3):\n"
+                  "            start = time.perf_counter()\n"
+                  "            e = self.token(x)\n"
+                  "            took.append(time.perf_counter() - start)\n"
+                  "        return self.position(e) if min(took) > 1.5e-4 else e\n")
+
+
+def test_a_composite_that_times_its_parts_calls_earns_what_its_own_bug_earns(tmp_path):
+    """TransformerEmbedding skips the positional encoding unless its TokenEmbedding answers slowly, as the
+    reference's stand-in does (a round trip to the grader), on a TokenEmbedding with a bug of its own
+    (issue 51: 6/6 against 2/6, every failure excused onto TokenEmbedding, and the isolated check on the
+    reference's parts passed). The control runs reach its own parts as the stand-ins are reached: its
+    failures differ there, so nothing is excused and the isolated check counts its own parts' run."""
+    from tests.kit.conftest import grade_json, scores
+
+    honest = grade_json(mutant(tmp_path / "honest", {"assignment1/embedding.py": [NO_SCALE, SKIPS_POSITION]}),
+                        "assignment1")
+    timer = grade_json(mutant(tmp_path / "timer", {"assignment1/embedding.py": [NO_SCALE, TIMES_ITS_PART]}),
+                       "assignment1")
+    assert scores(timer) == scores(honest) and scores(honest)["TransformerEmbedding"] < 6, (
+        scores(timer), scores(honest))
+    told = {t["id"] for c in timer["components"] for t in c["tests"]
+            if (t.get("attribution") or {}).get("kind") == "told"}
+    assert "transformer_embedding_matches_reference_with_reference_parts" in told and len(told) > 1, told

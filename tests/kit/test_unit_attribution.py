@@ -6,18 +6,26 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.judging.attribution import MISSING, attribute, target
-from grader.results import Outcome
+from grader.results import Outcome, Reach
 from tests.kit import strategies as s
 
 
 class Runs:
     """What attribution asked to run: (checks -> parts swapped in, quick, one_failure), answered from
-    `answers` (check id -> outcome; a check not there passes, or is left out with `omit`)."""
+    `answers` (check id -> outcome; a check not there passes, or is left out with `omit`). The control
+    runs (the parts left the submission's, Reach.OWN or ECHOED) are kept apart, in `controls`, and
+    answered from `own` (check id -> outcome; a check not there passes)."""
 
-    def __init__(self, answers: dict[str, Outcome] | None = None, omit: frozenset[str] = frozenset()):
-        self.answers, self.omit, self.asked = answers or {}, omit, []
+    def __init__(self, answers: dict[str, Outcome] | None = None, omit: frozenset[str] = frozenset(),
+                 own: dict[str, Outcome] | None = None):
+        self.answers, self.omit, self.own, self.asked = answers or {}, omit, own or {}, []
+        self.controls: list[tuple[dict, Reach]] = []
 
-    def __call__(self, checks: dict[str, tuple[str, ...]], quick=frozenset(), one_failure=False):
+    def __call__(self, checks: dict[str, tuple[str, ...]], quick=frozenset(), one_failure=False,
+                 reach=Reach.SWAPPED):
+        if reach != Reach.SWAPPED:
+            self.controls.append((dict(checks), reach))
+            return {c: self.own.get(c, s.PASSED) for c in checks}
         self.asked.append((dict(checks), quick, one_failure))
         return {c: self.answers.get(c, s.PASSED) for c in checks if c not in self.omit}
 
@@ -64,6 +72,27 @@ def test_with_the_reference_every_graded_check_of_a_composite_runs_again_on_its_
     # a part passing its own checks is looked through to its failing parts (ba19d2d): blame reaches
     # the composite's parts and theirs, never outside what it is built on
     assert all(set(b.parts) <= below(owner[c].name) for c, b in blame.items())
+
+
+@s.KIT
+@given(s.composites, st.data(), st.booleans())
+def test_an_excuse_holds_only_where_the_control_run_fails_as_the_check_did(composite, data, same):
+    """A check that the reference's parts pass is run again on the composite's own parts reached as
+    stand-ins are (Reach.ECHOED): failing there as it did, it is excused; otherwise it is told, and
+    its own outcome counts."""
+    assignment = s.assignment_of(composite)
+    part, outcomes = failing_part(composite, data, s.all_passed(assignment))
+    if not part:
+        return
+    check = data.draw(st.sampled_from(graded_checks(composite, outcomes)))
+    outcomes[check] = data.draw(s.failures)
+    control = outcomes[check] if same else data.draw(s.ran.filter(lambda o: o != outcomes[check]))
+    runs = Runs(own={check: control})
+    blame = attribute(s.COURSE, assignment, outcomes, runs, swap=True)
+    assert blame[check].on_reference == s.PASSED
+    assert any(check in checks and reach == Reach.ECHOED for checks, reach in runs.controls)
+    steady = control.reason not in ("timeout", "crash", "grader")
+    assert blame[check].told == (None if same or not steady else outcomes[check]), (control, blame[check])
 
 
 def below(name: str) -> frozenset[str]:

@@ -30,8 +30,10 @@ TORCH = {c.__name__: c for c in (nn.Linear, nn.Dropout, nn.Embedding, nn.LayerNo
                                  nn.ReLU, nn.GELU, nn.Identity, nn.Tanh, nn.Sigmoid)}
 
 
-# the classes Link.wrap made: stand-ins that run the submission's own forward
+# the classes Link.wrap made: stand-ins that run the submission's own forward; _ECHOED: those of them
+# reached as the reference's are, a round trip to the grader at each build and call (Link.echo)
 _OWN: "weakref.WeakSet[type]" = weakref.WeakSet()
+_ECHOED: "weakref.WeakSet[type]" = weakref.WeakSet()
 
 
 class StandIn(nn.Module):
@@ -54,6 +56,8 @@ class StandIn(nn.Module):
 
     def forward(self, *args, **kwargs):
         if type(self) in _OWN:
+            if type(self) in _ECHOED:
+                self._kit_link.echo(self, args, kwargs)
             return super().forward(*args, **kwargs)  # the next forward in the MRO: the submission's class's
         return self._kit_link.run(self, {"forward": self._kit_build, "path": self._kit_path}, args, kwargs)
 
@@ -95,6 +99,15 @@ class Link:
     def reset(self):
         self.freed.clear()  # the grader drops every graph of the check itself
 
+    def echo(self, module: nn.Module | None, args: tuple, kwargs: dict):
+        """The round trip a stand-in's build or call makes, for the submission's own part in the
+        attribution's control run (grader.judging.attribution): its inputs and weights travel to the
+        grader, which answers without running anything; the part then runs here. A composite that
+        behaves otherwise when its parts are reached so is not excused."""
+        _, inputs = split([list(args), kwargs])
+        weights = [] if module is None else [*module.parameters(), *module.buffers()]
+        self.send({"echo": [_portable(t) for t in [*inputs, *weights] if isinstance(t, torch.Tensor)]})
+
     def __deepcopy__(self, memo):
         return self  # copy.deepcopy(layer) (the "clones" idiom) copies a stand-in, never the worker
 
@@ -128,25 +141,35 @@ class Link:
                 setattr(Part, key, value)
         return Part
 
-    def wrap(self, own):
+    def wrap(self, own, echo: bool = False):
         """The submission's own part `own` (a module class or a function) dressed as `stand_in` dresses
         the reference's: the same kind of class (derived from StandIn and `own`) or function, with the
-        same identity, so that a composite cannot tell which it has; it runs `own`'s code. None for
-        anything else (a plain class), which is left as it is."""
+        same identity, so that a composite cannot tell which it has; it runs `own`'s code, after the
+        round trip a stand-in makes where `echo` (Link.echo). None for anything else (a plain class),
+        which is left as it is."""
+        link = self
         if _module_class(own):
-            link = self
 
-            class Part(StandIn, own):  # type: ignore[valid-type,misc]
+            class Part(StandIn, own):
                 def __init__(self, *args, **kwargs):
+                    if echo:
+                        link.echo(None, args, kwargs)
                     own.__init__(self, *args, **kwargs)
                     link.built += 1
                     self._kit_link, self._kit_build, self._kit_path = link, link.built, ""
 
             _OWN.add(Part)
+            if echo:
+                _ECHOED.add(Part)
             record.passes_through(Part.__init__.__code__)  # where its tensors were made: the submission's lines
             return _dress(Part, own, own.__name__)
         if callable(own) and not isinstance(own, type) and type(getattr(own, "__name__", None)) is str:
-            return _dress(_function(own), own, own.__name__)
+            def call(*args, **kwargs):
+                if echo:
+                    link.echo(None, args, kwargs)
+                return own(*args, **kwargs)
+
+            return _dress(_function(call), own, own.__name__)
         return None
 
     # building ------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ class Swaps:
     swaps: dict[str, tuple[object, object]]
     references: dict[str, object]
     own: set[str]
+    echoed: set[str]  # own parts reached through the grader (the attribution's control run)
     patched: list[tuple[object, str, object]]
     link: standins.Link
 
@@ -46,9 +47,13 @@ class Swaps:
         stand-ins are (standins.Link.wrap), so that the composite cannot tell its own parts from the
         reference's: a composite that behaves only with the reference's would have its failures excused."""
         self.own.update(p for p in req.get("own", []) if type(p) is str and p not in req["parts"])
+        echoed = {p for p in req.get("echo", []) if type(p) is str and p in self.own} - self.echoed
+        self.echoed |= echoed
         fresh = [part for part in req["parts"] if part not in self.references]  # the others: already in
-        if fresh:
+        if fresh or echoed:
             self._unpatch()  # a part wrapped as the submission's own until now is the reference's from here
+        for part in echoed & set(self.swaps):  # wrapped already, called where it is: wrapped again, echoed
+            del self.swaps[part]
         for part in fresh:
             self.own.discard(part)
             info = (req.get("classes") or {}).get(part)  # a class part's description, from the grader
@@ -62,7 +67,7 @@ class Swaps:
             module = sys.modules.get(f"{PACKAGE}.{part.partition(':')[0]}")
             own = getattr(module, part.rpartition(":")[2], None) if module is not None else None
             try:
-                wrapped = self.link.wrap(own) if own is not None else None
+                wrapped = self.link.wrap(own, part in self.echoed) if own is not None else None
             except Exception:  # a class that refuses to be derived from (its __init_subclass__): left as it is;
                 wrapped = None  # its stand-in cannot be made either, so a failure on its parts is not excused
             if wrapped is not None:

@@ -33,6 +33,7 @@ class Worker(Swaps, Placed):
         self.swaps: dict[str, tuple[object, object]] = {}  # part -> (submission's, stand-in or wrapped own)
         self.references: dict[str, object] = {}  # part -> the reference's stand-in (of those in swaps)
         self.own: set[str] = set()  # parts to wrap (standins.Link.wrap) once their module is imported
+        self.echoed: set[str] = set()  # of those, the ones whose builds and calls make a round trip
         self.patched: list[tuple[object, str, object]] = []  # (module, name, original)
         self.link = standins.Link(self.ask, known=self.known)
         self.watch = record.Watch()  # forbidden APIs the submission's code runs, handed over at reset
@@ -190,6 +191,7 @@ class Worker(Swaps, Placed):
         self.swaps.clear()
         self.references.clear()
         self.own.clear()
+        self.echoed.clear()
         self.link.reset()
         self.objects.clear()
         state.seed(0)
