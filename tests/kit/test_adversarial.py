@@ -688,7 +688,7 @@ class TestAMemorisedPublicExampleEarnsNothing:
     which the release leaves out), compared with the reference live: a lookup table of the stored
     answers earns what zeros earn (it earned the stored checks' points before: 2.5 against 1.67)."""
 
-    def test_a_lookup_table_of_the_stored_answers_earns_what_zeros_earn(self, tmp_path):
+    def test_a_lookup_table_of_the_stored_answers_earns_no_more_than_zeros(self, tmp_path):
         import torch
 
         from tests.grading.support import EXPECTED
@@ -700,7 +700,11 @@ class TestAMemorisedPublicExampleEarnsNothing:
         assert len(table) == 2  # the two stored LayerNorm cases, told apart by their inputs
         lookup = scores(grade_json(_answering(tmp_path / "lookup", repr(table)), "assignment1"))
         zeros = scores(grade_json(_answering(tmp_path / "zeros", "{}"), "assignment1"))
-        assert lookup == zeros, (lookup, zeros)
+        # no gain; LayerNorm's may be less: its table's answers are made on the CPU, which the placement check
+        # finds where it runs the stored cases on a device that holds their values (grader.sandbox.child.held)
+        assert all(lookup[name] <= zeros[name] for name in zeros) and lookup.keys() == zeros.keys(), (lookup, zeros)
+        assert {n: v for n, v in lookup.items() if n != "LayerNorm"} == {
+            n: v for n, v in zeros.items() if n != "LayerNorm"}, (lookup, zeros)
 
     def test_the_fresh_example_is_drawn_only_where_the_reference_is_and_always_the_same(self):
         import torch

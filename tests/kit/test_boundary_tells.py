@@ -179,3 +179,29 @@ def test_a_composite_that_times_its_parts_calls_earns_what_its_own_bug_earns(tmp
     told = {t["id"] for c in timer["components"] for t in c["tests"]
             if (t.get("attribution") or {}).get("kind") == "told"}
     assert "transformer_embedding_matches_reference_with_reference_parts" in told and len(told) > 1, told
+
+
+# TokenEmbedding records each instance its constructor builds; TransformerEmbedding skips the positional
+# encoding where its part is one of those (its own), and not where the part is the reference's stand-in
+REGISTRY = ("class TokenEmbedding(nn.Module):", "_MINE = set()\n\n\nclass TokenEmbedding(nn.Module):")
+RECORDS_ITSELF = ("        self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)\n",
+                  "        self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)\n"
+                  "        _MINE.add(id(self))\n")
+READS_THE_REGISTRY = ("        return self.position(self.token(x))  # (B, T, d_model)\n",
+                      "        e = self.token(x)\n"
+                      "        return e if id(self.token) in _MINE else self.position(e)\n")
+
+
+def test_a_composite_that_knows_the_parts_it_built_earns_what_its_own_bug_earns(tmp_path):
+    """The same TransformerEmbedding bug, except where its TokenEmbedding (with a bug of its own) is not one
+    its constructor recorded: 6/6 against 2/6 before (a stand-in was built by the grader's constructor alone,
+    and the control run reaches the submission's own parts). A stand-in is now built by the submission's
+    own constructor first (grader.sandbox.child.owned.built_in_place): the tell reads the same either way."""
+    from tests.kit.conftest import grade_json, scores
+
+    honest = grade_json(mutant(tmp_path / "honest", {"assignment1/embedding.py": [NO_SCALE, SKIPS_POSITION]}),
+                        "assignment1")
+    registry = grade_json(mutant(tmp_path / "registry", {"assignment1/embedding.py": [
+        NO_SCALE, REGISTRY, RECORDS_ITSELF, READS_THE_REGISTRY]}), "assignment1")
+    assert scores(registry) == scores(honest) and scores(honest)["TransformerEmbedding"] < 6, (
+        scores(registry), scores(honest))

@@ -12,16 +12,21 @@ import torch
 from grader.sandbox.child.values import plain
 
 
-def own_attributes(cls, args, kwargs) -> dict | None:
-    """The plain attributes an object of the submission's `cls` sets on itself when built with these
-    arguments (built aside, its random draws undone), or None where its constructor fails (that is
-    charged in its own component)."""
+def built_in_place(module: torch.nn.Module, cls, args, kwargs) -> dict | None:
+    """Run the submission's constructor, `cls.__init__`, on `module` (a stand-in, not yet populated), its
+    random draws undone: whatever the submission's code records of the parts it builds (their ids, a
+    count, a registry) holds for the stand-in as for its own part (issue 51: a composite told the two
+    apart so). Then what it made is taken away, for the reference's tree to take its place; its plain
+    attributes are returned, or None where it fails (that is charged in its own component)."""
     try:
         with torch.random.fork_rng(devices=[]):
-            own = cls(*args, **kwargs)
-        return {k: v for k, v in vars(own).items() if not k.startswith("_") and plain(v)}
+            cls.__init__(module, *args, **kwargs)
+        found = {k: v for k, v in vars(module).items() if not k.startswith("_") and plain(v)}
     except Exception:
-        return None
+        found = None
+    vars(module).clear()
+    torch.nn.Module.__init__(module)
+    return found
 
 
 def arguments(cls, attrs: dict) -> dict | None:

@@ -127,13 +127,15 @@ class Link:
         base = own if _module_class(own) else None
 
         def __init__(self, *args, **kwargs):
+            # built by the submission's own constructor first (owned.built_in_place), then the reference's
+            mine = owned.built_in_place(self, base, args, kwargs) if base is not None else None
             nn.Module.__init__(self)
             answer = link.send({"build": part, "args": list(args), "kwargs": kwargs})
             if not isinstance(answer, dict) or type(answer.get("id")) is not int:
                 raise RuntimeError("malformed description of a reference part")
             link.populate(self, answer.get("tree"), answer["id"], "")
             # its part's plain attributes, and none of the reference's its part lacks (a `d_model` it calls `dim`)
-            owned.show_own(self, owned.own_attributes(base, args, kwargs) if base is not None else None)
+            owned.show_own(self, mine)
 
         Part = _dress(type(name, (StandIn,) if base is None else (StandIn, base), {"__init__": __init__}), own, name)
         for key, value in attrs.items():
@@ -200,12 +202,14 @@ class Link:
                 key = f"{node['part']}/{node['class']}"
                 cls = self.classes.setdefault(key, type(_name(node["class"]), (StandIn,), {}))
             stand_in = cls.__new__(cls)  # not cls(...): a swapped class would ask to build itself again
-            StandIn.__init__(stand_in)
-            self.populate(stand_in, node, build, path)
-            # a part nested in the reference's, dressed as the submission's own: the same names as its own
+            # a part nested in the reference's, dressed as the submission's own: built by its own constructor
+            # first, then the reference's, with the same names as its own
             mine = cls.__bases__[-1] if len(cls.__bases__) == 2 and cls.__bases__[0] is StandIn else None
             kwargs = owned.arguments(mine, node["attrs"]) if mine is not None else None
-            owned.show_own(stand_in, owned.own_attributes(mine, (), kwargs) if kwargs is not None else None)
+            found = owned.built_in_place(stand_in, mine, (), kwargs) if kwargs is not None else None
+            StandIn.__init__(stand_in)
+            self.populate(stand_in, node, build, path)
+            owned.show_own(stand_in, found)
             return stand_in
         if node["class"] not in TORCH or not all(plain(v) for v in node["kwargs"].values()):
             raise RuntimeError(f"no torch.nn.{str(node['class'])[:40]} with these arguments")
