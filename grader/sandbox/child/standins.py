@@ -171,6 +171,7 @@ class Link:
                     link.echo(None, args, kwargs)
                 return own(*args, **kwargs)
 
+            record.passes_through(call.__code__)  # the frames below it, the submission's, stay one chain
             return _dress(_function(call), own, own.__name__)
         return None
 
