@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader.grading.split import calls, merge
+from grader.grading.split import Done, calls, merge
 from grader.imports import imported
 from grader.results import Fault, Outcome
 
@@ -78,14 +78,14 @@ class Reuse:
         student.order = student.order or self.order  # nothing ran: the last run's order
         for k in kept.values():
             results.update(copy.deepcopy(k.results))
-        merge(student, {"faults": [f for k in kept.values() for f in k.faults],
-                        "executed": [e for k in kept.values() for e in k.executed],
-                        "modules": {name: k.modules for name, k in kept.items()}})
+        merge(student, Done(faults=[f for k in kept.values() for f in k.faults],
+                            executed=[e for k in kept.values() for e in k.executed],
+                            modules={name: k.modules for name, k in kept.items()}))
 
     def keep(self, grading: GradingRun, ran: set[str], results: dict[str, Outcome]) -> None:
         """Keep what the components among `ran` (by name) gave in this grading's first run of their checks."""
         student = grading.student
-        faults = [Fault(f.kind, f.detail, f.check) for f in student.sandbox.faults]
+        faults = list(student.sandbox.faults)
         if any(not f.check for f in faults):
             return  # a fault no check owns: nothing is known to be one component's
         if student.order:

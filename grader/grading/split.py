@@ -25,7 +25,9 @@ import struct
 import subprocess
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.sandbox.reap import KIT
 
@@ -33,10 +35,42 @@ if TYPE_CHECKING:
     from grader.course import Course
     from grader.grading.run import GradingRun
     from grader.results import Fault, Outcome
-    from grader.sandbox.host import WorkerFault
 
 BOOT = "import pickle, sys; init = pickle.load(sys.stdin.buffer); sys.path[:] = init['path']; " \
        "from grader.grading.warm import serve; serve(init)"
+
+
+@dataclass(frozen=True)
+class Job:
+    """The far half of a grading, as the helper takes it (grader.grading.warm.serve grades it)."""
+
+    assignment: str
+    submission: Path
+    device: str
+    gpu: str | None
+    reference: Path | None  # the reference tree, where the grading has it (the instructors' tier)
+    forbidden: list[str]  # course.toml's forbidden APIs, watched there as here
+    checks: dict[str, tuple[str, ...]]  # check id -> the reference parts to swap in
+    quick: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Done:
+    """What a half of a grading recorded besides what it ran here: its checks' outcomes, its worker's
+    faults and the forbidden calls it saw (each with its check, in the order they came), and the
+    submission's modules each component asked for."""
+
+    results: dict[str, Outcome] = field(default_factory=dict)
+    faults: list[Fault] = field(default_factory=list)
+    executed: list[tuple[object, str]] = field(default_factory=list)
+    modules: dict[str, set[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The helper's reply to a job it could not grade: the tail of its traceback."""
+
+    error: str
 
 
 def spare_core() -> bool:
@@ -96,21 +130,20 @@ def run(grading: GradingRun, checks: dict[str, tuple[str, ...]], quick: frozense
     if done is None:  # the helper failed: nothing is lost, those checks run here
         results.update(here(far))
         return results
-    again = _cut_faulted(grading, done, set(near), set(far), set(checks))
-    results.update(done["results"])
+    done, again = _cut_faulted(grading, done, set(near), set(far), set(checks))
+    results.update(done.results)
     merge(grading.student, done)
     if again:
         results.update(here([check for check in checks if check in again]))
-        merge(grading.student, {"faults": [], "executed": []})  # the checks run again, in their places
+        merge(grading.student, Done())  # the checks run again, in their places
     return results
 
 
 def _hand_over(grading: GradingRun, helper: Helper, far: dict[str, tuple[str, ...]], quick: frozenset[str]) -> bool:
     """Give the far checks to `helper` where it is ready (True); else warm it with them, once, and run them here."""
     o, student = grading.options, grading.student
-    job = {"checks": far, "quick": quick, "forbidden": student.forbidden, "reference": student.reference,
-           "assignment": grading.assignment.name, "submission": grading.submission, "device": o.device,
-           "gpu": grading.gpu}
+    job = Job(assignment=grading.assignment.name, submission=grading.submission, device=o.device, gpu=grading.gpu,
+              reference=student.reference, forbidden=list(student.forbidden), checks=far, quick=quick)
     if helper.ready():
         helper.submit(job)
         return True
@@ -119,20 +152,22 @@ def _hand_over(grading: GradingRun, helper: Helper, far: dict[str, tuple[str, ..
     return False
 
 
-def _cut_faulted(grading: GradingRun, done: dict, near: set[str], far: set[str], checks: set[str]) -> set[str]:
+def _cut_faulted(grading: GradingRun, done: Done, near: set[str], far: set[str],
+                 checks: set[str]) -> tuple[Done, set[str]]:
     """The checks of the component whose checks lie on both sides, where a fault hit it on either side: all
-    of them run again here, from the start, and what they left is dropped from `done` and from here."""
+    of them run again here, from the start; (`done` without what they left, those checks). What they left
+    here is forgotten."""
     again: set[str] = set()
-    faulted = {f.check for f in grading.student.sandbox.faults} | {f.check for f in done["faults"]}
+    faulted = {f.check for f in grading.student.sandbox.faults} | {f.check for f in done.faults}
     for cut in grading.assignment.components:  # the one whose checks lie on both sides, if any
         ids = {chk.id for chk in cut.checks}
         if ids & near and ids & far and ids & faulted:
             again = ids & checks  # a fault on either side: all of its checks, here, from the start
             grading.student.forget(cut.name, again)
-            done.update(results={c: o for c, o in done["results"].items() if c not in again},
-                        faults=[f for f in done["faults"] if f.check not in again],
-                        executed=[e for e in done["executed"] if e[1] not in again])
-    return again
+            done = replace(done, results={c: o for c, o in done.results.items() if c not in again},
+                           faults=[f for f in done.faults if f.check not in again],
+                           executed=[e for e in done.executed if e[1] not in again])
+    return done, again
 
 
 def calls(student) -> list[tuple[object, str]]:
@@ -140,25 +175,16 @@ def calls(student) -> list[tuple[object, str]]:
     return list(zip(student.executed, student.executed_in, strict=True))
 
 
-def merge(student, far: dict) -> None:
-    """The far half's faults (grader.results.Fault) and forbidden calls among this process's, each in the
-    place of its check in a single run (a check's own in the order they came)."""
+def merge(student, far: Done) -> None:
+    """The far half's faults and forbidden calls among this process's, each in the place of its check in
+    a single run (a check's own in the order they came), and the modules its components asked for."""
     place = {check: i for i, check in enumerate(student.order)}
-    faults = [worker_fault(f) for f in far["faults"]]
-    student.sandbox.faults[:] = sorted(student.sandbox.faults + faults, key=lambda f: place.get(f.check, len(place)))
-    executed = sorted([*calls(student), *far["executed"]], key=lambda pair: place.get(pair[1], len(place)))
+    student.sandbox.faults[:] = sorted(student.sandbox.faults + list(far.faults),
+                                       key=lambda f: place.get(f.check, len(place)))
+    executed = sorted([*calls(student), *far.executed], key=lambda pair: place.get(pair[1], len(place)))
     student.executed, student.executed_in = [e for e, _ in executed], [c for _, c in executed]
-    for component, modules in far.get("modules", {}).items():
+    for component, modules in far.modules.items():
         student.modules.setdefault(component, set()).update(modules)
-
-
-def worker_fault(fault: Fault) -> WorkerFault:
-    """A fault kept or handed over, back in the sandbox's list as the sandbox records one."""
-    from grader.sandbox.host import WorkerFault
-
-    raised = WorkerFault(fault.kind, fault.detail)
-    raised.check = fault.check
-    return raised
 
 
 class Helper:
@@ -185,25 +211,25 @@ class Helper:
             self.pending -= 1
         return self.warmed and not self.pending and not self.broken
 
-    def warm(self, job: Mapping[str, Any]) -> None:
+    def warm(self, job: Job) -> None:
         """Grade `job` there once, for the warmth: its reply is read and dropped by `ready`."""
         self.warmed = True
         self.pending += 1
-        self._send(dict(job))
+        self._send(job)
 
     def abandon(self) -> None:
         """The submitted job's reply will not be collected: `ready` drops it when it comes."""
         self.pending += 1
 
-    def submit(self, job: Mapping[str, Any]) -> None:
+    def submit(self, job: Job) -> None:
         """Start grading `job` (the far half of a grading, grader.grading.split.run) there; it must be `ready`."""
-        self._send(dict(job))
+        self._send(job)
 
-    def collect(self) -> dict | None:
-        """The submitted job's {"results", "executed", "faults"}; None if the helper failed, which
+    def collect(self) -> Done | None:
+        """What the submitted job recorded; None if the helper failed (its reply Failed, or none), which
         then takes no more jobs (the grader runs those checks itself)."""
         reply = self._receive()
-        if not isinstance(reply, dict) or "results" not in reply:
+        if not isinstance(reply, Done):
             self.broken = True
             return None
         self.jobs += 1

@@ -11,7 +11,7 @@ from grader import words
 from grader.grading.run import GradingRun
 from grader.judging import attribution, diagnosis, forbidden, scoring, telling
 from grader.measured import Gpu
-from grader.results import Fault, Outcome, Reason, Report, Status, Tier
+from grader.results import Outcome, Reason, Report, Status, Tier
 from grader.sandbox import isolation
 
 
@@ -79,7 +79,7 @@ def judge_forbidden(run: GradingRun) -> None:
 
 def collect(run: GradingRun) -> None:
     """What the sandbox saw: the restarts of the submission's process, the files it did not stage."""
-    run.record.faults = [Fault(f.kind, f.detail, f.check) for f in run.sandbox.faults]
+    run.record.faults = list(run.sandbox.faults)
     run.record.refused = list(run.sandbox.staged.refused)
 
 

@@ -34,7 +34,7 @@ from grader.grading.known_parts import KnownParts
 
 if TYPE_CHECKING:
     from grader.grading.reuse import Reuse
-    from grader.grading.split import Helper
+    from grader.grading.split import Done, Helper, Job
     from grader.results import Outcome, Report
     from grader.sandbox.host import Sandbox
     from grader.sandbox.template import Template
@@ -158,22 +158,22 @@ def serve(init: dict) -> None:
             try:
                 reply(_grade_far(grader, course, job))
             except Exception:
-                reply({"error": traceback.format_exc()[-3000:]})
+                from grader.grading.split import Failed
+
+                reply(Failed(traceback.format_exc()[-3000:]))
 
 
-def _grade_far(grader: Any, course: Course, job: dict) -> dict:
-    from grader.grading.split import calls
+def _grade_far(grader: Any, course: Course, job: Job) -> Done:
+    from grader.grading.split import Done, calls
     from grader.grading.suites import frozen_heap, one_intra_op_thread, run_checks
-    from grader.results import Fault
     from grader.suite.remote import Submission
 
-    sandbox = grader.sandbox(assignment=job["assignment"], submission=job["submission"], device=job["device"])
+    sandbox = grader.sandbox(assignment=job.assignment, submission=job.submission, device=job.device)
     try:
-        student = Submission(sandbox, job["gpu"], job["reference"])
-        student.forbidden = job["forbidden"]
+        student = Submission(sandbox, job.gpu, job.reference)
+        student.forbidden = list(job.forbidden)
         with one_intra_op_thread(), frozen_heap():
-            results: dict[str, Outcome] = run_checks(course, student, job["checks"], quick=job["quick"])
-        faults = [Fault(fault.kind, fault.detail, fault.check) for fault in sandbox.faults]
-        return {"results": results, "executed": calls(student), "faults": faults, "modules": student.modules}
+            results: dict[str, Outcome] = run_checks(course, student, job.checks, quick=job.quick)
+        return Done(results=results, executed=calls(student), faults=list(sandbox.faults), modules=student.modules)
     finally:
         sandbox.close()

@@ -5,7 +5,7 @@ its code was. Everything in them came from the submission: bounded here."""
 import re
 from pathlib import Path
 
-from grader.results import Reason
+from grader.results import Fault, Reason
 
 # What the grader keeps of an exception of the submission's (protocol.describe_error sends no more)
 MAX_NAME, MAX_MESSAGE, MAX_MRO, MAX_WHERE, MAX_WHERE_LINES = 200, 4000, 32, 300, 6
@@ -31,16 +31,29 @@ class StudentError(Exception):
 
 
 class WorkerFault(BaseException):
-    """The worker died, hung or broke the protocol; `kind` is Reason.CRASH, TIMEOUT or TAMPER.
+    """The worker died, hung or broke the protocol: `fault` (grader.results.Fault, its kind Reason.CRASH,
+    TIMEOUT or TAMPER, and the check it happened in, known when it is raised) as the grading keeps it,
+    raised.
 
     A BaseException, so that Hypothesis does not replay and shrink a fault (each replay
     would cost a restart or a timeout): the check ends at once."""
 
-    def __init__(self, kind: Reason, detail: str):
+    def __init__(self, kind: Reason, detail: str, check: str = "", where: list[str] | None = None):
         super().__init__(detail)
-        self.kind, self.detail = kind, detail
-        self.check = ""  # the check it happened in, where one was running (grader.suite.plugin)
-        self.where: list[str] = []  # a timeout's call chain in the submission's files, outermost first
+        self.fault = Fault(kind, detail, check)
+        self.where = where or []  # a timeout's call chain in the submission's files, outermost first
+
+    @property
+    def kind(self) -> Reason:
+        return self.fault.kind
+
+    @property
+    def detail(self) -> str:
+        return self.fault.detail
+
+    @property
+    def check(self) -> str:
+        return self.fault.check
 
 
 def doing(message: dict) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader.limits import Limits
-from grader.results import Reason
+from grader.results import Fault, Reason
 from grader.sandbox import isolation
 from grader.sandbox.answers import Answers
 from grader.sandbox.faults import StudentError, WorkerFault, doing, staged_files
@@ -81,7 +81,8 @@ class Sandbox(Answers):
         self.output = self.dir / "output.txt"
         self.output.touch()
         self.proc: subprocess.Popen[bytes] | Forked | None = None
-        self.faults: list[WorkerFault] = []
+        self.faults: list[Fault] = []  # each restart of the worker, in order
+        self.check = ""  # the check running (grader.suite.plugin), which a fault names
         self.restarts = 0
 
     def start(self):
@@ -197,9 +198,8 @@ class Sandbox(Answers):
 
     def _fault(self, kind: Reason, detail: str, where: list[str] | None = None):
         self._kill()
-        fault = WorkerFault(kind, detail)
-        fault.where = where or []
-        self.faults.append(fault)
+        fault = WorkerFault(kind, detail, self.check, where)
+        self.faults.append(fault.fault)
         raise fault
 
     def _kill(self):

@@ -117,7 +117,8 @@ class Submission:
                                                         "grading_seconds"))
         whose = f"{self.component} has used its" if name == "component_seconds" else "this grading has used its"
         if left <= 0:
-            self.check_fault = WorkerFault(Reason.TIMEOUT, f"not run: {whose} time budget ({limits.where(name)})")
+            self.check_fault = WorkerFault(Reason.TIMEOUT, f"not run: {whose} time budget ({limits.where(name)})",
+                                           self.sandbox.check)
             raise self.check_fault
         if left < usual:
             return max(round(left, 1), 0.1), f"what was left of the time budget, {limits.where(name)}"

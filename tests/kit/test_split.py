@@ -3,7 +3,7 @@ nobody collected never answers the next job. That a split grading's JSON is one 
 inside a component that hangs included, is tests/kit/test_reproducible.py's."""
 
 from grader import load_course
-from grader.grading.split import Helper, split
+from grader.grading.split import Helper, Job, split
 from tests.kit.conftest import ROOT, SOLUTIONS
 
 
@@ -16,9 +16,9 @@ def test_the_cut_falls_where_the_halves_balance_between_components_where_that_is
     assert split([("A", ["a1"])], {}) == (["a1"], [])
 
 
-def _job(*checks: str) -> dict:
-    return {"checks": dict.fromkeys(checks, ()), "quick": frozenset(), "forbidden": [], "reference": None,
-            "assignment": "assignment1", "submission": SOLUTIONS, "device": "cpu", "gpu": None}
+def _job(*checks: str) -> Job:
+    return Job(assignment="assignment1", submission=SOLUTIONS, device="cpu", gpu=None, reference=None, forbidden=[],
+               checks=dict.fromkeys(checks, ()), quick=frozenset())
 
 
 def test_an_abandoned_jobs_reply_is_dropped_and_never_answers_the_next():
@@ -32,8 +32,8 @@ def test_an_abandoned_jobs_reply_is_dropped_and_never_answers_the_next():
         assert helper.ready(wait=300)
         helper.submit(_job("feed_forward_has_named_layers"))
         done = helper.collect()
-        assert done is not None and list(done["results"]) == ["feed_forward_has_named_layers"]
-        assert done["results"]["feed_forward_has_named_layers"].status == "passed"
+        assert done is not None and list(done.results) == ["feed_forward_has_named_layers"]
+        assert done.results["feed_forward_has_named_layers"].status == "passed"
         assert helper.jobs == 1
     finally:
         helper.close()
