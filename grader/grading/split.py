@@ -172,7 +172,7 @@ def _cut_faulted(grading: GradingRun, done: Done, near: set[str], far: set[str],
 
 def calls(student) -> list[tuple[object, str]]:
     """The forbidden calls the worker saw, each with the check that made it."""
-    return list(zip(student.executed, student.executed_in, strict=True))
+    return list(student.executed)
 
 
 def merge(student, far: Done) -> None:
@@ -181,8 +181,7 @@ def merge(student, far: Done) -> None:
     place = {check: i for i, check in enumerate(student.order)}
     student.sandbox.faults[:] = sorted(student.sandbox.faults + list(far.faults),
                                        key=lambda f: place.get(f.check, len(place)))
-    executed = sorted([*calls(student), *far.executed], key=lambda pair: place.get(pair[1], len(place)))
-    student.executed, student.executed_in = [e for e, _ in executed], [c for _, c in executed]
+    student.executed = sorted([*student.executed, *far.executed], key=lambda pair: place.get(pair[1], len(place)))
     for component, modules in far.modules.items():
         student.modules.setdefault(component, set()).update(modules)
 

@@ -74,7 +74,7 @@ def judge_forbidden(run: GradingRun) -> None:
     """The forbidden APIs in the staged copy, which is what ran: scanned before the sandbox and its folder
     go (grader.judging.forbidden)."""
     student = run.student
-    run.record.forbidden = forbidden.judge(run.assignment, run.staged, student.executed, student.executed_in)
+    run.record.forbidden = forbidden.judge(run.assignment, run.staged, student.executed)
 
 
 def collect(run: GradingRun) -> None:

@@ -118,15 +118,15 @@ def _charged(components: list[Component], f: Finding, hit: bool, reached: dict[s
     return [c for c in wants if f"{c.assignment}/{c.file}" != f.file and f.file in reached.get(c.name, set())]
 
 
-def judge(assignment: Assignment, staged: Path, record: list,
-          checks: Sequence[str] | None = None) -> dict[str, tuple[list[Sighting], list[Sighting]]]:
-    """Component name -> (hits, flags), for the components that have either.
-    `checks`: the check that made each entry of `record`, where known."""
+def judge(assignment: Assignment, staged: Path,
+          calls: Sequence[tuple[object, str]] = ()) -> dict[str, tuple[list[Sighting], list[Sighting]]]:
+    """Component name -> (hits, flags), for the components that have either. `calls`: the worker's record
+    of what ran (grader.suite.remote.Submission.executed), each entry with the check that ran it."""
     components = list(assignment.components)
     apis = {api for c in components for api in c.forbidden}
     if not apis:
         return {}
-    hits = executed(record, apis, checks or ())
+    hits = executed([entry for entry, _ in calls], apis, [check for _, check in calls])
     flags: list[tuple[Finding, str | None]] = []
     for rel in _files(staged):
         file_hits, file_flags = scan(staged, rel, apis)

@@ -51,8 +51,8 @@ class Submission:
         self.generation = -1
         self.output_seen = 0  # bytes of the submission's output already given to a check
         self.forbidden: list[str] = []  # course.toml's forbidden APIs, watched in the worker (grader.judging.forbidden)
-        self.executed: list = []  # what the worker saw the submission run of them, as it says
-        self.executed_in: list[str] = []  # the check that ran each of those
+        # what the worker saw the submission run of them, as it says, each with the check that ran it
+        self.executed: list[tuple[object, str]] = []
         self.order: list[str] = []  # every check of the suites, in the order the last run would run them
         self.modules: dict[str, set[str]] = {}  # component -> the submission's modules its checks asked for
         self.component = ""  # of the check running
@@ -82,8 +82,7 @@ class Submission:
         """What `checks`, of `component`, left here (faults, forbidden calls, hangs, import faults), as
         if they had not run: they run again from the start (grader.grading.split)."""
         self.sandbox.faults[:] = [f for f in self.sandbox.faults if f.check not in checks]
-        kept = [(e, c) for e, c in zip(self.executed, self.executed_in, strict=True) if c not in checks]
-        self.executed, self.executed_in = [e for e, _ in kept], [c for _, c in kept]
+        self.executed = [(e, c) for e, c in self.executed if c not in checks]
         self.hung = {config for config in self.hung if config[0] != component}
         self.slowest.pop(component, None)
         self.spent.pop(component, None)
@@ -244,6 +243,7 @@ class Submission:
         if self.check_fault is None and self.sandbox.proc is not None:
             try:
                 answer = self.sandbox.request({"op": "reset"})
-                self.executed += answer.get("forbidden", []) if isinstance(answer, dict) else []
+                record = answer.get("forbidden", []) if isinstance(answer, dict) else []
+                self.executed += [(e, self.sandbox.check) for e in record] if isinstance(record, list) else []
             except (Exception, WorkerFault):
                 pass

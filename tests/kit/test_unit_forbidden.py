@@ -65,11 +65,11 @@ def test_a_forbidden_call_in_a_helper_file_is_charged_to_the_component_whose_fil
 
 def test_a_forbidden_api_seen_running_is_charged_to_the_component_whose_check_ran_it(tmp_path):
     check = LAYER_NORM.checks[0].id
-    record = [["torch.nn.functional.layer_norm", "assignment1/__init__.py", 3, "helper"]]
-    verdict = forbidden.judge(A1, staged(tmp_path, {}), record, [check])
+    entry = ["torch.nn.functional.layer_norm", "assignment1/__init__.py", 3, "helper"]
+    verdict = forbidden.judge(A1, staged(tmp_path, {}), [(entry, check)])
     assert set(verdict) == {"LayerNorm"} and verdict["LayerNorm"][0][0].how == Seen.EXECUTED
     other = next(chk.id for c in A1.components if c.name != "LayerNorm" for chk in c.checks)
-    assert forbidden.judge(A1, staged(tmp_path / "b", {}), record, [other]) == {}
+    assert forbidden.judge(A1, staged(tmp_path / "b", {}), [(entry, other)]) == {}
 
 
 def honest_trees() -> dict[str, tuple[str, dict[str, list[tuple[str, str]]]]]:
