@@ -40,6 +40,17 @@ def failing_part(composite, data, outcomes) -> tuple[str, dict]:
     return part.name, {**outcomes, part.checks[0].id: data.draw(s.failures)}
 
 
+def failing_check(composite, data) -> tuple[str, str, dict]:
+    """A part of `composite` failing its own first check and a graded check of the composite failing:
+    (part, check, its assignment's outcomes); ("", "", ...) where it has no part of its own assignment."""
+    part, outcomes = failing_part(composite, data, s.all_passed(s.assignment_of(composite)))
+    if not part:
+        return "", "", outcomes
+    check = data.draw(st.sampled_from(graded_checks(composite, outcomes)))
+    outcomes[check] = data.draw(s.failures)
+    return part, check, outcomes
+
+
 def graded_checks(composite, outcomes) -> list[str]:
     return [chk.id for chk in composite.checks if chk.id not in composite.isolated and chk.id in outcomes]
 
@@ -56,11 +67,9 @@ def test_nothing_failing_runs_nothing_again_and_blames_nothing(assignment, swap)
 @given(s.composites, st.data())
 def test_with_the_reference_every_graded_check_of_a_composite_runs_again_on_its_failing_parts(composite, data):
     assignment = s.assignment_of(composite)
-    part, outcomes = failing_part(composite, data, s.all_passed(assignment))
+    part, check, outcomes = failing_check(composite, data)
     if not part:
         return
-    check = data.draw(st.sampled_from(graded_checks(composite, outcomes)))
-    outcomes[check] = data.draw(s.failures)
     answer = data.draw(s.ran)
     runs = Runs({check: answer})
     blame = attribute(s.COURSE, assignment, outcomes, runs, swap=True)
@@ -81,11 +90,9 @@ def test_an_excuse_holds_only_where_the_control_run_fails_as_the_check_did(compo
     stand-ins are (Reach.ECHOED): failing there as it did, it is excused; otherwise it is told, and
     its own outcome counts."""
     assignment = s.assignment_of(composite)
-    part, outcomes = failing_part(composite, data, s.all_passed(assignment))
+    part, check, outcomes = failing_check(composite, data)
     if not part:
         return
-    check = data.draw(st.sampled_from(graded_checks(composite, outcomes)))
-    outcomes[check] = data.draw(s.failures)
     control = outcomes[check] if same else data.draw(s.ran.filter(lambda o: o != outcomes[check]))
     runs = Runs(own={check: control})
     blame = attribute(s.COURSE, assignment, outcomes, runs, swap=True)
@@ -106,11 +113,9 @@ def below(name: str) -> frozenset[str]:
 @given(s.composites, st.data())
 def test_without_the_reference_only_failing_checks_are_blamed_and_none_runs_again_here(composite, data):
     assignment = s.assignment_of(composite)
-    part, outcomes = failing_part(composite, data, s.all_passed(assignment))
+    part, check, outcomes = failing_check(composite, data)
     if not part:
         return
-    check = data.draw(st.sampled_from(graded_checks(composite, outcomes)))
-    outcomes[check] = data.draw(s.failures)
     runs = Runs()
     blame = attribute(s.COURSE, assignment, outcomes, runs, swap=False)
     assert check in blame and blame[check].on_reference is None and part in blame[check].parts
@@ -122,11 +127,9 @@ def test_without_the_reference_only_failing_checks_are_blamed_and_none_runs_agai
 @given(s.composites, st.data())
 def test_a_check_the_run_on_the_reference_parts_leaves_out_is_blamed_as_missing(composite, data):
     assignment = s.assignment_of(composite)
-    part, outcomes = failing_part(composite, data, s.all_passed(assignment))
+    part, check, outcomes = failing_check(composite, data)
     if not part:
         return
-    check = data.draw(st.sampled_from(graded_checks(composite, outcomes)))
-    outcomes[check] = data.draw(s.failures)
     blame = attribute(s.COURSE, assignment, outcomes, Runs(omit=frozenset({check})), swap=True)
     assert blame[check].on_reference == MISSING
 
