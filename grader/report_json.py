@@ -11,12 +11,8 @@ from pathlib import Path
 
 from grader.findings import Attribution, Diagnosis, Note, Noted, Sighting
 from grader.measured import Gpu, Performance
-from grader.results import CheckResult, ComponentResult, Outcome, Reason, Report, Status, Tier
+from grader.results import CheckResult, ComponentResult, Details, Outcome, Reason, Report, Status, Tier
 from grader.reveal import Reveal
-
-# the fields of a check's JSON entry that are not its outcome's details (_document puts them together)
-_CHECK_FIELDS = frozenset({"id", "status", "hidden", "tier", "reason", "message", "duration_seconds", "excused_by",
-                           "waiting_on", "note", "attribution", "output"})
 
 
 def from_json(data: dict, *, weights: dict[str, float] | None = None, depends: dict[str, tuple[str, ...]] | None = None,
@@ -33,7 +29,7 @@ def from_json(data: dict, *, weights: dict[str, float] | None = None, depends: d
         checks = [CheckResult(t["id"], Tier(t.get("tier") or (Tier.HIDDEN if t.get("hidden") else Tier.PUBLIC)),
                               float(weights.get(t["id"], 1.0)),
                               Outcome(Status(t["status"]), Reason(t.get("reason", Reason.NONE)), t.get("message", ""),
-                                      {k: v for k, v in t.items() if k not in _CHECK_FIELDS}, t.get("output", ""),
+                                      Details.from_json(t), t.get("output", ""),
                                       float(t.get("duration_seconds", 0.0))),
                               tuple(t.get("excused_by", ())), Attribution.from_json(t.get("attribution")),
                               tuple(t.get("waiting_on", ())))

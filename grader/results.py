@@ -6,7 +6,7 @@ a report without importing pytest, Hypothesis or torch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
 
@@ -75,7 +75,7 @@ class Reach(StrEnum):
 
 
 class Drawn(StrEnum):
-    """Outcome.details["drawn"]: the set of inputs a failure was found on, where not the student's
+    """Details.drawn: the set of inputs a failure was found on, where not the student's
     own run's (grader.suite.draws)."""
 
     AFRESH = "afresh"  # the instructor's second set, which the release does not ship
@@ -96,12 +96,49 @@ class Fault:
     check: str = ""
 
 
+@dataclass(frozen=True)
+class Details:
+    """What a check that did not pass found beside its message, each field as the check recorded it
+    (grader.suite.checks.Mismatch, grader.suite.plugin.classify); a report shows the fields that are set, and
+    its JSON writes them beside the check's own fields. `pattern`, `inputs`, `made` and `parameters` are the
+    check's data as the JSON holds them (grader.pattern.found, grader.suite.example.encode, the device
+    checks' frames, a names check's lists): what reads them reads them as that data."""
+
+    expected: str = ""
+    got: str = ""
+    max_abs_error: float | None = None
+    where: str = ""  # where it differs, or the submission's frames where it raised or timed out
+    example: str = ""  # the inputs, as the student would type them back in
+    hint: str = ""
+    looks_like: str = ""  # what got is, next to expected (grader.suite.forensics)
+    # what the check compared with, where that is built from the submission's own output
+    basis: str = ""
+    pattern: dict | None = None  # which batch elements are wrong, and the kinds found (grader.pattern)
+    inputs: dict | None = None  # the example's values, name -> grader.suite.example.encode's record
+    subject: str = ""  # what was compared, as the message names it (the diagnosis's "looks like" subject)
+    made: list[dict] = field(default_factory=list)  # the frames that made a stray CPU tensor, the maker first
+    parameters: dict | None = None  # a names or gradient check's parameters: missing, unexpected, ...
+    drawn: Drawn | None = None  # the set of inputs it failed on, where not the student's own run's
+
+    def shown(self) -> dict[str, object]:
+        """The fields that are set, by name, in this order: the JSON's entries and what a view may show."""
+        return {f.name: value for f in fields(self) if (value := getattr(self, f.name)) not in ("", None, {}, [])}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Details:
+        """The details among a check's JSON entries (written by `shown`); other entries are not its."""
+        kept = {f.name: data[f.name] for f in fields(cls) if data.get(f.name) not in (None, "")}
+        if "drawn" in kept:
+            kept["drawn"] = Drawn(kept["drawn"])
+        return cls(**kept)
+
+
 @dataclass
 class Outcome:
     status: Status
     reason: Reason = Reason.NONE
     message: str = ""
-    details: dict = field(default_factory=dict)
+    details: Details = field(default_factory=Details)
     output: str = ""
     duration: float = 0.0
     unshrunk: bool = False  # found with shrinking off (grader.suite.plugin's `quick`): its example is not minimal
@@ -292,7 +329,7 @@ def _document(report: Report) -> dict:
             {"name": c.name, "file": c.file, "score": c.score, "max_score": c.max_score, "status": c.status,
              "tests": [{"id": t.id, "status": t.outcome.status, "hidden": t.tier == Tier.HIDDEN, "tier": t.tier,
                         "reason": t.outcome.reason, "message": t.outcome.message,
-                        "duration_seconds": round(t.outcome.duration, 3), **t.outcome.details,
+                        "duration_seconds": round(t.outcome.duration, 3), **t.outcome.details.shown(),
                         **({"excused_by": list(t.excused_by)} if t.excused_by else {}),
                         **({"waiting_on": list(t.waiting_on)} if t.waiting_on else {}),
                         **({"note": note(t.attribution), "attribution": t.attribution.to_json()}

@@ -349,35 +349,35 @@ def pattern(found: dict) -> str:
 
 
 def drawn(value: str) -> str:
-    """The set of inputs a failure was found on (Outcome.details["drawn"], grader.suite.draws)."""
+    """The set of inputs a failure was found on (Details.drawn, grader.suite.draws)."""
     if value == "afresh":  # grader.results.Drawn.AFRESH (grader.results imports this module)
         return ("drawn afresh for this grading, not shown: the check passed on the inputs your own run draws, "
                 "and must hold on any")
     return str(value)
 
 
-def hint_fits(details: dict) -> bool:
+def hint_fits(pattern: dict | None) -> bool:
     """Whether a check's hint (its likely causes) fits what failed: the kinds its causes declare
     explain the pattern found (grader.pattern.fits); a hint that declares none fits everything."""
-    found = details.get("pattern") or {}
+    found = pattern or {}
     if "kinds" not in found:  # a pattern of before the kinds: only some batch elements, causes alike or not
         return not found.get("alike")
     return fits(found["kinds"], found.get("fits", []))
 
 
-def judged(details: dict) -> bool:
+def judged(pattern: dict | None) -> bool:
     """False where a check's hint declares the patterns its causes explain but what failed shows none
     to judge them by (a single element): grader.judging.telling prefers a check that can tell."""
-    found = details.get("pattern") or {}
+    found = pattern or {}
     return not (found.get("fits") and "kinds" in found and not found["kinds"])
 
 
-def pattern_shown(details: dict, tight: bool = False) -> bool:
+def pattern_shown(pattern: dict | None, tight: bool = False) -> bool:
     """Whether a panel words the pattern: where the hint's causes do not fit it (it stands in for
     them), where only some batch elements are wrong, and (but where several panels share one
     screen: `tight`) where it found more than "everywhere" or "in no form"."""
-    found = details.get("pattern") or {}
+    found = pattern or {}
     kinds = set(found.get("kinds", [Kind.SOME_BATCH])) if found else set()
-    if not found or not hint_fits(details) or Kind.SOME_BATCH in kinds:
+    if not found or not hint_fits(pattern) or Kind.SOME_BATCH in kinds:
         return bool(found)
     return not tight and bool(kinds - {Kind.EVERYWHERE, Kind.SCATTERED})

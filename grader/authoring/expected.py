@@ -182,7 +182,7 @@ def _repro_inputs(course: Course, assignment: str, failing: dict, results: dict)
         except ValueError as e:
             found[check] = {"refused": f"{outcome.status} {outcome.reason}: {e}"}
             continue
-        found[check] = {"inputs": {k: v for k, v in outcome.details["inputs"].items() if k in names}}
+        found[check] = {"inputs": {k: v for k, v in (outcome.details.inputs or {}).items() if k in names}}
     return found
 
 

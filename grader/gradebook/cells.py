@@ -274,9 +274,10 @@ def _details(t: CheckResult, *, hint: bool) -> list[str]:
     rows = [("message", str(t.outcome.message or t.outcome.reason or ""))]
     if said := note(t.attribution):  # the JSON's "note", worded again from the attribution it was worded from
         rows.append(("parts", said))
+    shown = t.outcome.details.shown()
     for key in _DETAILS:
-        if key in t.outcome.details and (hint or key != "hint"):
-            value = t.outcome.details[key]
+        if key in shown and (hint or key != "hint"):
+            value = shown[key]
             rows.append((key.replace("_", " "), f"{value:.3g}" if isinstance(value, float) else str(value)))
     if t.outcome.output:
         rows.append(("your output", str(t.outcome.output)))

@@ -84,7 +84,7 @@ def _open(course: Course, name: str, submission: Path, sandbox: Sandbox, options
     gpu = _gpu(options.device)
     student: Submission = Submission(sandbox, gpu, course.reference if has_reference else None)
     student.forbidden = sorted({api for comp in spec.components for api in comp.forbidden})
-    return GradingRun(course, spec, submission, options, sandbox, student, gpu, has_reference)
+    return GradingRun(course, spec, submission, options, gpu, has_reference, sandbox=sandbox, student=student)
 
 
 def _gpu(device: str) -> str | None:

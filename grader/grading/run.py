@@ -1,6 +1,6 @@
-"""One grading as one object: what it grades and with what (GradingRun), how it was asked for
-(Options), and a typed record of what happened (Record), which the stages of grader.grading.stages
-fill in, in order, and from which the Report is built once, at the end."""
+"""One grading as one object: what it grades and with what (GradingRun, a Grading with its live worker),
+how it was asked for (Options), and a typed record of what happened (Record), which the stages of
+grader.grading.stages fill in, in order, and from which the Report is built once, at the end."""
 
 from __future__ import annotations
 
@@ -57,25 +57,34 @@ class Record:
     forbidden: dict[str, tuple[list[Sighting], list[Sighting]]] = field(default_factory=dict)  # (judge_forbidden)
     faults: list[Fault] = field(default_factory=list)  # restarts of the submission's process (collect)
     refused: list[str] = field(default_factory=list)  # files not staged (collect)
+    started: float = 0.0  # time.monotonic() when the sandbox was made: the grading's start (collect)
+    isolation: str = ""  # the sandbox's tier (grader.sandbox.isolation.choose) (collect)
     unavailable: dict[str, Outcome | None] = field(default_factory=dict)  # checks not run here (score)
     components: list[ComponentResult] = field(default_factory=list)  # scored, then diagnosed
 
 
 @dataclass
-class GradingRun:
+class Grading:
     """One grading of `submission` for `assignment` (resolved once from course.toml, and narrowed to
-    `options.only`'s checks where given), in `sandbox`, through `student` (its worker, as the suites
-    see it)."""
+    `options.only`'s checks where given) as the stages after the worker see it: what it grades, how it was
+    asked for, and its record. The worker is closed by then; what they need of it is in the record
+    (grader.grading.stages.collect), so that these stages run, and are tested, on no live process."""
 
     course: Course
     assignment: Assignment
     submission: Path
     options: Options
-    sandbox: Sandbox
-    student: Submission
     gpu: str | None  # the device the GPU tier runs on, decided here (grader.grading.pipeline._gpu)
     has_reference: bool  # the instructors' tier: the hidden suites are there, and the reference tree
     record: Record = field(default_factory=Record)
+
+
+@dataclass
+class GradingRun(Grading):
+    """A Grading while its worker runs: in `sandbox`, through `student` (the worker, as the suites see it)."""
+
+    sandbox: Sandbox = field(kw_only=True)
+    student: Submission = field(kw_only=True)
 
     @property
     def staged(self) -> Path:

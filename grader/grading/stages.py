@@ -6,9 +6,10 @@ run_checks, attribute, shrink, measure, judge_forbidden, collect. After it: scor
 """
 
 import time
+from collections.abc import Callable
 
 from grader import words
-from grader.grading.run import GradingRun
+from grader.grading.run import Grading, GradingRun
 from grader.judging import attribution, diagnosis, forbidden, scoring, telling
 from grader.measured import Gpu
 from grader.results import Outcome, Reason, Report, Status, Tier
@@ -45,19 +46,24 @@ def attribute(run: GradingRun) -> None:
 
 
 def shrink(run: GradingRun) -> None:
-    """The unshrunk failures that the report shows (not excused), run again with shrinking: the
-    same draws fail (derandomized), and the example becomes the minimal one. Shrinking may end on
-    another failure of the submission's (an exception shrunk to a mismatch): that one is shown, as
-    the student's run, which shrinks from the start, shows it and the bug table records it; a rerun
-    that passes or times out changes nothing."""
-    results, blame = run.record.results, run.record.blame
+    """The unshrunk failures that the report shows, run again with shrinking (`shrunk`)."""
+    run.record.results.update(shrunk(run.record.results, run.record.blame, run.run))
+
+
+def shrunk(results: dict[str, Outcome], blame: dict[str, attribution.Blame],
+           rerun: Callable[[dict[str, tuple[str, ...]]], dict[str, Outcome]]) -> dict[str, Outcome]:
+    """The outcomes that replace `results`' unshrunk failures that the report shows (not excused by
+    `blame`), `rerun` with shrinking: the same draws fail (derandomized), and the example becomes the
+    minimal one. Shrinking may end on another failure of the submission's (an exception shrunk to a
+    mismatch): that one is shown, as the student's run, which shrinks from the start, shows it and the
+    bug table records it; a rerun that passes or times out changes nothing."""
     excused = {check for check, b in blame.items()
                if b.on_reference is not None and b.on_reference.status == Status.PASSED and b.told is None}
     shown = [check for check, outcome in results.items() if outcome.unshrunk and check not in excused]
-    again = run.run(dict.fromkeys(shown, ())) if shown else {}
+    again = rerun(dict.fromkeys(shown, ())) if shown else {}
     failing = (Status.FAILED, Status.ERROR)
-    results.update({check: outcome for check, outcome in again.items()
-                    if outcome.status in failing and results[check].status in failing})
+    return {check: outcome for check, outcome in again.items()
+            if outcome.status in failing and results[check].status in failing}
 
 
 def measure(run: GradingRun) -> None:
@@ -81,9 +87,10 @@ def collect(run: GradingRun) -> None:
     """What the sandbox saw: the restarts of the submission's process, the files it did not stage."""
     run.record.faults = list(run.sandbox.faults)
     run.record.refused = list(run.sandbox.staged.refused)
+    run.record.started, run.record.isolation = run.sandbox.created, run.sandbox.isolation
 
 
-def score(run: GradingRun) -> None:
+def score(run: Grading) -> None:
     """Points by component (grader.judging.scoring), the checks that could not run here left out."""
     rec, device = run.record, run.options.device
     for component in run.assignment.components:
@@ -97,7 +104,7 @@ def score(run: GradingRun) -> None:
     rec.components = scoring.components(run.assignment, _judged(run))
 
 
-def diagnose(run: GradingRun) -> None:
+def diagnose(run: Grading) -> None:
     """The classic bug each component's failures match (grader.judging.diagnosis), with bugs.json read
     once, and the failure to show in full (grader.judging.telling)."""
     rec = run.record
@@ -112,7 +119,7 @@ def diagnose(run: GradingRun) -> None:
         comp.telling = getattr(telling.most_telling(comp, table), "id", None)
 
 
-def report(run: GradingRun) -> Report:
+def report(run: Grading) -> Report:
     """The Report, from the run's record: built here, once."""
     from grader.grading import only as narrowed
 
@@ -123,20 +130,20 @@ def report(run: GradingRun) -> Report:
     gpu = gpu_summary(spec.components, rec.results, run.gpu) if run.options.device == "cuda" else None
     if gpu is not None:
         notes.append(gpu.note())
-    return Report(spec.name, spec.title, run.submission, rec.components, time.monotonic() - run.sandbox.created,
-                  notes, isolation=run.sandbox.isolation, isolation_detail=isolation.describe(run.sandbox.isolation),
+    return Report(spec.name, spec.title, run.submission, rec.components, time.monotonic() - rec.started,
+                  notes, isolation=rec.isolation, isolation_detail=isolation.describe(rec.isolation),
                   performance=rec.performance, gpu=gpu, upstream=_upstream(run),
                   # the course's level, never past what a student kit's bug table holds
                   reveal=diagnosis.told(course), student=scoring.student(course))
 
 
-def _judged(run: GradingRun) -> scoring.Judged:
+def _judged(run: Grading) -> scoring.Judged:
     rec = run.record
     return scoring.Judged(rec.results, rec.unavailable, rec.blame, rec.forbidden,
                           hold=getattr(run.course, "flagged", "hold") == "hold")
 
 
-def _upstream(run: GradingRun) -> list[dict]:
+def _upstream(run: Grading) -> list[dict]:
     """The report starts at the earliest failing part, whatever its assignment: in the instructor's grade
     too, where the reference excuses every failure here that runs through it (its points are whole, the
     model does not work yet)."""

@@ -41,7 +41,7 @@ def path_for(course: Course) -> Path:
 
 def signature(outcome: Outcome) -> dict[str, str]:
     """What a failed check says, numbers rounded: equal for the same bug however it is written."""
-    said = {"status": outcome.status, "reason": outcome.reason, "message": outcome.message, **outcome.details}
+    said = {"status": outcome.status, "reason": outcome.reason, "message": outcome.message, **outcome.details.shown()}
     return {k: _NUMBER.sub(lambda m: f"{float(m.group()):.4g}", str(said[k])) for k in KEYS if k in said}
 
 
@@ -64,7 +64,7 @@ def failing_public(spec: Assignment, component: str, results: dict[str, Outcome]
     comp = next(c for c in spec.components if c.name == component)
     return {chk.id: signature(results[chk.id]) for chk in comp.checks
             if chk.tier == Tier.PUBLIC and chk.id in results and results[chk.id].status != Status.PASSED
-            and results[chk.id].details.get("drawn") != Drawn.AFRESH}
+            and results[chk.id].details.drawn != Drawn.AFRESH}
 
 
 # the order of the levels, least told first: a student form of the table holds what its level shows
@@ -179,13 +179,13 @@ def forensic(spec: Assignment, component: str, results: dict[str, Outcome]) -> D
     comp = next(c for c in spec.components if c.name == component)
     for chk in comp.checks:
         o = results.get(chk.id)
-        if chk.tier != Tier.PUBLIC or o is None or o.status == Status.PASSED or not _text(o.details.get("looks_like")):
+        if chk.tier != Tier.PUBLIC or o is None or o.status == Status.PASSED or not _text(o.details.looks_like):
             continue
         # what was compared, as the check named it (the Mismatch's `subject`); a check that names none
         # is said by its whole message
-        subject = _text(o.details.get("subject")) or o.message
+        subject = _text(o.details.subject) or o.message
         return Diagnosis(Found.LOOKS_LIKE, f"looks_like:{chk.id}", check=chk.id, subject=subject,
-                         looks_like=_text(o.details["looks_like"]))
+                         looks_like=_text(o.details.looks_like))
     for chk in comp.checks:
         o = results.get(chk.id)
         seen = _names(o) if chk.tier == Tier.PUBLIC and o is not None and o.status != Status.PASSED else None
@@ -238,7 +238,7 @@ class Frame(NamedTuple):
 def _chain(outcome: Outcome) -> list[Frame]:
     """The frames that made a stray CPU tensor (the details' `made`), the maker first, then its callers;
     [] where the failure is not a placement failure, or one of them is not a frame."""
-    made = outcome.details.get("made")
+    made = outcome.details.made
     if not isinstance(made, list):
         return []
     found = []
@@ -266,7 +266,7 @@ def _names(outcome: Outcome) -> tuple[str, tuple[str, ...]] | None:
     `modules`): only the first of its stacked layers has any (one module repeated: ("layers", ())), or only
     biases (layers without one: ("unbiased", modules)); or, a gradient check's, the parameter that got no
     gradient at all (its module unused in forward, or cut from the output: ("no_gradient", (module,)))."""
-    found = outcome.details.get("parameters")
+    found = outcome.details.parameters
     if not isinstance(found, dict):
         return None
     if "no_gradient" in found:

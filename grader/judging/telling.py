@@ -64,7 +64,7 @@ def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | 
     entries of the component (name -> {"message", "failing", ...}); `suspects`: those the failures
     may come from (a diagnosed component: its bug alone; default: those that fail the check)."""
     o = check.outcome
-    hint = pairs(str(o.details.get("hint", "")))
+    hint = pairs(str(o.details.hint))
     failing = [bug for bug in bugs.values() if check.id in bug.get("failing", {})]
     suspected = failing if suspects is None else [bug for bug in suspects.values() if bug in failing]
     named = sum(len(pairs(bug.get("message", "")) & hint) for bug in suspected)
@@ -74,15 +74,16 @@ def rank(check: CheckResult, bugs: dict[str, dict], suspects: dict[str, dict] | 
     # hint whose causes do not fit the pattern of what failed (grader.words.hint_fits) tells less, and
     # one whose fit a single wrong element cannot judge (words.judged) less than one that fits
     # a failure on the student's own draws is one their run shows too: before one on the instructor's second set
-    return (check.tier == Tier.HIDDEN, bool(o.details.get("basis")), o.reason != Reason.MISMATCH,
-            o.details.get("drawn") == Drawn.AFRESH,
-            2 * (not hint_fits(o.details)) or int(not judged(o.details)), o.message in context[2], -named,
+    return (check.tier == Tier.HIDDEN, bool(o.details.basis), o.reason != Reason.MISMATCH,
+            o.details.drawn == Drawn.AFRESH,
+            2 * (not hint_fits(o.details.pattern)) or int(not judged(o.details.pattern)),
+            o.message in context[2], -named,
             -topical(check, context[0], context[1]),
             # undiagnosed: the check fewest bugs fail locates best; diagnosed, the bug is named, and a check
             # that many bugs fail (matches_torch) does not suggest another one by its name (dropout, .to())
             len(failing) if suspects is None else -len(failing),
             # the smallest panel: its example, and an exception's traceback
-            (len(str(o.details.get("example", ""))) or 1 << 20) + len(str(o.details.get("where", ""))))
+            (len(o.details.example) or 1 << 20) + len(o.details.where))
 
 
 def completed(diagnosis: Diagnosis | None, table: dict[str, dict]) -> Diagnosis | None:

@@ -58,12 +58,17 @@ def _details(t: CheckResult, verbose: bool = True, hint: bool = True, tight: boo
     rows.add_row("message", plain(o.message if verbose else trim.rows(o.message, MESSAGE_ROWS)))
     if t.attribution:
         rows.add_row("parts", plain(words.note(t.attribution)))
-    hint = hint and words.hint_fits(o.details)  # else the pattern says what failed, and the causes go
+    d = o.details
+    shown = d.shown()
+    if d.pattern:
+        shown["pattern"] = words.pattern(d.pattern) if words.pattern_shown(d.pattern, tight) else None
+    if d.drawn:
+        shown["drawn"] = words.drawn(d.drawn)
+    if not (hint and words.hint_fits(d.pattern)):  # else the pattern says what failed, and the causes go
+        shown["hint"] = None
     for key in ("expected", "got", "basis", "looks_like", "max_abs_error", "where", "pattern", "drawn", "example",
                 "hint"):
-        if key in o.details and (hint or key != "hint") and (key != "pattern" or words.pattern_shown(o.details, tight)):
-            value = o.details[key]
-            value = words.pattern(value) if key == "pattern" else words.drawn(value) if key == "drawn" else value
+        if (value := shown.get(key)) is not None:
             text = f"{value:.3g}" if isinstance(value, float) else str(value)
             if tight and (key == "max_abs_error" or key == "where" and text.startswith("largest error at")):
                 continue
@@ -111,7 +116,7 @@ def _also(others: list[CheckResult], explained, tight: bool) -> Text:
     diagnosis reads the public checks only)."""
     same = [t.id for t in others if t.id in explained]
     afresh = tuple(t.id for t in others if t.id not in explained and t.tier != Tier.HIDDEN
-                   and t.outcome.details.get("drawn") == Drawn.AFRESH)
+                   and t.outcome.details.drawn == Drawn.AFRESH)
     rest = [t.id for t in others if t.id not in explained and t.tier != Tier.HIDDEN and t.id not in afresh]
     hidden = [t.id for t in others if t.id not in explained and t.tier == Tier.HIDDEN]
     return Text(words.also(same, rest, hidden, diagnosed=bool(explained), tight=tight, afresh=afresh), style="dim")

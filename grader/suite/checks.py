@@ -5,6 +5,7 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from grader.pattern import found
+from grader.results import Details
 from grader.sandbox.child.protocol import Handle
 from grader.suite.example import Example, encode
 
@@ -43,14 +44,12 @@ class Mismatch(AssertionError):
         self.what, self.expected, self.got, self.example, self.hint = what, expected, got, example, hint
         self.found = found
 
-    def details(self) -> dict:
+    def details(self) -> Details:
         f = self.found
-        return {k: v for k, v in {"expected": self.expected, "got": self.got, "max_abs_error": f.max_abs_error,
-                                  "where": f.where, "example": self.example, "hint": self.hint,
-                                  "looks_like": f.looks_like, "basis": f.basis, "pattern": f.pattern,
-                                  "inputs": getattr(self.example, "values", None), "subject": f.subject,
-                                  "made": f.made, "parameters": f.parameters}.items()
-                if v not in ("", None, {}, [])}
+        return Details(expected=self.expected, got=self.got, max_abs_error=f.max_abs_error, where=f.where,
+                       example=str(self.example), hint=self.hint, looks_like=f.looks_like, basis=f.basis,
+                       pattern=f.pattern or None, inputs=getattr(self.example, "values", None) or None,
+                       subject=f.subject, made=list(f.made), parameters=f.parameters or None)
 
 
 def short(v) -> str:

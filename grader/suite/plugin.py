@@ -5,13 +5,15 @@ sandbox. What a check earns is decided from what this plugin records, never from
 anything the submission says about itself.
 """
 
+from dataclasses import replace
+
 import hypothesis
 import pytest
 
 from grader import words
 from grader.course import Course
 from grader.judging.attribution import target
-from grader.results import NOT_COUNTED, Drawn, Outcome, Reach, Reason, Status, Tier
+from grader.results import NOT_COUNTED, Details, Drawn, Outcome, Reach, Reason, Status, Tier
 from grader.sandbox.host import StudentError, WorkerFault
 from grader.suite import draws
 from grader.suite.checks import Mismatch
@@ -25,20 +27,19 @@ def classify(exc: BaseException) -> Outcome:
     if isinstance(exc, Mismatch):
         return Outcome(Status.FAILED, Reason.MISMATCH, exc.what, exc.details())
     if isinstance(exc, StudentError):
-        details = {"where": "\n".join(exc.where)} if exc.where else {}
+        where = "\n".join(exc.where)
         missing = _missing_file(exc)
         if missing:
-            return Outcome(Status.ERROR, Reason.MISSING_FILE, words.missing_file(missing), {})
-        example = falsifying_example(exc)
+            return Outcome(Status.ERROR, Reason.MISSING_FILE, words.missing_file(missing))
         # a file that does not import fails whatever the inputs: an example would only mislead
-        if example and not {"SyntaxError", "ImportError"} & set(exc.mro):
-            details["example"] = example
+        example = "" if {"SyntaxError", "ImportError"} & set(exc.mro) else falsifying_example(exc) or ""
+        details = Details(where=where, example=example)
         if exc.not_attempted:
             return Outcome(Status.ERROR, Reason.NOT_ATTEMPTED, words.not_attempted(exc.type, exc.message), details)
         return Outcome(Status.ERROR, Reason.EXCEPTION, words.raised(exc.type, exc.message), details)
-    if isinstance(exc, WorkerFault):
-        details = {"where": "\n".join(exc.where)} if exc.where else {}  # where a timeout found the code
-        return Outcome(Status.TIMEOUT if exc.kind == Reason.TIMEOUT else Status.ERROR, exc.kind, exc.detail, details)
+    if isinstance(exc, WorkerFault):  # where: where a timeout found the code
+        return Outcome(Status.TIMEOUT if exc.kind == Reason.TIMEOUT else Status.ERROR, exc.kind, exc.detail,
+                       Details(where="\n".join(exc.where or ())))
     if isinstance(exc, AssertionError):
         return Outcome(Status.FAILED, Reason.MISMATCH, str(exc) or "assertion failed")
     return Outcome(Status.ERROR, Reason.GRADER, words.unusable(exc))
@@ -76,8 +77,6 @@ def falsifying_example(exc: BaseException, limit: int = 1500) -> str:
     return ""
 
 
-# what a failure on the instructor's second set does not show (grader.suite.draws)
-SECOND_SET_UNSHOWN = ("example", "inputs", "expected", "got")
 PHASES = [hypothesis.Phase.explicit, hypothesis.Phase.generate, hypothesis.Phase.shrink]
 UNSHRUNK = PHASES[:2]
 
@@ -288,11 +287,10 @@ class GradingPlugin:
                 outcome = (classify(call.excinfo.value) if call.excinfo
                            else Outcome(Status.ERROR, Reason.GRADER, "no result"))
                 if call.excinfo and getattr(call.excinfo.value, "drawn", None) == Drawn.AFRESH:
-                    outcome.details["drawn"] = Drawn.AFRESH
-                    # the second set's inputs and its values are the instructor's: shown in a report, a
-                    # resubmission could answer them from a table
-                    for key in SECOND_SET_UNSHOWN:
-                        outcome.details.pop(key, None)
+                    # the second set's inputs and its values are the instructor's (grader.suite.draws): shown
+                    # in a report, a resubmission could answer them from a table
+                    outcome.details = replace(outcome.details, drawn=Drawn.AFRESH, example="", inputs=None,
+                                              expected="", got="")
             outcome.output = self.submission.new_output(self.course.limits.output_kb * 1024)
             outcome.duration = report.duration
             # what Hypothesis would have shrunk: a mismatch or an exception of the submission's

@@ -364,7 +364,7 @@ def graded(name: str, tmp) -> dict:
     bug = HELDOUT[name]
     report = grade_report(mutant(tmp, bug.patches), bug.assignment)
     failing = {t.id: {"status": t.outcome.status, "reason": t.outcome.reason, "message": t.outcome.message,
-                      "details": t.outcome.details}
+                      "details": t.outcome.details.shown()}
                for c in report.components for t in c.checks if t.tier == "public" and t.outcome.status != "passed"}
     excused = sorted(t.id for c in report.components for t in c.checks if t.excused_by or t.waiting_on)
     named = {c["name"]: c["diagnosis"]["bug"] for c in as_json(report)["components"] if c["diagnosis"]}

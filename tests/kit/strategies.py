@@ -15,7 +15,7 @@ from grader.course import Assignment, Component
 from grader.findings import Sighting
 from grader.judging.attribution import Blame
 from grader.judging.scoring import Judged, score
-from grader.results import Outcome, Reason, Status, Tier
+from grader.results import Details, Drawn, Outcome, Reason, Status, Tier
 from tests.kit.conftest import ROOT
 
 COURSE = load_course(ROOT / "course.toml")
@@ -91,8 +91,21 @@ acting_texts = st.text(alphabet=st.sampled_from(sorted(ACTING | set("ab =+\\x"))
 
 # a failed comparison, with the figures a report shows
 mismatches = st.builds(Outcome, status=st.just(Status.FAILED), reason=st.just(Reason.MISMATCH), message=words,
-                       details=st.fixed_dictionaries({"expected": st.floats(-9, 9).map(lambda x: f"{x:.6f}"),
-                                                      "got": st.floats(-9, 9).map(lambda x: f"{x:.6f}")}))
+                       details=st.builds(Details, expected=st.floats(-9, 9).map(lambda x: f"{x:.6f}"),
+                                         got=st.floats(-9, 9).map(lambda x: f"{x:.6f}")))
+
+
+# what a check that did not pass found beside its message, each field set or left as the check leaves it
+_said = st.one_of(st.just(""), words.filter(bool))
+_data = st.one_of(st.none(), st.dictionaries(st.sampled_from(["kinds", "wrong", "fits", "missing"]),
+                                             st.lists(st.sampled_from(["diagonal", "w.bias", "1"]), max_size=2),
+                                             min_size=1, max_size=3))
+details = st.builds(Details, expected=_said, got=_said, where=_said, example=_said, hint=_said, looks_like=_said,
+                    basis=_said, subject=_said, max_abs_error=st.none() | st.floats(0, 9),
+                    pattern=_data, inputs=_data, parameters=_data,
+                    made=st.lists(st.fixed_dictionaries({"file": words, "line": st.integers(1, 99), "function": words,
+                                                          "code": words}), max_size=2),
+                    drawn=st.sampled_from([None, *Drawn]))
 
 
 @st.composite

@@ -212,7 +212,7 @@ def _frames(spec, comp):
 @given(name=st.sampled_from(["make_tgt_mask", "Transformer", "greedy_decode", "LabelSmoothingLoss"]), data=st.data())
 def test_a_placement_failure_is_diagnosed_on_the_components_own_line(name, data):
     from grader.judging.diagnosis import placement
-    from grader.results import Outcome
+    from grader.results import Details, Outcome
     from tests.grading.helpers.device import chain as made
 
     spec, comp = _component(name)
@@ -220,7 +220,7 @@ def test_a_placement_failure_is_diagnosed_on_the_components_own_line(name, data)
     # the frames as the worker's watch sends them, recorded as data by the device checks (the Mismatch's `made`)
     frames = made([f"{f}:{n} in {fn}: {code}" for f, n, fn, code in chain])
     check = next(c.id for c in comp.checks if c.tier == "public")
-    said = placement(spec, comp, {check: Outcome("failed", "mismatch", "mixes devices", {"made": frames})})
+    said = placement(spec, comp, {check: Outcome("failed", "mismatch", "mixes devices", Details(made=frames))})
     mine = [f for f in chain if f[0] == f"{spec.name}/{comp.file}"]
     if not mine:
         assert said is None  # made in another file: a part's line, never said on this component
@@ -240,13 +240,13 @@ def test_a_placement_failure_is_diagnosed_on_the_components_own_line(name, data)
                                            "code": "x"}]}]))
 def test_a_failure_that_is_not_a_placement_failure_gets_no_placement_diagnosis(name, details):
     from grader.judging.diagnosis import placement
-    from grader.results import Outcome
+    from grader.results import Details, Outcome
 
     spec, comp = _component(name)
     placed = [{"file": f"{spec.name}/{comp.file}", "line": 3, "function": comp.name, "code": "x = torch.zeros(3)"}]
     checks = [c.id for c in comp.checks if c.tier == "public"][:2]
-    results = {checks[0]: Outcome("failed", "mismatch", "differs", details)}
+    results = {checks[0]: Outcome("failed", "mismatch", "differs", Details.from_json(details))}
     assert placement(spec, comp, results) is None
     # one placement failure beside a failure of another kind: the placement does not explain everything
-    results[checks[1]] = Outcome("failed", "mismatch", "mixes devices", {"made": placed})
+    results[checks[1]] = Outcome("failed", "mismatch", "mixes devices", Details(made=placed))
     assert placement(spec, comp, results) is None

@@ -12,7 +12,7 @@ import pytest
 
 from grader import load_course
 from grader.judging import diagnosis
-from grader.results import Outcome
+from grader.results import Details, Outcome
 from tests.kit.conftest import ROOT, grade_report, mutant
 from tests.kit.heldout import HELDOUT, RECORD
 
@@ -30,7 +30,7 @@ def diagnosed(course, name: str, graded: dict) -> dict[str, str]:
     reference's and pass: none is upstream."""
     spec = course.assignment(HELDOUT[name].assignment)
     results = {chk.id: Outcome("passed") for comp in spec.components for chk in comp.checks if chk.tier == "public"}
-    results.update({i: Outcome(o["status"], o["reason"], o["message"], o["details"])
+    results.update({i: Outcome(o["status"], o["reason"], o["message"], Details.from_json(o["details"]))
                     for i, o in graded["failing"].items()})
     named = diagnosis.diagnose(course, spec, results, frozenset(graded["excused"]), upstream=frozenset())
     return {component: said.bug for component, said in named.items()}
@@ -56,7 +56,7 @@ def test_most_held_out_bugs_are_named_on_their_own_component_and_none_elsewhere(
 @pytest.mark.parametrize("name", ["ln_without_affine", "temb_scale_after_position", "ffn_linear1_without_bias"])
 def test_a_held_out_bug_graded_afresh_fails_as_recorded(tmp_path, record, name):
     report = grade_report(mutant(tmp_path, HELDOUT[name].patches), HELDOUT[name].assignment)
-    failing = {t.id: (t.outcome.status, t.outcome.message, t.outcome.details.get("looks_like", ""))
+    failing = {t.id: (t.outcome.status, t.outcome.message, t.outcome.details.looks_like)
                for c in report.components for t in c.checks if t.tier == "public" and t.outcome.status != "passed"}
     was = {i: (o["status"], o["message"], o["details"].get("looks_like", ""))
            for i, o in record[name]["failing"].items()}

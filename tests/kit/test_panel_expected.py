@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.judging.telling import most_telling
-from grader.results import CheckResult, ComponentResult, Outcome
+from grader.results import CheckResult, ComponentResult, Details, Outcome
 from tests.grading.bugs import BUGS
 from tests.kit.conftest import grade_report, mutant, report_lines
 
@@ -26,26 +26,26 @@ def test_gamma_and_beta_swapped_shows_what_torch_gives_and_the_check_with_a_true
     graded = grade_report(mutant(tmp_path, BUGS["layer_norm_gamma_and_beta_swapped"].patches), "assignment1")
     ln = next(c for c in graded.components if c.name == "LayerNorm")
     check = next(t for t in ln.checks if t.id == PER_FEATURE).outcome
-    ins = _inputs(check.details["example"])
+    ins = _inputs(check.details.example)
     truth = F.layer_norm(ins["x"], ins["x"].shape[-1:], ins["gamma"], ins["beta"], eps=1e-5)
-    value, index = re.fullmatch(r"(\S+) at index \[(.*)\]", check.details["expected"]).groups()
+    value, index = re.fullmatch(r"(\S+) at index \[(.*)\]", check.details.expected).groups()
     at = tuple(int(i) for i in index.split(", "))
     assert abs(float(value) - truth[at].item()) < 1e-4, (value, truth)  # -1.58026 here, not -1.19672
-    assert "without gamma and beta" in check.details["basis"]  # the comparison it made is said
+    assert "without gamma and beta" in check.details.basis  # the comparison it made is said
     # the largest error's place comes with its expected and got
-    assert re.fullmatch(r"largest error at index \[.*\]: expected \S+, got \S+", check.details["where"])
+    assert re.fullmatch(r"largest error at index \[.*\]: expected \S+, got \S+", check.details.where)
     assert "elements" in check.message and "positions" not in check.message
     # the panel: a check whose expected a correct LayerNorm gives, not the one built from the student's output
     assert ln.telling != PER_FEATURE and ln.telling is not None
-    assert not next(t for t in ln.checks if t.id == ln.telling).outcome.details.get("basis")
+    assert not next(t for t in ln.checks if t.id == ln.telling).outcome.details.basis
     lines = report_lines(graded)
     assert not any(f"failed  {PER_FEATURE}" in line for line in lines), "\n".join(lines)
 
 
 def test_a_check_built_on_the_students_output_comes_after_any_true_one_and_says_so():
-    own = CheckResult("own", "public", 1.0, Outcome("failed", "mismatch", "differs", {
-        "hint": "gamma and beta swapped", "example": "x", "basis": "your own output times gamma plus beta"}))
-    true = CheckResult("true", "public", 1.0, Outcome("failed", "mismatch", "differs", {"example": "x" * 50}))
+    own = CheckResult("own", "public", 1.0, Outcome("failed", "mismatch", "differs", Details(
+        hint="gamma and beta swapped", example="x", basis="your own output times gamma plus beta")))
+    true = CheckResult("true", "public", 1.0, Outcome("failed", "mismatch", "differs", Details(example="x" * 50)))
     table = {"swap": {"component": "C", "message": "gamma and beta swapped", "failing": {"own": {}, "true": {}}}}
     comp = ComponentResult("C", "a/c.py", 0.0, 1.0, [own, true], ())
     assert most_telling(comp, table).id == "true"  # type: ignore[union-attr]

@@ -45,10 +45,10 @@ def test_an_encoder_masking_its_first_layer_only_is_not_told_as_a_final_norm(tmp
     enc = _component(graded, "Encoder")
     norm = next(t for t in enc.checks if t.id == "encoder_final_norm_only_with_norm_first").outcome
     # only the padded batch element is wrong, and the check knows a final norm would change both alike
-    found = norm.details["pattern"]
+    found = norm.details.pattern
     assert (found["wrong"], found["batch"], found["alike"]) == ([1], 2, True), norm.details
     assert "some_batch" in found["kinds"] and found["fits"] == ["everywhere"], norm.details
-    assert "src_mask: bool (2, 1, 1, 5)" in norm.details["example"]  # the input that matters is in the example
+    assert "src_mask: bool (2, 1, 1, 5)" in norm.details.example  # the input that matters is in the example
     assert enc.telling != "encoder_final_norm_only_with_norm_first", enc.telling
     said = _said(graded)
     assert "self.norm applied at the end" not in said, said
@@ -65,7 +65,7 @@ def test_cross_attention_with_query_and_memory_swapped_is_shown_by_a_wrong_value
     shown = next(t for t in layer.checks if t.id == layer.telling)
     # not the leak check (its causes are all mask mistakes), not an exception in the device check
     assert layer.telling not in ("decoder_layer_does_not_leak_the_future", "decoder_layer_stays_on_the_inputs_device")
-    assert shown.outcome.reason == "mismatch" and not shown.outcome.details.get("basis"), shown
+    assert shown.outcome.reason == "mismatch" and not shown.outcome.details.basis, shown
     # with only the checks and their hints to go on, no mask-only list of causes is the panel
     said = _said(dataclasses.replace(graded, reveal=Reveal.CHECK))
     assert "failed  decoder_layer_does_not_leak_the_future" not in said

@@ -20,7 +20,7 @@ from grader.authoring.release import course_text, student_bugs
 from grader.authoring.stubs import BEGIN, END, make_stub
 from grader.gradebook import public
 from grader.judging import diagnosis
-from grader.results import Outcome
+from grader.results import Details, Outcome
 from grader.reveal import Reveal
 from tests.grading.bugs import BUGS
 from tests.kit.conftest import ROOT, SOLUTIONS, mutant, run_grade
@@ -367,8 +367,7 @@ def test_a_student_who_raises_the_level_in_course_toml_gets_no_fix(release, tmp_
     course = load_course(toml)
     assert diagnosis.told(course) is Reveal.CHECK
     spec = course.assignment("assignment1")
-    keys = ("id", "status", "reason", "message", "tier", "hidden", "duration_seconds")
-    results = {t["id"]: Outcome(t["status"], t["reason"], t["message"], {k: v for k, v in t.items() if k not in keys})
+    results = {t["id"]: Outcome(t["status"], t["reason"], t["message"], Details.from_json(t))
                for c in data["components"] for t in c["tests"]}
     found = words.worded(diagnosis.diagnose(course, spec, results)["LayerNorm"]) or {}  # the data with its words
     assert not any(found.get(k) for k in ("message", "what", "fix")), found

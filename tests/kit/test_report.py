@@ -10,7 +10,7 @@ from grader.findings import Seen, Sighting
 from grader.judging import scoring
 from grader.judging.attribution import Blame
 from grader.render import report
-from grader.results import Outcome
+from grader.results import Details, Outcome
 from tests.kit.conftest import ROOT
 
 HOSTILE = "[bold red]markup[/] \x1b[31mred\x1b[0m [link=http://x]link[/link]"
@@ -39,10 +39,10 @@ def test_full_marks_say_so():
 def test_a_failed_check_shows_expected_got_error_where_example_and_hint():
     results = all_checks(Outcome("passed"))
     results["layer_norm_matches_torch"] = Outcome(
-        "failed", "mismatch", "LayerNorm output differs", {
-            "expected": "0.5 at index [0, 1]", "got": "0.25 at index [0, 1]", "max_abs_error": 0.25,
-            "where": "largest error at index [0, 1]", "example": "x: float32 (1, 2) [1, 2]",
-            "hint": "Divide by sqrt(var + eps)."})
+        "failed", "mismatch", "LayerNorm output differs", Details(
+            expected="0.5 at index [0, 1]", got="0.25 at index [0, 1]", max_abs_error=0.25,
+            where="largest error at index [0, 1]", example="x: float32 (1, 2) [1, 2]",
+            hint="Divide by sqrt(var + eps)."))
     text = render(results)
     for part in ("layer_norm_matches_torch", "LayerNorm output differs", "0.5 at index [0, 1]",
                  "0.25 at index [0, 1]", "largest error at index [0, 1]", "x: float32 (1, 2)",
@@ -100,7 +100,7 @@ def test_a_composites_own_failure_says_it_fails_on_the_reference_parts_too():
 def test_the_report_fits_80_columns():
     results = all_checks(Outcome("passed"))
     results["layer_norm_matches_torch"] = Outcome("failed", "mismatch", "LayerNorm output differs " * 8,
-                                                  {"example": "x: float32 (1, 2) " + "1.23456789, " * 30})
+                                                  Details(example="x: float32 (1, 2) " + "1.23456789, " * 30))
     text = render(results, width=80)
     assert max(len(line) for line in text.splitlines()) <= 80
 
@@ -117,8 +117,10 @@ def test_a_pass_that_a_parts_bug_hides_counts_as_the_failure_on_the_reference_pa
 
 def test_one_screen_shows_the_most_telling_failure_in_full_and_names_the_others():
     results = all_checks(Outcome("passed"))
-    results["layer_norm_matches_torch"] = Outcome("failed", "mismatch", "differs", {"example": "x: " + "1.5, " * 40})
-    results["layer_norm_rows_are_normalised"] = Outcome("failed", "mismatch", "rows differ", {"example": "x: [1, 2]"})
+    results["layer_norm_matches_torch"] = Outcome("failed", "mismatch", "differs",
+                                                  Details(example="x: " + "1.5, " * 40))
+    results["layer_norm_rows_are_normalised"] = Outcome("failed", "mismatch", "rows differ",
+                                                        Details(example="x: [1, 2]"))
     results["layer_norm_gradients_match_torch"] = Outcome("error", "exception", "your code raised ValueError: no")
     compact, verbose = render(results), render(results, verbose=True)
     assert "failed  layer_norm_rows_are_normalised" in compact  # a wrong value with the smallest example
@@ -132,7 +134,7 @@ def test_one_screen_shows_the_most_telling_failure_in_full_and_names_the_others(
 def test_long_values_are_cut_to_a_few_lines_unless_verbose():
     results = all_checks(Outcome("passed"))
     rows = "\n".join(f"[{i}, {i + 1}]" for i in range(20))
-    results["layer_norm_matches_torch"] = Outcome("failed", "mismatch", "differs", {"expected": rows})
+    results["layer_norm_matches_torch"] = Outcome("failed", "mismatch", "differs", Details(expected=rows))
     compact, verbose = render(results), render(results, verbose=True)
     assert "[19, 20]" in verbose and "[19, 20]" not in compact
     assert f"[{report.ELIDE_LINES - 1}, {report.ELIDE_LINES}]" in compact

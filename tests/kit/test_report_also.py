@@ -11,7 +11,7 @@ from grader import course as config
 from grader.findings import Diagnosis, Found
 from grader.judging import scoring
 from grader.render import report
-from grader.results import Outcome
+from grader.results import Details, Outcome
 from tests.kit.conftest import ROOT
 
 COURSE = config.load(ROOT / "course.toml")
@@ -24,7 +24,7 @@ HIDDEN = [chk.id for chk in LN.checks if chk.tier == "hidden"]
 def _said(failing: list[str], explains: list[str] | None, also: tuple[str, ...] = ()) -> str:
     results = {chk.id: Outcome("passed") for comp in A1.components for chk in comp.checks}
     for check in [*failing, *also]:
-        results[check] = Outcome("failed", "mismatch", f"{check} differs", {"example": "x: [1.0]"})
+        results[check] = Outcome("failed", "mismatch", f"{check} differs", Details(example="x: [1.0]"))
     graded = scoring.score(COURSE, A1, Path("/sub"), scoring.Judged(results), 1.0)
     if explains is not None:
         what = "LayerNorm with the unbiased variance"

@@ -5,7 +5,7 @@ from grader import load_course
 from grader.gradebook import cells
 from grader.judging import diagnosis
 from grader.judging.telling import most_telling, pairs
-from grader.results import CheckResult, ComponentResult, Outcome
+from grader.results import CheckResult, ComponentResult, Details, Outcome
 from tests.grading.bugs import BUGS
 from tests.kit.conftest import ROOT, as_json, grade_report, mutant, report_lines
 
@@ -34,14 +34,14 @@ def test_two_bugs_in_layer_norm_show_the_check_whose_hint_names_both(tmp_path):
     graded = grade_report(mutant(tmp_path, patches), "assignment1")
     ln = next(c for c in graded.components if c.name == "LayerNorm")
     assert ln.telling == "layer_norm_matches_torch", ln.telling
-    hint = next(t for t in ln.checks if t.id == ln.telling).outcome.details["hint"]
+    hint = next(t for t in ln.checks if t.id == ln.telling).outcome.details.hint
     for name in ("layer_norm_unbiased_variance", "layer_norm_eps_outside_sqrt"):
         assert pairs(TABLE[name]["message"]) & pairs(hint), (name, hint)
     assert "layer_norm_matches_torch" in shown_in_full(report_lines(graded))
 
 
 def _failed(check_id: str, hint: str, example: str = "x", reason: str = "mismatch") -> CheckResult:
-    return CheckResult(check_id, "public", 1.0, Outcome("failed", reason, "", {"hint": hint, "example": example}))
+    return CheckResult(check_id, "public", 1.0, Outcome("failed", reason, "", Details(hint=hint, example=example)))
 
 
 def test_a_hint_that_names_the_bug_comes_first_then_the_check_fewer_bugs_fail_then_the_smallest_example():

@@ -2,6 +2,8 @@
 named a bug of the table only where exactly that one bug explains all its failing public checks, and
 its most telling failure is chosen from what the report charges."""
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -9,7 +11,7 @@ from hypothesis import strategies as st
 from grader import words
 from grader.findings import Diagnosis, Found
 from grader.judging import diagnosis, telling
-from grader.results import CheckResult, ComponentResult, Drawn, Outcome
+from grader.results import CheckResult, ComponentResult, Details, Drawn, Outcome
 from tests.kit import strategies as s
 
 
@@ -39,7 +41,7 @@ def test_a_failure_on_the_instructors_second_set_of_draws_alone_leaves_the_bug_n
     passing = [chk.id for chk in comp.checks if chk.tier == "public" and outcomes[chk.id].status == "passed"]
     assume(passing)
     afresh = data.draw(s.mismatches)
-    afresh.details = {**afresh.details, "drawn": Drawn.AFRESH}
+    afresh.details = replace(afresh.details, drawn=Drawn.AFRESH)
     more = {**outcomes, data.draw(st.sampled_from(passing)): afresh}
     assert diagnosis.diagnose(s.COURSE, assignment, more, table=table)[comp.name].bug == "bug_x"
     alone = {**s.all_passed(assignment), data.draw(st.sampled_from(passing)): afresh}
@@ -83,7 +85,7 @@ def test_a_signature_is_the_same_for_numbers_equal_to_4_significant_digits_and_d
     assume(f"{x:.4g}" == f"{near:.4g}" and f"{x:.{digits}f}" != f"{near:.{digits}f}" and f"{x:.4g}" != f"{far:.4g}")
 
     def said(value: float) -> Outcome:
-        return Outcome("failed", "mismatch", f"got {value:.{digits}f}", {"got": f"{value:.{digits}f}"})
+        return Outcome("failed", "mismatch", f"got {value:.{digits}f}", Details(got=f"{value:.{digits}f}"))
 
     assert diagnosis.signature(said(x)) == diagnosis.signature(said(near))
     assert diagnosis.signature(said(x)) != diagnosis.signature(said(far))
@@ -109,8 +111,9 @@ def test_what_the_report_charges_is_every_failure_not_excused_not_waiting_and_co
 
 def test_a_wrong_value_tells_more_than_an_exception_and_a_hint_naming_the_bug_more_than_one_that_does_not():
     crash = Outcome("error", "exception", "boom")
-    plain = Outcome("failed", "mismatch", "differs", {"hint": "the rows are not normalised"})
-    named = Outcome("failed", "mismatch", "differs", {"hint": "looks like the variance is unbiased: divides by n - 1"})
+    plain = Outcome("failed", "mismatch", "differs", Details(hint="the rows are not normalised"))
+    named = Outcome("failed", "mismatch", "differs",
+                    Details(hint="looks like the variance is unbiased: divides by n - 1"))
     table = {"var_unbiased": {"component": "LayerNorm", "message": "the variance is unbiased (divides by n - 1)",
                               "fix": "unbiased=False", "failing": {"c1": {}, "c2": {}}}}
     assert telling.most_telling(_component([crash, plain]), table).id == "c1"
@@ -149,10 +152,11 @@ def _forensic_of(component: str, check: str, outcome: Outcome) -> Diagnosis | No
 
 def test_a_looks_like_is_said_of_the_checks_subject_and_a_check_that_names_none_of_its_whole_message():
     said = Outcome("failed", "mismatch", "LayerNorm output differs from the expected values at 3 of 8 elements",
-                   {"looks_like": "the expected values times 2", "subject": "the normalised rows"})
+                   Details(looks_like="the expected values times 2", subject="the normalised rows"))
     found = _forensic_of("LayerNorm", "layer_norm_matches_torch", said)
     assert found is not None and words.what(found) == "the normalised rows looks like the expected values times 2"
-    unnamed = Outcome("failed", "mismatch", "LayerNorm output differs", {"looks_like": "the expected values times 2"})
+    unnamed = Outcome("failed", "mismatch", "LayerNorm output differs",
+                      Details(looks_like="the expected values times 2"))
     found = _forensic_of("LayerNorm", "layer_norm_matches_torch", unnamed)
     assert found is not None and words.what(found) == "LayerNorm output differs looks like the expected values times 2"
 
@@ -164,28 +168,29 @@ def test_missing_parameters_are_read_from_the_names_checks_data_and_never_from_i
     got = f"missing: {', '.join(missing)}; unexpected: none; wrong shape: none"
     data = {"missing": missing, "unexpected": [], "wrong_shape": []}
     check = "feed_forward_has_named_layers"
-    found = _forensic_of("PositionwiseFeedForward", check, Outcome("failed", "mismatch", "m", {"got": got,
-                                                                                              "parameters": data}))
+    found = _forensic_of("PositionwiseFeedForward", check,
+                         Outcome("failed", "mismatch", "m", Details(got=got, parameters=data)))
     assert found is not None and words.what(found) == (
         f"PositionwiseFeedForward looks like {', '.join(sorted(layers))} built with bias=False: "
         "the docstring asks for a bias")
     # the same words in `got` without the data name nothing; nor does data with an unexpected name
-    assert _forensic_of("PositionwiseFeedForward", check, Outcome("failed", "mismatch", "m", {"got": got})) is None
+    assert _forensic_of("PositionwiseFeedForward", check, Outcome("failed", "mismatch", "m", Details(got=got))) is None
     other = {**data, "unexpected": ["w"]}
     assert _forensic_of("PositionwiseFeedForward", check,
-                        Outcome("failed", "mismatch", "m", {"parameters": other})) is None
+                        Outcome("failed", "mismatch", "m", Details(parameters=other))) is None
 
 
 def test_layers_missing_but_the_first_look_like_one_module_repeated():
     missing = ["layers.1.attn.w_q.weight", "layers.1.ffn.linear1.bias", "layers.2.norm.weight"]
-    said = Outcome("failed", "mismatch", "m", {"parameters": {"missing": missing, "unexpected": [], "wrong_shape": []}})
+    said = Outcome("failed", "mismatch", "m",
+                   Details(parameters={"missing": missing, "unexpected": [], "wrong_shape": []}))
     found = _forensic_of("Encoder", "encoder_has_named_parts", said)
     assert found is not None and "look like one module repeated" in words.what(found)
 
 
 def test_a_parameter_without_gradient_names_its_module_from_the_checks_data_alone():
     said = Outcome("failed", "mismatch", "the gradient of DecoderLayer's parameter cross_attn.w_k.weight is None",
-                   {"got": "no gradient (None)", "parameters": {"no_gradient": ["cross_attn.w_k.weight"]}})
+                   Details(got="no gradient (None)", parameters={"no_gradient": ["cross_attn.w_k.weight"]}))
     found = _forensic_of("DecoderLayer", "decoder_layer_gradients_reach_every_parameter", said)
     assert found is not None and (found.names, found.modules) == ("no_gradient", ("cross_attn.w_k",))
     assert words.what(found).startswith("DecoderLayer's cross_attn.w_k gets no gradient: it looks unused in forward")
@@ -194,7 +199,7 @@ def test_a_parameter_without_gradient_names_its_module_from_the_checks_data_alon
                     {"parameters": {"no_gradient": ["weight"]}}, {"parameters": {"no_gradient": "w.weight"}},
                     {"parameters": {"no_gradient": ["w.weight"], "missing": []}}):
         assert _forensic_of("DecoderLayer", "decoder_layer_gradients_reach_every_parameter",
-                            Outcome("failed", "mismatch", said.message, details)) is None, details
+                            Outcome("failed", "mismatch", said.message, Details.from_json(details))) is None, details
 
 
 @pytest.mark.parametrize("parameters", [
@@ -202,17 +207,17 @@ def test_a_parameter_without_gradient_names_its_module_from_the_checks_data_alon
     {"missing": [3], "unexpected": [], "wrong_shape": []}, {"missing": ["linear1.bias"]},
     {"missing": ["linear1.bias"], "unexpected": None, "wrong_shape": []}])
 def test_names_data_of_another_form_names_nothing(parameters):
-    said = Outcome("failed", "mismatch", "m", {"parameters": parameters})
+    said = Outcome("failed", "mismatch", "m", Details(parameters=parameters))
     assert _forensic_of("PositionwiseFeedForward", "feed_forward_has_named_layers", said) is None
 
 
 def test_what_the_forensics_read_of_a_checks_data_is_bounded():
     long = "x" * 100_000
-    said = Outcome("failed", "mismatch", "m", {"looks_like": long, "subject": long})
+    said = Outcome("failed", "mismatch", "m", Details(looks_like=long, subject=long))
     found = _forensic_of("LayerNorm", "layer_norm_matches_torch", said)
     assert found is not None and len(words.what(found)) <= 2 * diagnosis.MAX_TEXT + len(" looks like ")
     frame = {"file": "assignment3/transformer.py", "line": 7, "function": "Transformer.forward", "code": long}
-    chain = diagnosis._chain(Outcome("failed", "mismatch", "m", {"made": [frame] * 10_000}))
+    chain = diagnosis._chain(Outcome("failed", "mismatch", "m", Details(made=[frame] * 10_000)))
     assert len(chain) == diagnosis.MAX_FRAMES and all(len(f.code) == diagnosis.MAX_TEXT for f in chain)
     names = ["layers.1.w"] * 10_000
     assert len(diagnosis._listed(names) or []) == diagnosis.MAX_NAMES

@@ -17,7 +17,7 @@ from grader.findings import Diagnosis, Found, Note, Noted
 from grader.gradebook import cells
 from grader.judging import diagnosis, telling
 from grader.report_json import from_json
-from grader.results import ComponentResult, Outcome, Report, to_json
+from grader.results import ComponentResult, Details, Outcome, Report, to_json
 from grader.reveal import Reveal
 from tests.kit import golden
 from tests.kit import strategies as s
@@ -121,7 +121,7 @@ def _found(component: str, check: str, outcome: Outcome) -> Diagnosis | None:
      {"parameters": {"no_gradient": ["cross_attn.w_k.weight"]}},
      {"kind", "bug", "check", "component", "names", "modules", "explains"})])
 def test_a_forensic_diagnosis_writes_the_keys_it_wrote_as_a_dict(component, check, details, keys):
-    found = _found(component, check, Outcome("failed", "mismatch", "", details))
+    found = _found(component, check, Outcome("failed", "mismatch", "", Details.from_json(details)))
     assert found is not None
     assert set(words.worded(found) or {}) == keys - {"explains"} | WORDS  # an empty subject is written too
     assert set(words.worded(telling.completed(found, {})) or {}) == keys | WORDS

@@ -179,20 +179,20 @@ def test_a_declared_kind_fits_itself_and_the_kinds_under_it(kind):
 def test_the_fit_the_panel_words():
     # causes of a mask built off by one on the diagonal do not explain a mask that sees the next position
     above = {"kinds": ["above_diagonal"], "fits": ["diagonal", "scattered"]}
-    assert not words.hint_fits({"pattern": above}) and words.pattern_shown({"pattern": above}, tight=True)
+    assert not words.hint_fits(above) and words.pattern_shown(above, tight=True)
     assert "only entries above the diagonal are wrong" in words.pattern(above)
     assert "usual causes would not give this pattern" in words.pattern(above)
     fitting = {"kinds": ["diagonal"], "fits": ["diagonal", "scattered"]}
-    assert words.hint_fits({"pattern": fitting}) and "usual causes" not in words.pattern(fitting)
+    assert words.hint_fits(fitting) and "usual causes" not in words.pattern(fitting)
     # shown where it says more than "everywhere", but not where several panels share a screen
-    assert words.pattern_shown({"pattern": fitting}) and not words.pattern_shown({"pattern": fitting}, tight=True)
-    assert not words.pattern_shown({"pattern": {"kinds": ["everywhere"]}})
+    assert words.pattern_shown(fitting) and not words.pattern_shown(fitting, tight=True)
+    assert not words.pattern_shown({"kinds": ["everywhere"]})
     # a final norm's causes change every batch element alike: only the padded one is wrong
     alike = {"kinds": ["some_batch", "from_position"], "wrong": [1], "batch": 2, "from": 3, "positions": 5,
              "fits": ["everywhere"], "alike": True}
     said = words.pattern(alike)
-    assert not words.hint_fits({"pattern": alike}) and said.startswith("only batch element 1 of 2 is wrong")
+    assert not words.hint_fits(alike) and said.startswith("only batch element 1 of 2 is wrong")
     assert "Every position from 3 on is wrong" in said and "changes every batch element alike" in said
     # a single wrong element cannot judge the causes: shown, but ranked after a check that can
-    assert words.hint_fits({"pattern": {"kinds": [], "fits": ["everywhere"]}})
-    assert not words.judged({"pattern": {"kinds": [], "fits": ["everywhere"]}}) and words.judged({})
+    assert words.hint_fits({"kinds": [], "fits": ["everywhere"]})
+    assert not words.judged({"kinds": [], "fits": ["everywhere"]}) and words.judged(None)

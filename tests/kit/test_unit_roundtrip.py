@@ -5,6 +5,7 @@ Report. Over every entry of the golden record (real gradings: the solutions, eac
 bug, a part-and-composite pair) and over reports the judging stages score from drawn outcomes."""
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from grader.findings import Diagnosis, Note, Noted
 from grader.measured import Gpu, Performance, PerformanceEntry, Timing
 from grader.report_json import from_json
-from grader.results import Reason, Report, Status, Tier, to_json
+from grader.results import Details, Reason, Report, Status, Tier, to_json
 from tests.kit import golden
 from tests.kit import strategies as s
 
@@ -43,6 +44,19 @@ def test_a_report_read_from_the_records_json_holds_the_kits_vocabulary():
     checks = [t for r in reports.values() for c in r.components for t in c.checks]
     assert {t.tier for t in checks} == {Tier.PUBLIC, Tier.HIDDEN}
     assert {Status.PASSED, Status.FAILED} <= {t.outcome.status for t in checks}
+
+
+@given(details=s.details)
+def test_a_checks_details_come_back_from_its_json_as_themselves(details):
+    assert Details.from_json(json.loads(json.dumps(details.shown()))) == details
+
+
+def test_a_report_read_from_the_records_json_holds_typed_details():
+    reports = {name: from_json(e["json"], **course_facts(e["assignment"])) for name, e in RECORD.items()}
+    checks = [t for r in reports.values() for c in r.components for t in c.checks]
+    assert all(isinstance(t.outcome.details, Details) for t in checks)
+    # not read from a record without details: its failures say what was expected and what came back
+    assert sum(bool(t.outcome.details.expected and t.outcome.details.got) for t in checks) >= 20
 
 
 def test_a_report_read_from_the_records_json_holds_typed_diagnoses():

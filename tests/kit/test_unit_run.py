@@ -1,9 +1,8 @@
-"""The stages of a grading (grader.grading.stages) on a hand-made run, with no sandbox: the report they
+"""The stages of a grading (grader.grading.stages) on a hand-made Grading, with no worker: the report they
 build is scoring's over the run's record, built once and frozen; a run's faults, the hidden tier left
 out, --only and the course's table of bugs (read once) show in it as a grading shows them."""
 
 import dataclasses
-import types
 from pathlib import Path
 
 import pytest
@@ -14,9 +13,9 @@ from grader import words
 from grader.findings import Note, Noted
 from grader.grading import stages
 from grader.grading.only import narrow
-from grader.grading.run import GradingRun, Options
+from grader.grading.run import Grading, Options
 from grader.judging import diagnosis, scoring
-from grader.results import ComponentStatus, Fault, Outcome, Reason, Status
+from grader.results import ComponentStatus, Details, Fault, Outcome, Reason, Status
 from tests.kit import strategies as s
 
 A1 = s.COURSE.assignment("assignment1")
@@ -26,9 +25,7 @@ TABLE = diagnosis.load(s.COURSE)
 def graded(assignment, outcomes: dict[str, Outcome], *, has_reference: bool = True, options: Options | None = None,
            faults: tuple[Fault, ...] = ()):
     """(run, report): `outcomes` taken through the stages after the worker, and the report built."""
-    sandbox = types.SimpleNamespace(created=0.0, isolation="process", faults=[], dir=Path("/nowhere"))
-    run = GradingRun(s.COURSE, assignment, Path("/sub"), options or Options(), sandbox, None, None,  # type: ignore
-                     has_reference)
+    run = Grading(s.COURSE, assignment, Path("/sub"), options or Options(), None, has_reference)
     run.record.results, run.record.faults = dict(outcomes), list(faults)
     for stage in (stages.score, stages.diagnose):
         stage(run)
@@ -38,7 +35,7 @@ def graded(assignment, outcomes: dict[str, Outcome], *, has_reference: bool = Tr
 def said_by(bug: str) -> dict[str, Outcome]:
     """The outcomes of `bug`'s failing public checks as the table stores them."""
     return {check: Outcome(said["status"], said["reason"], said["message"],
-                           {k: said[k] for k in ("expected", "got", "example") if k in said})
+                           Details(**{k: said[k] for k in ("expected", "got", "example") if k in said}))
             for check, said in TABLE[bug]["failing"].items()}
 
 
@@ -109,16 +106,13 @@ def test_shrinking_again_shows_the_shrunk_failure_and_never_undoes_one():
     again = {"a": Outcome(Status.FAILED, Reason.MISMATCH, "shrunk"), "b": Outcome(Status.PASSED),
              "c": Outcome(Status.TIMEOUT, Reason.TIMEOUT, "slow")}
 
-    class Replayed(GradingRun):
-        def run(self, checks, **how):
-            assert set(checks) == set("abc")
-            return dict(again)
+    def rerun(checks):
+        assert set(checks) == set("abc")
+        return dict(again)
 
-    run = Replayed(s.COURSE, A1, Path("/sub"), Options(), None, None, None, True)  # type: ignore[arg-type]
-    run.record.results = dict(first)
-    stages.shrink(run)
-    assert run.record.results["a"] is again["a"]
-    assert run.record.results["b"] is first["b"] and run.record.results["c"] is first["c"]
+    results = {**first, **stages.shrunk(first, {}, rerun)}
+    assert results["a"] is again["a"]
+    assert results["b"] is first["b"] and results["c"] is first["c"]
 
 
 def test_scoring_alone_is_the_same_report_as_its_parts():

@@ -12,7 +12,7 @@ import pytest
 
 from grader import load_course
 from grader.judging import diagnosis
-from grader.results import Outcome
+from grader.results import Details, Outcome
 from tests.grading.bugs import BUGS
 from tests.kit.conftest import ROOT
 
@@ -30,8 +30,7 @@ def test_each_bug_of_the_table_is_named_as_itself_from_its_stored_signature(name
     spec = COURSE.assignment(bug.assignment)
     results = {chk.id: Outcome("passed") for comp in spec.components for chk in comp.checks if chk.tier == "public"}
     # a stored signature is what the check said: its status, reason and message, the rest its details
-    results.update({i: Outcome(s["status"], s.get("reason", ""), s.get("message", ""),
-                               {k: v for k, v in s.items() if k not in ("status", "reason", "message")})
+    results.update({i: Outcome(s["status"], s.get("reason", ""), s.get("message", ""), Details.from_json(s))
                     for i, s in entry["failing"].items()})
     named = {c: said.bug for c, said in diagnosis.diagnose(COURSE, spec, results, upstream=frozenset()).items()}
     wanted = {} if bug.undiagnosed else {entry["component"]: name}

@@ -19,9 +19,14 @@ GRADER = ROOT / "grader"
 # a report's keys, and what a batch adds to its document (grader.report_json.graded reads those)
 KEYS = frozenset({"components", "tests", "status", "score", "max_score", "hidden", "excused_by", "reason", "notes",
                   "noted", "late", "batch", "graded_score", "override", "held", "flagged", "forbidden", "diagnosis",
-                  "submission", "start_here", "duration_seconds", "isolation"})
+                  "submission", "start_here", "duration_seconds", "isolation",
+                  # a check's details (grader.results.Details), read by their fields
+                  "expected", "got", "max_abs_error", "where", "example", "hint", "looks_like", "basis", "pattern",
+                  "inputs", "subject", "made", "parameters", "drawn"})
 # grader/measured.py: what a grading measured beside its checks, written and read back by the report's JSON
-READERS = frozenset({"grader/results.py", "grader/report_json.py", "grader/measured.py"})
+# grader/findings.py: the findings a report holds (a diagnosis, an attribution, a sighting, a note), each with
+# its own from_json
+READERS = frozenset({"grader/results.py", "grader/report_json.py", "grader/measured.py", "grader/findings.py"})
 
 # 'path:qualified.name:the dict read' -> what that dict is, where it is no report
 NOT_REPORTS: dict[str, str] = {
@@ -53,6 +58,16 @@ NOT_REPORTS: dict[str, str] = {
     "grader/sandbox/child/profile.py:inputs:shape": "the sizes the timing stage draws its inputs at",
     "grader/sandbox/child/worker.py:Worker.op_import:req": "the grader's request to import the submission",
     "grader/suite/remote.py:Submission.reset:answer": "the worker's answer to a reset",
+    "grader/batch/summary.py:_flagged:f": "a row of the class summary's flagged lines",
+    "grader/render/review.py:summary_row:f": "a flagged line of a held component in the class summary",
+    "grader/interactive/repro/script.py:stored_body:c": "a stored case of the course's expected outputs (.pt)",
+    "grader/sandbox/child/calls.py:Call.backward:answer": "the grader's answer to a backward call of a stand-in",
+    "grader/sandbox/child/standins.py:Link.make:node": "a reference part's tree, as the grader describes it",
+    "grader/sandbox/child/standins.py:Link.populate:node": "a reference part's tree, as the grader describes it",
+    "grader/sandbox/host.py:Sandbox.request:e": "the worker's account of an exception it raised",
+    "grader/suite/handle.py:Remote.parameters:self.owner._request({'op': 'params', 'target': self})":
+        "the worker's answer to a request for a module's parameters",
+    "grader/suite/placing.py:bounded:answer": "the worker's answer to a placed run",
 }
 
 

@@ -49,8 +49,8 @@ def failing_example(outcome: Outcome, names: tuple[str, ...]) -> dict:
         raise ValueError("it is not attempted yet: there is nothing to rebuild")
     if outcome.status == Status.PASSED:
         raise ValueError("it passes: there is nothing to rebuild")
-    inputs = outcome.details.get("inputs")
-    if not inputs and outcome.details.get("example"):  # Hypothesis's own repr of its draw, rounded
+    inputs = outcome.details.inputs
+    if not inputs and outcome.details.example:  # Hypothesis's own repr of its draw, rounded
         raise ValueError("its example cannot be rebuilt exactly (it failed by an exception: the report shows "
                          "the example only as text)")
     if not inputs:
