@@ -36,8 +36,21 @@ if TYPE_CHECKING:
     from grader.grading.run import GradingRun
     from grader.results import Fault, Outcome
 
-BOOT = "import pickle, sys; init = pickle.load(sys.stdin.buffer); sys.path[:] = init['path']; " \
-       "from grader.grading.warm import serve; serve(init)"
+# the import path comes first, as a plain list: grader (and Start) can be unpickled only once it is set
+BOOT = "import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer); " \
+       "from grader.grading.warm import serve; serve(pickle.load(sys.stdin.buffer))"
+
+
+@dataclass(frozen=True)
+class Start:
+    """The helper's first message, after its import path: the course it grades for."""
+
+    course: Path
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The helper's first reply: warm, and taking jobs."""
 
 
 @dataclass(frozen=True)
@@ -197,9 +210,10 @@ class Helper:
         KIT.add(self.proc.pid)  # in a session of its own, and no sandbox's orphan (grader.sandbox.reap)
         self.broken = False
         self.warmed = False  # its warm-up job is sent
-        self.pending = 1  # replies not read yet: "ready", then the warm-up's
+        self.pending = 1  # replies not read yet: Ready, then the warm-up's
         self.jobs = 0  # gradings it took part in
-        self._send({"path": list(sys.path), "course": str(course.path)})
+        self._send(list(sys.path))
+        self._send(Start(course.path))
 
     def ready(self, wait: float = 0.0) -> bool:
         """Whether it is warm and idle, waiting at most `wait` seconds for what it has yet to say."""

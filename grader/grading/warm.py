@@ -34,7 +34,7 @@ from grader.grading.known_parts import KnownParts
 
 if TYPE_CHECKING:
     from grader.grading.reuse import Reuse
-    from grader.grading.split import Done, Helper, Job
+    from grader.grading.split import Done, Helper, Job, Start
     from grader.results import Outcome, Report
     from grader.sandbox.host import Sandbox
     from grader.sandbox.template import Template
@@ -135,9 +135,11 @@ class Grader:
             self._template = None
 
 
-def serve(init: dict) -> None:
+def serve(start: Start) -> None:
     """The helper's side (grader.grading.split.Helper starts it): a warm grader of its own that grades the
     jobs read from stdin until it closes."""
+    from grader.grading.split import Ready
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever else prints cannot corrupt the replies
@@ -147,9 +149,9 @@ def serve(init: dict) -> None:
         replies.write(struct.pack(">Q", len(data)) + data)
         replies.flush()
 
-    course = load(Path(init["course"]))
+    course = load(start.course)
     with Grader(course) as grader:
-        reply("ready")
+        reply(Ready())
         while True:
             try:
                 job = pickle.load(sys.stdin.buffer)
