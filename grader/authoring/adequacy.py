@@ -49,7 +49,7 @@ def matrix(course: Course, assignment: str) -> dict:
             if comp is None:
                 raise ConfigError(f"bugs.py: {name}: no component {bug.component!r} in {assignment}")
             tree = bug_tree(course, bug.patches, Path(tmp) / name, name)
-            sandbox = grader.sandbox(assignment=assignment, submission=tree)
+            sandbox = grader.sandbox(assignment=spec, submission=tree)
             try:
                 with one_intra_op_thread():
                     results = run_checks(course, Submission(sandbox, None, course.reference),

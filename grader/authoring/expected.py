@@ -193,8 +193,9 @@ def _public_results(course: Course, grader, assignment: str, component: str, tre
     from grader.grading.suites import one_intra_op_thread, run_checks
     from grader.suite.remote import Submission
 
-    comp = next(c for c in course.assignment(assignment).components if c.name == component)
-    sandbox = grader.sandbox(assignment=assignment, submission=tree)
+    spec = course.assignment(assignment)
+    comp = next(c for c in spec.components if c.name == component)
+    sandbox = grader.sandbox(assignment=spec, submission=tree)
     try:
         with one_intra_op_thread():
             student = Submission(sandbox, None, course.reference)

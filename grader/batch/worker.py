@@ -74,7 +74,8 @@ def grade_tree(*, course_path: Path, assignment: str, tree: Path, student: str,
                 why = isolation.unavailable() or "isolation is set to process"
                 return {"error": f"on worker {os.uname().nodename} the submissions could read the course: {exposed} "
                                  f"(namespaces: {why})"}
-            report = grader.grade(assignment=assignment, submission=Path(tree))
+            # this worker's front door: the batch names the assignment (a Dask worker is another process)
+            report = grader.grade(assignment=course.assignment(assignment), submission=Path(tree))
         except KeyboardInterrupt:
             raise
         except Exception as e:

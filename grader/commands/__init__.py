@@ -5,7 +5,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from grader.course import find_course
+from grader.course import Assignment, Performance, find_course
 from grader.course_table import ConfigError
 from grader.usage import UsageParser
 
@@ -40,17 +40,15 @@ def below(score: float, bar: float) -> bool:
     return score < bar - 1e-9
 
 
-def check_bar(bar: float | None, course, assignment: str) -> None:
-    """A ConfigError where `--fail-under` asks for more points than `assignment` has (its components',
-    and [performance]'s where the course gives points for the speed of its timed components)."""
+def check_bar(bar: float | None, spec: Assignment, perf: Performance | None) -> None:
+    """A ConfigError where `--fail-under` asks for more points than `spec` has (its components', and the
+    course's [performance] `perf`'s where it gives points for the speed of its timed components)."""
     if bar is None:
         return
-    spec = course.assignment(assignment)
-    perf = course.performance
     timed = perf is not None and any(c.name in perf.components for c in spec.components)
     most = spec.max_score + (perf.points if perf is not None and timed else 0.0)
     if bar > most + 1e-9:
-        raise ConfigError(f"--fail-under: {bar:g} is more than {assignment}'s {most:g} points")
+        raise ConfigError(f"--fail-under: {bar:g} is more than {spec.name}'s {most:g} points")
 
 
 def regenerate(argv: list[str], *, name: str, description: str, what: str,

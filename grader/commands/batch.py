@@ -67,8 +67,7 @@ def main(argv: list[str]) -> int:
 
     args = parser().parse_args(argv)
     course = load_course(find_course(args.course))
-    course.assignment(args.assignment)
-    check_bar(args.fail_under, course, args.assignment)
+    check_bar(args.fail_under, course.assignment(args.assignment), course.performance)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out: {args.out!r} is not a directory")

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from grader.commands import below, check_bar, points
-from grader.course import find_course
+from grader.course import Assignment, find_course
 from grader.course_table import ConfigError
 from grader.usage import UsageParser
 
@@ -48,8 +48,8 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     course = load_course(find_course(args.course))
     submission = Path(args.submission) if args.submission else course.assignments_dir
-    course.assignment(args.assignment)
-    check_bar(args.fail_under, course, args.assignment)
+    spec = course.assignment(args.assignment)  # looked up here, once: what follows takes the Assignment
+    check_bar(args.fail_under, spec, course.performance)
     if not submission.is_dir():
         raise ConfigError(f"--submission: {str(submission)!r} is not a directory")
     to_stdout = args.json == "-"
@@ -61,13 +61,13 @@ def main(argv: list[str]) -> int:
     if args.only is not None:
         from grader.grading.only import parse
 
-        only = parse(args.only, course.assignment(args.assignment))
+        only = parse(args.only, spec)
     if args.repro is not None:
         if args.watch or args.only is not None or args.json or args.fail_under is not None:
             raise ConfigError("--repro: cannot be combined with --watch, --only, --json or --fail-under")
         from grader.interactive import repro
 
-        return repro.main(course=course, assignment=args.assignment, check=args.repro, submission=submission)
+        return repro.main(course=course, assignment=spec, check=args.repro, submission=submission)
     if args.watch:
         if args.fail_under is not None:
             raise ConfigError("--fail-under: cannot be combined with --watch (it sets the exit status of one grade)")
@@ -75,10 +75,10 @@ def main(argv: list[str]) -> int:
 
         watching = Grader(course, helper=spare_core(), reuse=True)
         watching.only = only
-        return _watch(args, watching, submission)
+        return _watch(args, watching, spec, submission)
     # the worker imports torch while this process imports pytest, Hypothesis and rich
     grader = Grader(course, template=False)
-    sandbox = grader.sandbox(assignment=args.assignment, submission=submission, device=args.device)
+    sandbox = grader.sandbox(assignment=spec, submission=submission, device=args.device)
 
     from rich.console import Console
 
@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
     console = Console(stderr=to_stdout, no_color="NO_COLOR" in os.environ or None)
     # a spinner on a real terminal only: in a pipe or a notebook (`!grade`, which sets FORCE_COLOR) each frame stays
     with progress(console, f"grading {args.assignment} ..."):
-        result = grader.grade(assignment=args.assignment, submission=submission, device=args.device, sandbox=sandbox,
+        result = grader.grade(assignment=spec, submission=submission, device=args.device, sandbox=sandbox,
                               only=only)
     report.render(result, console, verbose=args.verbose)
     if args.json:
@@ -118,7 +118,7 @@ def _write_json(result, where: str) -> None:
         raise ConfigError(f"--json: cannot write {where!r} ({e.strerror})") from None
 
 
-def _watch(args, grader, submission: Path) -> int:
+def _watch(args, grader, spec: Assignment, submission: Path) -> int:
     from rich.console import Console
     from rich.text import Text
 
@@ -126,7 +126,7 @@ def _watch(args, grader, submission: Path) -> int:
     from grader.render import report
 
     console = Console(no_color="NO_COLOR" in os.environ or None)
-    files = watched_files(grader.course, args.assignment, submission)
+    files = watched_files(grader.course, spec.name, submission)
     count, reused = 0, 0
 
     def show(result, changed: list[str]) -> None:
@@ -149,7 +149,7 @@ def _watch(args, grader, submission: Path) -> int:
 
     try:
         with grader:
-            watch(grader=grader, assignment=args.assignment, submission=submission, show=show, announce=announce)
+            watch(grader=grader, assignment=spec, submission=submission, show=show, announce=announce)
     except KeyboardInterrupt:
         console.print(f"Stopped watching after {count} grade{'s' * (count != 1)}.")
     return 0

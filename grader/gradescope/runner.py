@@ -77,7 +77,7 @@ def _grade(course: Course, assignment: str, submission: Path, work: Path, starte
         report = empty_report(spec, "submission", entry.problem, f"Not graded ({entry.problem}): {entry.message}")
         return results(report, execution_time=time.monotonic() - started)
     with Grader(course, template=False) as grader:  # one grade: a fresh worker is the quicker start
-        report = to_json(grader.grade(assignment=assignment, submission=entry.tree))
+        report = to_json(grader.grade(assignment=spec, submission=entry.tree))
     return results(report, execution_time=time.monotonic() - started)
 
 

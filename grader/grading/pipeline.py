@@ -9,7 +9,7 @@ A grading is one GradingRun (grader.grading.run) taken through the stages of gra
 
 from pathlib import Path
 
-from grader.course import Course
+from grader.course import Assignment, Course
 from grader.course_table import ConfigError
 from grader.grading import stages
 from grader.grading.run import GradingRun, Options
@@ -23,27 +23,27 @@ WITH_WORKER = (stages.run_checks, stages.attribute, stages.shrink, stages.measur
 AFTER_WORKER = (stages.score, stages.diagnose)
 
 
-def start_sandbox(*, course: Course, assignment: str, submission: Path, device: str = "cpu",
+def start_sandbox(*, course: Course, assignment: Assignment, submission: Path, device: str = "cpu",
                   template: Template | None = None) -> Sandbox:
     """Stage the submission and start its worker. Cheap and torch-free for the CPU: call it first,
     so the worker imports torch while this process imports pytest, Hypothesis and torch. `device`:
     as given to grade_submission; "cuda", where this process sees a CUDA device, trades the
     worker's address-space limit, which CUDA cannot run under, for a data limit of the same size.
-    `template`: a started grader.sandbox.template.Template to fork the worker from."""
-    course.assignment(assignment)
+    `template`: a started grader.sandbox.template.Template to fork the worker from. `assignment`: as the
+    front door resolved it from its name (course.assignment), once."""
     submission = Path(submission).resolve()
     if not submission.is_dir():
         raise ConfigError(f"submission directory {str(submission)!r} does not exist")
-    if Tier.PUBLIC not in suite_files(course, assignment):
-        raise ConfigError(f"no grading suite for {assignment}: {course.suites / Tier.PUBLIC} has no "
-                          f"test_{assignment}.py")
-    staged = {a.name: list(a.files) for a in course.closure(assignment)}
+    if Tier.PUBLIC not in suite_files(course, assignment.name):
+        raise ConfigError(f"no grading suite for {assignment.name}: {course.suites / Tier.PUBLIC} has no "
+                          f"test_{assignment.name}.py")
+    staged = {a.name: list(a.files) for a in course.closure(assignment.name)}
     sandbox = Sandbox(submission, staged, course.limits, template=template, gpu=_gpu(device) is not None)
     sandbox.start()
     return sandbox
 
 
-def grade_submission(*, course: Course, assignment: str, submission: Path, sandbox: Sandbox | None = None,
+def grade_submission(*, course: Course, assignment: Assignment, submission: Path, sandbox: Sandbox | None = None,
                      options: Options | None = None) -> Report:
     """Run the suites of `assignment` on `submission` and score them.
 
@@ -60,9 +60,9 @@ def grade_submission(*, course: Course, assignment: str, submission: Path, sandb
         return _grade(course, assignment, Path(submission).resolve(), sandbox, options)
 
 
-def _grade(course: Course, name: str, submission: Path, sandbox: Sandbox, options: Options) -> Report:
+def _grade(course: Course, assignment: Assignment, submission: Path, sandbox: Sandbox, options: Options) -> Report:
     try:
-        run = _open(course, name, submission, sandbox, options)
+        run = _open(course, assignment, submission, sandbox, options)
         for stage in WITH_WORKER:
             stage(run)
     finally:
@@ -72,15 +72,14 @@ def _grade(course: Course, name: str, submission: Path, sandbox: Sandbox, option
     return stages.report(run)
 
 
-def _open(course: Course, name: str, submission: Path, sandbox: Sandbox, options: Options) -> GradingRun:
-    """The run, its assignment looked up once (narrowed to --only's checks, grader.grading.only)."""
+def _open(course: Course, assignment: Assignment, submission: Path, sandbox: Sandbox, options: Options) -> GradingRun:
+    """The run, of `assignment` narrowed to --only's checks (grader.grading.only)."""
     from grader.grading.only import narrow
     from grader.suite.remote import Submission
 
-    spec = course.assignment(name)
-    if options.only:
-        spec = narrow(spec, options.only)
-    has_reference = Tier.HIDDEN in suite_files(course, name)  # the instructors' tier: the reference tree is there too
+    spec = narrow(assignment, options.only) if options.only else assignment
+    # the instructors' tier: the reference tree is there too
+    has_reference = Tier.HIDDEN in suite_files(course, assignment.name)
     gpu = _gpu(options.device)
     student: Submission = Submission(sandbox, gpu, course.reference if has_reference else None)
     student.forbidden = sorted({api for comp in spec.components for api in comp.forbidden})

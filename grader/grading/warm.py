@@ -2,7 +2,7 @@
 
     with Grader(course) as grader:
         for tree in trees:
-            report = grader.grade(assignment="assignment3", submission=tree)
+            report = grader.grade(assignment=course.assignment("assignment3"), submission=tree)
 
 What a cold `grade` pays once per run is paid here once per process: the grader's imports
 (pytest, Hypothesis, torch, the suites and the reference, which stay in `sys.modules`) and a
@@ -29,7 +29,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.course import Course, load
+from grader.course import Assignment, Course, load
 from grader.grading.known_parts import KnownParts
 
 if TYPE_CHECKING:
@@ -80,17 +80,18 @@ class Grader:
                 self._use_template = False
         return self
 
-    def sandbox(self, *, assignment: str, submission: Path, device: str = "cpu") -> Sandbox:
+    def sandbox(self, *, assignment: Assignment, submission: Path, device: str = "cpu") -> Sandbox:
         """Stage `submission` and start its worker now (see grader.grading.pipeline.start_sandbox)."""
         from grader.grading.pipeline import start_sandbox
 
         return start_sandbox(course=self.course, assignment=assignment, submission=submission, device=device,
                              template=self._template)
 
-    def grade(self, *, assignment: str, submission: Path, device: str = "cpu",
+    def grade(self, *, assignment: Assignment, submission: Path, device: str = "cpu",
               sandbox: Sandbox | None = None, only: frozenset[str] | None = None) -> Report:
-        """Grade `submission` (see grader.grading.pipeline.grade_submission); `sandbox`: one from self.sandbox;
-        `only`: these checks alone (default: self.only, which `grade --watch --only` sets)."""
+        """Grade `submission` (see grader.grading.pipeline.grade_submission); `assignment`: as the caller
+        resolved it from its name (course.assignment), once; `sandbox`: one from self.sandbox; `only`: these
+        checks alone (default: self.only, which `grade --watch --only` sets)."""
         from grader.grading.pipeline import grade_submission
         from grader.grading.run import Options
         from grader.grading.split import Helper
@@ -170,7 +171,9 @@ def _grade_far(grader: Any, course: Course, job: Job) -> Done:
     from grader.grading.suites import frozen_heap, one_intra_op_thread, run_checks
     from grader.suite.remote import Submission
 
-    sandbox = grader.sandbox(assignment=job.assignment, submission=job.submission, device=job.device)
+    # the helper's own front door: the job names its assignment (resolved once more, in this process)
+    sandbox = grader.sandbox(assignment=course.assignment(job.assignment), submission=job.submission,
+                             device=job.device)
     try:
         student = Submission(sandbox, job.gpu, job.reference)
         student.forbidden = list(job.forbidden)

@@ -68,7 +68,7 @@ def check(assignment: str, submission: str | Path | None = None, *, only: str | 
     if not tree.is_dir():
         raise ConfigError(f"submission: {str(tree)!r} is not a directory")
     chosen = parse(only, spec) if only is not None else None
-    result = Grader(config, template=False).grade(assignment=assignment, submission=tree, only=chosen)
+    result = Grader(config, template=False).grade(assignment=spec, submission=tree, only=chosen)
     # in a notebook rich shows the report as the cell's output (HTML, in colour); elsewhere as text
     report.render(result, Console(), verbose=verbose)
     return json.loads(json.dumps(to_json(result)))  # exactly what `grade --json` writes, read back

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.course import Course
+from grader.course import Assignment, Course
 from grader.grading.warm import Grader
 from grader.results import Report
 
@@ -41,7 +41,7 @@ class WatchOptions:
     step_ms: int = 50
 
 
-def watch(*, grader: Grader, assignment: str, submission: Path, show: Callable[[Report, list[str]], None],
+def watch(*, grader: Grader, assignment: Assignment, submission: Path, show: Callable[[Report, list[str]], None],
           announce: Callable[[list[str]], None] = lambda changed: None, options: WatchOptions | None = None) -> int:
     """Grade `submission`, then again after each change to a watched file, until `options.stop` is set
     or Ctrl-C; `show(report, changed)` gets every report, with the names of the files whose change
@@ -52,7 +52,7 @@ def watch(*, grader: Grader, assignment: str, submission: Path, show: Callable[[
     stop = options.stop or threading.Event()
     changed: list[str] = []
     grades = 0
-    with _Observer(watched_files(grader.course, assignment, submission), submission, options, stop) as observer:
+    with _Observer(watched_files(grader.course, assignment.name, submission), submission, options, stop) as observer:
         while not stop.is_set():
             announce(changed)
             report = observer.grade(lambda: grader.grade(assignment=assignment, submission=submission))

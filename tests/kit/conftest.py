@@ -161,7 +161,8 @@ def _grade_now(tree: Path, assignment: str, course: Path, device: str):
     if key not in _GRADERS:
         _GRADERS[key] = Grader(load_course(key)).start()
         atexit.register(_GRADERS[key].close)
-    return _GRADERS[key].grade(assignment=assignment, submission=tree, device=device)
+    grader = _GRADERS[key]
+    return grader.grade(assignment=grader.course.assignment(assignment), submission=tree, device=device)
 
 
 def pytest_configure(config):

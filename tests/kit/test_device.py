@@ -40,7 +40,8 @@ from grader.grading.run import Options
 from grader import load_course
 from grader.results import to_json
 grading._gpu = lambda device: "cpu" if device == "cuda" else None
-report = grading.grade_submission(course=load_course(sys.argv[1]), assignment=sys.argv[2], submission=sys.argv[3],
+course = load_course(sys.argv[1])
+report = grading.grade_submission(course=course, assignment=course.assignment(sys.argv[2]), submission=sys.argv[3],
                                   options=Options(device="cuda"))
 print(json.dumps(to_json(report)))
 """

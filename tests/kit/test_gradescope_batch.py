@@ -96,7 +96,7 @@ def test_a_daemon_left_by_one_grading_is_gone_before_the_next_in_the_seccomp_tie
             watch = threading.Thread(target=watch_for, args=(marker, seen, done))
             watch.start()
             try:
-                first = to_json(grader.grade(assignment="assignment1", submission=tree))
+                first = to_json(grader.grade(assignment=grader.course.assignment("assignment1"), submission=tree))
             finally:
                 done.set()
                 watch.join()
@@ -105,7 +105,7 @@ def test_a_daemon_left_by_one_grading_is_gone_before_the_next_in_the_seccomp_tie
             assert alive(marker) == [], "the daemon outlived its grading"
             # the prober read nothing: every check passes (its fork holds its points for review: the default)
             assert earned(first) == full_marks(first), first["components"]
-            second = to_json(grader.grade(assignment="assignment1", submission=SOLUTIONS))
+            second = to_json(grader.grade(assignment=grader.course.assignment("assignment1"), submission=SOLUTIONS))
             assert scores(second) == full_marks(second)
     finally:
         for pid in alive(marker):

@@ -43,11 +43,11 @@ def test_a_submission_that_patched_torch_in_its_worker_leaves_nothing_for_the_ne
     honest = mutant(tmp_path / "honest", bug.patches)
     hiding = mutant(tmp_path / "hiding", {**bug.patches, "assignment3/transformer.py": [HIDES_THE_BUG]})
     with Grader(course) as warm:
-        warm.grade(assignment="assignment3", submission=hiding)
-        kept = _graded(warm.grade(assignment="assignment3", submission=honest))
+        warm.grade(assignment=warm.course.assignment("assignment3"), submission=hiding)
+        kept = _graded(warm.grade(assignment=warm.course.assignment("assignment3"), submission=honest))
         assert warm.known_parts > 0, "the second grading ran the parts of assignments 1 and 2 again"
     with Grader(course) as fresh:
-        alone = _graded(fresh.grade(assignment="assignment3", submission=honest))
+        alone = _graded(fresh.grade(assignment=fresh.course.assignment("assignment3"), submission=honest))
     assert kept == alone
     assert any(check.get("excused_by") for c in alone["components"] for check in c["tests"]), \
         "LayerNorm's bug costs the composites nothing: they are graded on the reference's LayerNorm"

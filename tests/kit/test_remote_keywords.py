@@ -41,7 +41,7 @@ def student(tmp_path_factory):
     with open(tree / "assignment1" / "layer_norm.py", "a") as f:
         f.write(ECHO)
     course = load_course(ROOT / "course.toml")
-    sandbox = start_sandbox(course=course, assignment="assignment1", submission=tree)
+    sandbox = start_sandbox(course=course, assignment=course.assignment("assignment1"), submission=tree)
     try:
         yield Submission(sandbox, None, course.reference)
     finally:

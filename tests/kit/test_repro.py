@@ -162,7 +162,7 @@ def test_every_public_check_gets_a_script_or_a_one_line_reason():
                 scripted.append(check)
                 continue
             with pytest.raises(ConfigError) as refusal:
-                repro.main(course=course, assignment=spec.name, check=check, submission=SOLUTIONS)
+                repro.main(course=course, assignment=spec, check=check, submission=SOLUTIONS)
             said = str(refusal.value)
             assert "\n" not in said and f"{check} cannot be reproduced as a script: " in said, said
             assert repro.known(course, spec.name).reason(check) in said and (can[0] if can else "none") in said

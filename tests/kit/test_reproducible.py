@@ -26,8 +26,8 @@ from grader.results import to_json
 from grader.grading.split import split as split_at
 from grader.grading.warm import Grader
 with Grader(load_course(sys.argv[1])) as grader:
-    grader.grade(assignment="assignment1", submission=sys.argv[2])  # another one first
-    print(json.dumps(to_json(grader.grade(assignment="assignment1", submission=sys.argv[3]))))
+    grader.grade(assignment=grader.course.assignment("assignment1"), submission=sys.argv[2])  # another one first
+    print(json.dumps(to_json(grader.grade(assignment=grader.course.assignment("assignment1"), submission=sys.argv[3]))))
 """
 
 
@@ -92,7 +92,7 @@ def watching(quick_course):
     """A grader as `grade --watch` starts it: a helper grader on a second core (grader.grading.split), and
     the results of components whose files did not change kept (grader.grading.reuse); warmed up."""
     with Grader(load_course(quick_course), helper=True, reuse=True) as grader:
-        grader.grade(assignment="assignment1", submission=SOLUTIONS)
+        grader.grade(assignment=grader.course.assignment("assignment1"), submission=SOLUTIONS)
         assert grader.await_helper(300), "the helper did not warm up"
         yield grader
 
@@ -104,7 +104,8 @@ def test_a_grade_split_across_two_grader_processes_is_the_grade_of_one(tmp_path,
     restarts of the submission's process included."""
     trees = [mutant(tmp_path / "bugs", patches(*SPLIT_BUGS)), mutant(tmp_path / "crashes", CRASHES)]
     before = watching.split_gradings
-    split = [without_timings(as_json(watching.grade(assignment="assignment1", submission=t))) for t in trees]
+    a1 = watching.course.assignment("assignment1")
+    split = [without_timings(as_json(watching.grade(assignment=a1, submission=t))) for t in trees]
     assert watching.split_gradings == before + 2
     for tree, report in zip(trees, split, strict=True):
         one = without_timings(grade_json(tree, "assignment1", course=quick_course, cached=False))
@@ -131,7 +132,8 @@ def test_a_component_cut_in_two_that_hangs_on_both_sides_is_graded_as_in_one_pro
     cost = dict(watching._cost)
     watching._cost.update(heavy)
     try:
-        split = without_timings(as_json(watching.grade(assignment="assignment1", submission=tree)))
+        split = without_timings(as_json(watching.grade(assignment=watching.course.assignment("assignment1"),
+                                                       submission=tree)))
     finally:
         watching._cost.clear()
         watching._cost.update(cost)
@@ -155,12 +157,13 @@ def test_a_re_grade_that_keeps_the_unchanged_components_is_a_whole_grade(tmp_pat
     after each edit the JSON is that of a grade that ran every check, failures, attribution, shrinking
     and restarts included, and the untouched components' checks were not run again."""
     tree = mutant(tmp_path, {})
-    watching.grade(assignment="assignment1", submission=tree)
+    watching.grade(assignment=watching.course.assignment("assignment1"), submission=tree)
     crash = {"assignment1/positional_encoding.py": CRASHES["assignment1/positional_encoding.py"]}
     for edit in (patches(SPLIT_BUGS[0]), crash, {}):  # the last: a save that changes nothing
         _edit(tree, edit)
         before = watching.reused_checks
-        report = without_timings(as_json(watching.grade(assignment="assignment1", submission=tree)))
+        report = without_timings(as_json(watching.grade(assignment=watching.course.assignment("assignment1"),
+                                                        submission=tree)))
         assert report == without_timings(grade_json(tree, "assignment1", course=quick_course, cached=False)), edit
         checks = sum(t["status"] != "skipped" for c in report["components"] for t in c["tests"])
         assert 0 < watching.reused_checks - before < checks or not edit

@@ -50,7 +50,8 @@ def test_ctrl_c_while_the_helpers_reply_is_read_never_shows_that_reply_in_a_late
     from grader.grading.warm import Grader
 
     with Grader(load_course(ROOT / "course.toml"), helper=True) as grader:
-        grader.grade(assignment="assignment1", submission=SOLUTIONS)  # the helper's warm-up job
+        # the helper's warm-up job
+        grader.grade(assignment=grader.course.assignment("assignment1"), submission=SOLUTIONS)
         assert grader.await_helper(300), "the helper did not warm up"
         read, armed = Helper._read, [True]
 
@@ -62,8 +63,8 @@ def test_ctrl_c_while_the_helpers_reply_is_read_never_shows_that_reply_in_a_late
 
         monkeypatch.setattr(Helper, "_read", interrupted)
         with pytest.raises(KeyboardInterrupt):
-            grader.grade(assignment="assignment1", submission=SOLUTIONS)
+            grader.grade(assignment=grader.course.assignment("assignment1"), submission=SOLUTIONS)
         assert not armed[0], "the grading did not read a reply from the helper"
-        stubs = grader.grade(assignment="assignment1", submission=ROOT / "assignments")
+        stubs = grader.grade(assignment=grader.course.assignment("assignment1"), submission=ROOT / "assignments")
     passed = [check.id for comp in stubs.components for check in comp.checks if check.outcome.status == "passed"]
     assert stubs.score == 0 and not passed, passed

@@ -110,7 +110,7 @@ def test_isolated_checks_still_catch_a_wiring_bug(tmp_path):
 @pytest.fixture(scope="module")
 def student():
     course = load_course(ROOT / "course.toml")
-    sandbox = start_sandbox(course=course, assignment="assignment3", submission=SOLUTIONS)
+    sandbox = start_sandbox(course=course, assignment=course.assignment("assignment3"), submission=SOLUTIONS)
     try:
         yield Submission(sandbox, "cpu", course.reference)
     finally:
@@ -297,7 +297,7 @@ def test_a_module_first_imported_while_its_parts_are_swapped_runs_its_own_parts_
     check run on the reference's parts right after a restart, or in a grader that ran the composite's
     own checks elsewhere): once the check ends, the submission's own parts run again."""
     course = load_course(ROOT / "course.toml")
-    sandbox = start_sandbox(course=course, assignment="assignment3", submission=SOLUTIONS)
+    sandbox = start_sandbox(course=course, assignment=course.assignment("assignment3"), submission=SOLUTIONS)
     try:
         student = Submission(sandbox, "cpu", course.reference)
         src, tgt = torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0]]), torch.tensor([[1, 6, 2], [3, 0, 0]])

@@ -313,7 +313,7 @@ course = load_course(sys.argv[1])
 with Template(course.limits) as template:
     for arg in sys.argv[2:]:
         via, tree = arg.split("=", 1)
-        report = grade_submission(course=course, assignment="assignment1", submission=tree,
+        report = grade_submission(course=course, assignment=course.assignment("assignment1"), submission=tree,
                                   options=Options(template=template if via == "template" else None))
         folder = template._server.dir
         files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.py"))}

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from grader.course import Course
+from grader.course import Assignment, Course
 from grader.course_table import ConfigError
 from grader.interactive.repro.discover import known, reproducible
 from grader.interactive.repro.literal import decode
@@ -10,19 +10,19 @@ from grader.interactive.repro.script import write
 from grader.results import Outcome, Reason, Status
 
 
-def main(*, course: Course, assignment: str, check: str, submission: Path, folder: Path | None = None) -> int:
+def main(*, course: Course, assignment: Assignment, check: str, submission: Path, folder: Path | None = None) -> int:
     """Write the script and print its path. Exit status 0 when it is written (or the check passes:
     nothing to reproduce), 1 when the failure has no example to rebuild exactly (a stub, a failure
     by an exception, an example too large to record), 2 for a check it cannot reproduce."""
     from grader.grading.only import check_ids, unknown
 
-    spec = course.assignment(assignment)
+    spec, name = assignment, assignment.name
     if check not in check_ids(spec):
         raise unknown(check, spec, option="--repro")
-    found, can = known(course, assignment), reproducible(course, spec)
+    found, can = known(course, name), reproducible(course, spec)
     if check not in can:
         raise ConfigError(f"--repro: {check} cannot be reproduced as a script: {found.reason(check)}; "
-                          f"{assignment}'s checks that can: {', '.join(can) or 'none'}")
+                          f"{name}'s checks that can: {', '.join(can) or 'none'}")
     submission = Path(submission).resolve()
     example = None
     if check in found.examples:
@@ -33,10 +33,10 @@ def main(*, course: Course, assignment: str, check: str, submission: Path, folde
         try:
             example = failing_example(outcome, found.examples[check].inputs)
         except ValueError as e:
-            print(f"{check} {outcome.status} ({outcome.message}), but {e}: `grade {assignment} --only {check}` "
+            print(f"{check} {outcome.status} ({outcome.message}), but {e}: `grade {name} --only {check}` "
                   "shows it.")
             return 1
-    path = write(course=course, assignment=assignment, check=check, submission=submission, example=example,
+    path = write(course=course, assignment=name, check=check, submission=submission, example=example,
                  folder=Path.cwd() if folder is None else folder)
     print(path)
     return 0
@@ -61,7 +61,7 @@ def failing_example(outcome: Outcome, names: tuple[str, ...]) -> dict:
         raise ValueError(f"its example cannot be rebuilt exactly ({e})") from None
 
 
-def _grade_alone(course: Course, assignment: str, check: str, submission: Path) -> Outcome:
+def _grade_alone(course: Course, assignment: Assignment, check: str, submission: Path) -> Outcome:
     """The check's outcome on `submission`, graded alone (its failing example shrunk, as in the report)."""
     from grader.grading.warm import Grader
 
