@@ -126,10 +126,24 @@ class Details:
 
     @classmethod
     def from_json(cls, data: dict) -> Details:
-        """The details among a check's JSON entries (written by `shown`); other entries are not its."""
-        kept = {f.name: data[f.name] for f in fields(cls) if data.get(f.name) not in (None, "")}
-        if "drawn" in kept:
-            kept["drawn"] = Drawn(kept["drawn"])
+        """The details among a check's JSON entries (written by `shown`); other entries are not its. A
+        document written by hand (a Gradescope test's, a regrade's) may hold a value of another form: a
+        text field reads it as text, and a data field that is not of its form is left unset."""
+        kept: dict = {}
+        for f in fields(cls):
+            value = data.get(f.name)
+            if value is None or value == "":
+                continue
+            if f.default == "":
+                kept[f.name] = str(value)
+            elif f.name == "max_abs_error":
+                kept[f.name] = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+            elif f.name == "made":
+                kept[f.name] = value if isinstance(value, list) else []
+            elif f.name == "drawn":
+                kept[f.name] = Drawn(value) if isinstance(value, str) and value in set(Drawn) else None
+            else:
+                kept[f.name] = value if isinstance(value, dict) else None
         return cls(**kept)
 
 
