@@ -9,6 +9,7 @@ torch); `found` reads the tensors (torch is imported there)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from enum import StrEnum
 
 
@@ -122,8 +123,8 @@ def _positions(bad, t: int, b: int | None) -> tuple[list[Kind], dict]:
         return [Kind.LAST_POSITION], {"positions": n}
     start = _suffix(rows, n)
     if start is not None:
-        return [Kind.FROM_POSITION], {"from": start, "positions": n}
-    return [Kind.SOME_POSITIONS], {"rows": rows[:12], "positions": n}
+        return [Kind.FROM_POSITION], {"start": start, "positions": n}
+    return [Kind.SOME_POSITIONS], {"rows": tuple(rows[:12]), "positions": n}
 
 
 def _features(bad, c: int) -> tuple[list[Kind], dict]:
@@ -131,7 +132,7 @@ def _features(bad, c: int) -> tuple[list[Kind], dict]:
     cols = _along(bad, c)
     if len(cols) == n:
         return [], {}
-    data = {"columns": cols[:12], "features": n}
+    data = {"columns": tuple(cols[:12]), "features": n}
     # one wrong column of two is not "the odd ones": every odd (even) column, or two of them at least
     for kind, parity in ((Kind.ODD_FEATURES, 1), (Kind.EVEN_FEATURES, 0)):
         if all(i % 2 == parity for i in cols) and (len(cols) > 1 or cols == list(range(parity, n, 2)) and n > 2):
@@ -159,11 +160,11 @@ def _forms(diff, ratio) -> tuple[list[Kind], dict]:
     if _constant(diff, tol):
         if _constant(diff.reshape(-1), tol):
             return [Kind.OFFSET], {"offset": round(float(diff.mean()), 6)}
-        return [Kind.FEATURE_OFFSET], {"offsets": [round(float(v), 4) for v in diff.mean(dim=0)[:8]]}
+        return [Kind.FEATURE_OFFSET], {"offsets": tuple(round(float(v), 4) for v in diff.mean(dim=0)[:8])}
     if ratio is not None and _constant(ratio, 1e-3 * float(ratio.abs().max()) + 1e-7):
         if _constant(ratio.reshape(-1), 1e-3 * float(ratio.abs().max()) + 1e-7):
             return [Kind.SCALE], {"scale": round(float(ratio.mean()), 6)}
-        return [Kind.FEATURE_SCALE], {"scales": [round(float(v), 4) for v in ratio.mean(dim=0)[:8]]}
+        return [Kind.FEATURE_SCALE], {"scales": tuple(round(float(v), 4) for v in ratio.mean(dim=0)[:8])}
     return [], {}
 
 
@@ -187,15 +188,82 @@ def _values(bad, got, expected, mask) -> tuple[list[Kind], dict]:
     return _forms(g - e, ratio)
 
 
-def found(bad, got, expected, hint: str = "", alike: bool = False, mask=None) -> dict | None:
+@dataclass(frozen=True)
+class Pattern:
+    """What `found` read of a failed comparison: `kinds` (Kind values: what is wrong where, then the error's
+    form), `fits` (the kinds the check's hint declares its causes explain), `alike` (the check says its
+    causes change every batch element alike), and what the words need for the kinds found
+    (grader.words.pattern). Its JSON (a report's "pattern") writes the fields that are set under the keys
+    reports have always had; `start` is written "from"."""
+
+    kinds: tuple[str, ...] | None = ()  # None: a pattern written before kinds (only some batch elements)
+    fits: tuple[str, ...] = ()
+    alike: bool = False
+    wrong: tuple[int, ...] = ()  # SOME_BATCH: the batch elements wrong, of `batch`
+    batch: int = 0
+    positions: int = 0  # the position kinds: how many positions; FROM_POSITION's `start`, SOME_POSITIONS' `rows`
+    start: int | None = None
+    starts: dict[str, int] | None = None  # PADDED_TAIL: each batch element's first wrong position
+    rows: tuple[int, ...] = ()
+    columns: tuple[int, ...] = ()  # the feature kinds: the columns wrong, of `features`
+    features: int = 0
+    offset: float | None = None  # the forms: the amount or factor, one or per feature column
+    offsets: tuple[float, ...] = ()
+    scale: float | None = None
+    scales: tuple[float, ...] = ()
+
+    def to_json(self) -> dict:
+        data: dict = {} if self.kinds is None else {"kinds": list(self.kinds)}
+        for f in fields(self)[1:]:
+            value = getattr(self, f.name)
+            if value == f.default:  # unset (a place or an amount may be 0: those are unset as None)
+                continue
+            data["from" if f.name == "start" else f.name] = list(value) if isinstance(value, tuple) else value
+        return data
+
+    @classmethod
+    def from_json(cls, data: object) -> Pattern | None:
+        """The Pattern a report's "pattern" holds; None where it is not a table. A field whose value is not of
+        its form (a document written by hand) is left unset, so that wording it cannot fail."""
+        if not isinstance(data, dict):
+            return None
+        kept: dict = {} if "kinds" in data else {"kinds": None}
+        for f in fields(cls):
+            value = _of_form(f.name, data.get("from" if f.name == "start" else f.name))
+            if value is not None:
+                kept[f.name] = value
+        return cls(**kept)
+
+
+def _number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _of_form(name: str, value):
+    """`value` read from JSON as Pattern's field `name` holds it; None where it is not of that form."""
+    if name in ("kinds", "fits"):
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    elif name == "starts":
+        ok = isinstance(value, dict) and all(isinstance(v, int) and not isinstance(v, bool) for v in value.values())
+    elif name in ("wrong", "rows", "columns", "offsets", "scales"):
+        ok = isinstance(value, list) and all(_number(v) for v in value)
+    elif name == "alike":
+        ok = isinstance(value, bool)
+    elif name in ("offset", "scale"):
+        ok = _number(value)
+    else:  # batch, positions, features, start: counts and places
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    return (tuple(value) if isinstance(value, list) else value) if ok else None
+
+
+def found(bad, got, expected, hint: str = "", alike: bool = False, mask=None) -> Pattern | None:
     """The pattern of `bad` (the elements that failed the comparison of `got` with `expected`, both of
     its shape; `mask`: those compared), or None where there is none to tell (a scalar, nothing
-    wrong). "kinds": what was found (Kind values); "fits": what the hint's causes explain (its
-    declaration, or every batch element alike where the check says so: `alike`); the rest is what the
-    words need (grader.words.pattern)."""
-    declared = sorted(getattr(hint, "fits", frozenset())) or ([Kind.EVERYWHERE] if alike else [])
+    wrong). `fits`: what the hint's causes explain (its declaration, or every batch element alike where the
+    check says so: `alike`)."""
+    declared = tuple(str(k) for k in sorted(getattr(hint, "fits", frozenset())) or ([Kind.EVERYWHERE] if alike else []))
     if bad.dim() == 0 or not bool(bad.any()) or bad.numel() == 1:  # one element: no pattern to tell by
-        return {"kinds": [], "fits": [str(k) for k in declared]} if declared and bool(bad.any()) else None
+        return Pattern(fits=declared) if declared and bool(bad.any()) else None
     axes = getattr(hint, "axes", "") or default_axes(tuple(bad.shape))
     if len(axes) != bad.dim():
         return None
@@ -206,7 +274,7 @@ def found(bad, got, expected, hint: str = "", alike: bool = False, mask=None) ->
         wrong = _along(bad, b)
         if len(wrong) < bad.shape[b]:
             kinds.append(Kind.SOME_BATCH)
-            data.update(wrong=wrong, batch=int(bad.shape[b]))
+            data.update(wrong=tuple(wrong), batch=int(bad.shape[b]))
     square = axes.endswith("TK") and bad.shape[-1] == bad.shape[-2] > 1
     located = _square(bad) if square else []
     kinds += located
@@ -224,5 +292,4 @@ def found(bad, got, expected, hint: str = "", alike: bool = False, mask=None) ->
     if "C" in axes[-1:]:
         more, said = _values(bad, got, expected, mask)
         kinds, data = kinds + more, {**data, **said}
-    return {"kinds": [str(k) for k in kinds], **data, **({"fits": [str(k) for k in declared]} if declared else {}),
-            **({"alike": True} if alike else {})}
+    return Pattern(kinds=tuple(str(k) for k in kinds), fits=declared, alike=alike, **data)

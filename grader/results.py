@@ -12,6 +12,7 @@ from pathlib import Path
 
 from grader.findings import Attribution, Diagnosis, Note, Sighting
 from grader.measured import Gpu, Performance
+from grader.pattern import Pattern
 from grader.reveal import Reveal
 
 
@@ -100,9 +101,9 @@ class Fault:
 class Details:
     """What a check that did not pass found beside its message, each field as the check recorded it
     (grader.suite.checks.Mismatch, grader.suite.plugin.classify); a report shows the fields that are set, and
-    its JSON writes them beside the check's own fields. `pattern`, `inputs`, `made` and `parameters` are the
-    check's data as the JSON holds them (grader.pattern.found, grader.suite.example.encode, the device
-    checks' frames, a names check's lists): what reads them reads them as that data."""
+    its JSON writes them beside the check's own fields. `inputs`, `made` and `parameters` are the check's
+    data as the JSON holds them (grader.suite.example.encode, the device checks' frames, a names check's
+    lists): what reads them reads them as that data."""
 
     expected: str = ""
     got: str = ""
@@ -113,7 +114,7 @@ class Details:
     looks_like: str = ""  # what got is, next to expected (grader.suite.forensics)
     # what the check compared with, where that is built from the submission's own output
     basis: str = ""
-    pattern: dict | None = None  # which batch elements are wrong, and the kinds found (grader.pattern)
+    pattern: Pattern | None = None  # what is wrong where, and the error's form (grader.pattern)
     inputs: dict | None = None  # the example's values, name -> grader.suite.example.encode's record
     subject: str = ""  # what was compared, as the message names it (the diagnosis's "looks like" subject)
     made: list[dict] = field(default_factory=list)  # the frames that made a stray CPU tensor, the maker first
@@ -121,8 +122,10 @@ class Details:
     drawn: Drawn | None = None  # the set of inputs it failed on, where not the student's own run's
 
     def shown(self) -> dict[str, object]:
-        """The fields that are set, by name, in this order: the JSON's entries and what a view may show."""
-        return {f.name: value for f in fields(self) if (value := getattr(self, f.name)) not in ("", None, {}, [])}
+        """The fields that are set, by name, in this order, as the JSON writes them: its entries and what a
+        view may show."""
+        return {f.name: value.to_json() if isinstance(value, Pattern) else value for f in fields(self)
+                if (value := getattr(self, f.name)) not in ("", None, {}, [])}
 
     @classmethod
     def from_json(cls, data: dict) -> Details:
@@ -140,6 +143,8 @@ class Details:
                 kept[f.name] = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
             elif f.name == "made":
                 kept[f.name] = value if isinstance(value, list) else []
+            elif f.name == "pattern":
+                kept[f.name] = Pattern.from_json(value)
             elif f.name == "drawn":
                 kept[f.name] = Drawn(value) if isinstance(value, str) and value in set(Drawn) else None
             else:

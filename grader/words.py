@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from grader.findings import Attributed, Attribution, Diagnosis, Found, Note, Noted
-from grader.pattern import Kind, fits
+from grader.pattern import Kind, Pattern, fits
 from grader.reveal import Reveal
 
 # a check that did not run: not in the suite (grader.judging.scoring), not again on the reference's parts (attribution)
@@ -284,29 +284,28 @@ def _many(what: str, items: list, n: int) -> str:
     return f"only {what}s {_listed(items)} of {n} are wrong."
 
 
-def _batch(found: dict) -> str:
-    wrong = [int(i) for i in found.get("wrong", [])]
-    n = int(found.get("batch", 0))
+def _batch(found: Pattern) -> str:
+    wrong = list(found.wrong)
     which = f"batch element {wrong[0]}" if len(wrong) == 1 else f"batch elements {_listed(wrong)}"
-    return f"only {which} of {n} {'is' if len(wrong) == 1 else 'are'} wrong; the others match."
+    return f"only {which} of {found.batch} {'is' if len(wrong) == 1 else 'are'} wrong; the others match."
 
 
-def _where(kind: str, found: dict) -> str:
+def _where(kind: str, found: Pattern) -> str:
     """One location kind (grader.pattern.Kind) in words."""
-    n = found.get("positions", 0)
+    n = found.positions
     said: dict[str, str] = {  # (a kind read back from JSON is a plain string, equal to its Kind)
         Kind.FIRST_POSITION: "only position 0 (the first) is wrong; the later positions match.",
         Kind.LAST_POSITION: f"only the last position ({n - 1}) is wrong; the earlier ones match.",
-        Kind.FROM_POSITION: f"every position from {found.get('from')} on is wrong; the ones before it match.",
+        Kind.FROM_POSITION: f"every position from {found.start} on is wrong; the ones before it match.",
         Kind.PADDED_TAIL: "in each batch element the positions from its own point on are wrong ("
-                       + ", ".join(f"from {s} in element {i}" for i, s in list(found.get("starts", {}).items())[:4])
+                       + ", ".join(f"from {s} in element {i}" for i, s in list((found.starts or {}).items())[:4])
                        + "), the ones before match: the point differs between elements, as padding does.",
-        Kind.SOME_POSITIONS: _many("position", found.get("rows", []), n),
-        Kind.ODD_FEATURES: f"only odd feature columns ({_listed(found.get('columns', []))}) are wrong; "
+        Kind.SOME_POSITIONS: _many("position", list(found.rows), n),
+        Kind.ODD_FEATURES: f"only odd feature columns ({_listed(list(found.columns))}) are wrong; "
                         "the even ones match.",
-        Kind.EVEN_FEATURES: f"only even feature columns ({_listed(found.get('columns', []))}) are wrong; "
+        Kind.EVEN_FEATURES: f"only even feature columns ({_listed(list(found.columns))}) are wrong; "
                          "the odd ones match.",
-        Kind.SOME_FEATURES: _many("feature column", found.get("columns", []), found.get("features", 0)),
+        Kind.SOME_FEATURES: _many("feature column", list(found.columns), found.features),
         Kind.DIAGONAL: "only the diagonal is wrong (row i, column i: a position and itself); the rest matches.",
         Kind.ABOVE_DIAGONAL: "only entries above the diagonal are wrong (column j after row i: a later key); "
                           "the diagonal and below match.",
@@ -316,23 +315,28 @@ def _where(kind: str, found: dict) -> str:
     return said.get(kind, "")
 
 
-def _form(kind: str, found: dict) -> str:
+def _form(kind: str, found: Pattern) -> str:
     """The error's form (grader.pattern.FORMS) in words."""
     said: dict[str, str] = {
-        Kind.OFFSET: f"every value is off by the same amount ({found.get('offset', 0):.4g}).",
+        Kind.OFFSET: f"every value is off by the same amount ({found.offset or 0:.4g}).",
         Kind.FEATURE_OFFSET: "each feature column is off by its own constant amount (got - expected: "
-                          f"{_listed(found.get('offsets', []), 4)}).",
-        Kind.SCALE: f"every value is the expected times the same factor ({found.get('scale', 0):.4g}).",
+                          f"{_listed(list(found.offsets), 4)}).",
+        Kind.SCALE: f"every value is the expected times the same factor ({found.scale or 0:.4g}).",
         Kind.FEATURE_SCALE: "each feature column is the expected times its own factor ("
-                         f"{_listed(found.get('scales', []), 4)}).",
+                         f"{_listed(list(found.scales), 4)}).",
     }
     return said.get(kind, "")
 
 
-def pattern(found: dict) -> str:
-    """What a check found wrong (grader.pattern's data: "kinds" and what they need), and where
-    the check's likely causes do not fit it, that it rules them out."""
-    kinds = [str(k) for k in found.get("kinds", [Kind.SOME_BATCH] if "wrong" in found else [])]
+def _kinds(found: Pattern) -> list[str]:
+    # a pattern written before the kinds found only some batch elements wrong
+    return [str(k) for k in found.kinds] if found.kinds is not None else [Kind.SOME_BATCH] if found.wrong else []
+
+
+def pattern(found: Pattern) -> str:
+    """What a check found wrong (grader.pattern's data: the kinds and what they need), and where the
+    check's likely causes do not fit it, that it rules them out."""
+    kinds = _kinds(found)
     said = [_batch(found)] if Kind.SOME_BATCH in kinds else []
     said += [s for s in (_where(k, found) for k in kinds) if s][:1]
     said += [s for s in (_form(k, found) for k in kinds) if s][:1]
@@ -340,10 +344,10 @@ def pattern(found: dict) -> str:
         said = ["every element is wrong." if Kind.EVERYWHERE in kinds else "some elements are wrong, in no "
                 "pattern of batch elements, positions or feature columns."]
     text = " ".join(s[0].upper() + s[1:] if i else s for i, s in enumerate(said))
-    if found.get("alike") and Kind.SOME_BATCH in kinds:
+    if found.alike and Kind.SOME_BATCH in kinds:
         text += (" So the cause is not one that changes every batch element alike, as this check's usual causes "
                  "would: look at what differs between them (their padding, their mask).")
-    elif not fits(kinds, found.get("fits", [])):
+    elif not fits(kinds, list(found.fits)):
         text += " This check's usual causes would not give this pattern: look at what differs where it is wrong."
     return text
 
@@ -356,28 +360,29 @@ def drawn(value: str) -> str:
     return str(value)
 
 
-def hint_fits(pattern: dict | None) -> bool:
+def hint_fits(pattern: Pattern | None) -> bool:
     """Whether a check's hint (its likely causes) fits what failed: the kinds its causes declare
     explain the pattern found (grader.pattern.fits); a hint that declares none fits everything."""
-    found = pattern or {}
-    if "kinds" not in found:  # a pattern of before the kinds: only some batch elements, causes alike or not
-        return not found.get("alike")
-    return fits(found["kinds"], found.get("fits", []))
+    if pattern is None:
+        return True
+    if pattern.kinds is None:  # a pattern of before the kinds: only some batch elements, causes alike or not
+        return not pattern.alike
+    return fits(list(pattern.kinds), list(pattern.fits))
 
 
-def judged(pattern: dict | None) -> bool:
+def judged(pattern: Pattern | None) -> bool:
     """False where a check's hint declares the patterns its causes explain but what failed shows none
     to judge them by (a single element): grader.judging.telling prefers a check that can tell."""
-    found = pattern or {}
-    return not (found.get("fits") and "kinds" in found and not found["kinds"])
+    return pattern is None or not (pattern.fits and pattern.kinds is not None and not pattern.kinds)
 
 
-def pattern_shown(pattern: dict | None, tight: bool = False) -> bool:
+def pattern_shown(pattern: Pattern | None, tight: bool = False) -> bool:
     """Whether a panel words the pattern: where the hint's causes do not fit it (it stands in for
     them), where only some batch elements are wrong, and (but where several panels share one
     screen: `tight`) where it found more than "everywhere" or "in no form"."""
-    found = pattern or {}
-    kinds = set(found.get("kinds", [Kind.SOME_BATCH])) if found else set()
-    if not found or not hint_fits(pattern) or Kind.SOME_BATCH in kinds:
-        return bool(found)
+    if pattern is None:
+        return False
+    kinds = set(_kinds(pattern))
+    if not hint_fits(pattern) or Kind.SOME_BATCH in kinds:
+        return True
     return not tight and bool(kinds - {Kind.EVERYWHERE, Kind.SCATTERED})

@@ -4,7 +4,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from grader.pattern import found
+from grader.pattern import Pattern, found
 from grader.results import Details
 from grader.sandbox.child.protocol import Handle
 from grader.suite.example import Example, encode
@@ -20,9 +20,9 @@ class Found:
     # what the check compared with, where that is built from the submission's own output (the
     # expected shown is still a correct implementation's): the report says so, and prefers others
     basis: str = ""
-    # which batch elements are wrong ({"wrong": [1], "batch": 2}, where some are right), and whether the
-    # hint's causes would make every batch element wrong alike ("alike"): the report words it
-    pattern: dict | None = None
+    # what is wrong where (which batch elements, positions, feature columns) and the error's form, and whether
+    # the hint's causes fit it (grader.pattern.found): the report words it
+    pattern: Pattern | None = None
     # what the diagnosis reads as data, never from the message (grader.judging.diagnosis): what was
     # compared, as the message names it ("LayerNorm output": the subject of its "looks like");
     subject: str = ""
@@ -48,7 +48,7 @@ class Mismatch(AssertionError):
         f = self.found
         return Details(expected=self.expected, got=self.got, max_abs_error=f.max_abs_error, where=f.where,
                        example=str(self.example), hint=self.hint, looks_like=f.looks_like, basis=f.basis,
-                       pattern=f.pattern or None, inputs=getattr(self.example, "values", None) or None,
+                       pattern=f.pattern, inputs=getattr(self.example, "values", None) or None,
                        subject=f.subject, made=list(f.made), parameters=f.parameters or None)
 
 

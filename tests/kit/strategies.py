@@ -15,6 +15,7 @@ from grader.course import Assignment, Component
 from grader.findings import Sighting
 from grader.judging.attribution import Blame
 from grader.judging.scoring import Judged, score
+from grader.pattern import Kind, Pattern
 from grader.results import Details, Drawn, Outcome, Reason, Status, Tier
 from tests.kit.conftest import ROOT
 
@@ -95,14 +96,28 @@ mismatches = st.builds(Outcome, status=st.just(Status.FAILED), reason=st.just(Re
                                          got=st.floats(-9, 9).map(lambda x: f"{x:.6f}")))
 
 
+# anything a JSON document may hold (one written by hand, under a key the kit reads)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=6)
+
 # what a check that did not pass found beside its message, each field set or left as the check leaves it
 _said = st.one_of(st.just(""), words.filter(bool))
-_data = st.one_of(st.none(), st.dictionaries(st.sampled_from(["kinds", "wrong", "fits", "missing"]),
-                                             st.lists(st.sampled_from(["diagonal", "w.bias", "1"]), max_size=2),
-                                             min_size=1, max_size=3))
+_data = st.one_of(st.none(), st.dictionaries(st.sampled_from(["missing", "x"]),
+                                             st.lists(st.sampled_from(["w.bias", "1"]), max_size=2),
+                                             min_size=1, max_size=2))
+_ints = st.lists(st.integers(0, 9), max_size=3).map(tuple)
+_kind_names = st.lists(st.sampled_from([str(k) for k in Kind]), max_size=2).map(tuple)
+patterns = st.builds(Pattern, kinds=st.none() | _kind_names, fits=_kind_names, alike=st.booleans(), wrong=_ints,
+                     batch=st.integers(0, 4), positions=st.integers(0, 9), start=st.none() | st.integers(0, 9),
+                     starts=st.none() | st.dictionaries(st.sampled_from("012"), st.integers(0, 9), min_size=1),
+                     rows=_ints, columns=_ints, features=st.integers(0, 9), offset=st.none() | st.floats(-2, 2),
+                     offsets=st.lists(st.floats(-2, 2), max_size=2).map(tuple), scale=st.none() | st.floats(-2, 2),
+                     scales=st.lists(st.floats(-2, 2), max_size=2).map(tuple))
 details = st.builds(Details, expected=_said, got=_said, where=_said, example=_said, hint=_said, looks_like=_said,
                     basis=_said, subject=_said, max_abs_error=st.none() | st.floats(0, 9),
-                    pattern=_data, inputs=_data, parameters=_data,
+                    pattern=st.none() | patterns, inputs=_data, parameters=_data,
                     made=st.lists(st.fixed_dictionaries({"file": words, "line": st.integers(1, 99), "function": words,
                                                           "code": words}), max_size=2),
                     drawn=st.sampled_from([None, *Drawn]))

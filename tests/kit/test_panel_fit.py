@@ -50,7 +50,7 @@ def test_a_causal_mask_that_sees_the_next_position_is_told_by_its_pattern(tmp_pa
     checks, causal = _checks(graded, "make_causal_mask")
     lower = checks["causal_mask_is_lower_triangular"].outcome.details
     # its causes (tril(-1): the diagonal; triu: everywhere) do not make only the future wrong
-    assert lower.pattern["kinds"] == ["above_diagonal"] and not words.hint_fits(lower.pattern), lower
+    assert lower.pattern.kinds == ("above_diagonal",) and not words.hint_fits(lower.pattern), lower
     assert causal.telling != "causal_mask_is_lower_triangular", causal.telling
     for said in (_said(graded), _said(dataclasses.replace(graded, reveal=Reveal.CHECK))):
         assert "only entries above the diagonal are wrong (column j after row i: a later key)" in said, said
@@ -65,7 +65,7 @@ def test_a_target_mask_without_its_diagonal_is_told_by_its_pattern(tmp_path):
     checks, tgt = _checks(graded, "make_tgt_mask")
     # the definition's shrunk example is one element: its causes cannot be judged there, so the stored
     # case (the whole diagonal wrong) is the panel
-    assert checks["tgt_mask_matches_stored_reference"].outcome.details.pattern["kinds"] == ["diagonal"]
+    assert checks["tgt_mask_matches_stored_reference"].outcome.details.pattern.kinds == ("diagonal",)
     assert not words.judged(checks["tgt_mask_matches_definition"].outcome.details.pattern)
     assert tgt.telling == "tgt_mask_matches_stored_reference", tgt.telling
     said = _said(dataclasses.replace(graded, reveal=Reveal.CHECK))
@@ -78,7 +78,7 @@ def test_padding_on_the_queries_keeps_the_causes_that_name_it(tmp_path):
     checks, tgt = _checks(graded, "make_tgt_mask")
     shown = checks[tgt.telling].outcome.details
     assert tgt.telling == "tgt_mask_matches_definition" and words.hint_fits(shown.pattern), (tgt.telling, shown)
-    assert "below_diagonal" in shown.pattern["kinds"], shown
+    assert "below_diagonal" in shown.pattern.kinds, shown
     said = _said(dataclasses.replace(graded, reveal=Reveal.CHECK))
     assert "the padding applied to queries instead of keys" in said, said
 
@@ -87,7 +87,7 @@ def test_a_positional_table_wrong_at_odd_columns_says_so(tmp_path):
     graded = grade_report(mutant(tmp_path, SINE_FOR_COSINE), "assignment1")
     checks, pe = _checks(graded, "PositionalEncoding")
     formula = checks["positional_encoding_matches_formula"].outcome.details
-    assert formula.pattern["kinds"][0] == "odd_features", formula
+    assert formula.pattern.kinds[0] == "odd_features", formula
     said = _said(graded)
     assert "only odd feature columns (" in said and "the even ones match" in said, said
     assert "batch element" not in said, said  # the table's rows are positions (its hint's axes)

@@ -46,8 +46,8 @@ def test_an_encoder_masking_its_first_layer_only_is_not_told_as_a_final_norm(tmp
     norm = next(t for t in enc.checks if t.id == "encoder_final_norm_only_with_norm_first").outcome
     # only the padded batch element is wrong, and the check knows a final norm would change both alike
     found = norm.details.pattern
-    assert (found["wrong"], found["batch"], found["alike"]) == ([1], 2, True), norm.details
-    assert "some_batch" in found["kinds"] and found["fits"] == ["everywhere"], norm.details
+    assert (found.wrong, found.batch, found.alike) == ((1,), 2, True), norm.details
+    assert "some_batch" in found.kinds and found.fits == ("everywhere",), norm.details
     assert "src_mask: bool (2, 1, 1, 5)" in norm.details.example  # the input that matters is in the example
     assert enc.telling != "encoder_final_norm_only_with_norm_first", enc.telling
     said = _said(graded)

@@ -54,7 +54,6 @@ NOT_REPORTS: dict[str, str] = {
     "grader/batch/summary.py:render:f": "a row of the class summary's flagged lines",
     "grader/course.py:_component:c": "a component's table in course.toml",
     "grader/course.py:load:policy": "course.toml's [policy] table",
-    "grader/words.py:_batch:found": "a failure's pattern (grader.pattern: the batch elements wrong)",
     "grader/sandbox/child/profile.py:inputs:shape": "the sizes the timing stage draws its inputs at",
     "grader/sandbox/child/worker.py:Worker.op_import:req": "the grader's request to import the submission",
     "grader/suite/remote.py:Submission.reset:answer": "the worker's answer to a reset",
