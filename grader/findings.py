@@ -1,4 +1,5 @@
-"""Findings as data: what judging (grader.judging) learns, as enums and frozen dataclasses, never as
+"""Findings as data: what judging (grader.judging) learns, and what a check records beside its message that
+judging reads (Frame, Parameters: grader.results.Details), as enums and frozen dataclasses, never as
 sentences. grader.words words them, for the terminal report, the JSON's text fields and the
 batch's outputs alike; nothing reads a sentence back. Standard library only, as grader.results."""
 
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from enum import StrEnum
+from typing import NamedTuple
 
 
 class Found(StrEnum):
@@ -196,3 +198,47 @@ class Note:
             return cls(Noted.WORDED, str(data))
         return cls(Noted(data["kind"]), str(data.get("detail", "")), tuple(str(n) for n in data.get("names", ())),
                    tuple(float(c) for c in data.get("counts", ()) if isinstance(c, int | float)))
+
+
+class Frame(NamedTuple):
+    """A frame of the submission's code, as a check records it: file (relative to the submission), line,
+    function, the line's code."""
+
+    file: str
+    line: int
+    function: str
+    code: str
+
+    @classmethod
+    def from_json(cls, data: object) -> Frame | None:
+        """None where `data` is not one: a file and a function named, a line number, the code as text."""
+        if not isinstance(data, dict) or type(data.get("line")) is not int or not all(
+                isinstance(data.get(k), str) and data[k] for k in ("file", "function")) \
+                or not isinstance(data.get("code"), str):
+            return None
+        return cls(data["file"], data["line"], data["function"], data["code"])
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """A names check's parameter names as its `got` lists them (missing, unexpected, of the wrong shape), or a
+    gradient check's that got no gradient at all."""
+
+    missing: tuple[str, ...] = ()
+    unexpected: tuple[str, ...] = ()
+    wrong_shape: tuple[str, ...] = ()
+    no_gradient: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        # a names check's lists are written all three, as its `got` says each ("none" for an empty one)
+        names = {} if self.no_gradient and not (self.missing or self.unexpected or self.wrong_shape) else {
+            "missing": list(self.missing), "unexpected": list(self.unexpected), "wrong_shape": list(self.wrong_shape)}
+        return {**names, **({"no_gradient": list(self.no_gradient)} if self.no_gradient else {})}
+
+    @classmethod
+    def from_json(cls, data: object) -> Parameters | None:
+        """None where `data` is not a table of lists of names."""
+        if not isinstance(data, dict) or not data or set(data) - {f.name for f in fields(cls)} or not all(
+                isinstance(v, list) and all(isinstance(n, str) for n in v) for v in data.values()):
+            return None
+        return cls(**{k: tuple(v) for k, v in data.items()})

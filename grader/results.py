@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
 
-from grader.findings import Attribution, Diagnosis, Note, Sighting
+from grader.findings import Attribution, Diagnosis, Frame, Note, Parameters, Sighting
 from grader.measured import Gpu, Performance
 from grader.pattern import Pattern
 from grader.reveal import Reveal
@@ -101,9 +101,8 @@ class Fault:
 class Details:
     """What a check that did not pass found beside its message, each field as the check recorded it
     (grader.suite.checks.Mismatch, grader.suite.plugin.classify); a report shows the fields that are set, and
-    its JSON writes them beside the check's own fields. `inputs`, `made` and `parameters` are the check's
-    data as the JSON holds them (grader.suite.example.encode, the device checks' frames, a names check's
-    lists): what reads them reads them as that data."""
+    its JSON writes them beside the check's own fields. `inputs` is the example's values as the JSON holds
+    them (grader.suite.example.encode), which --repro decodes."""
 
     expected: str = ""
     got: str = ""
@@ -117,15 +116,15 @@ class Details:
     pattern: Pattern | None = None  # what is wrong where, and the error's form (grader.pattern)
     inputs: dict | None = None  # the example's values, name -> grader.suite.example.encode's record
     subject: str = ""  # what was compared, as the message names it (the diagnosis's "looks like" subject)
-    made: list[dict] = field(default_factory=list)  # the frames that made a stray CPU tensor, the maker first
-    parameters: dict | None = None  # a names or gradient check's parameters: missing, unexpected, ...
+    made: tuple[Frame, ...] = ()  # the frames that made a stray CPU tensor, the maker first
+    parameters: Parameters | None = None  # a names or gradient check's parameter names
     drawn: Drawn | None = None  # the set of inputs it failed on, where not the student's own run's
 
     def shown(self) -> dict[str, object]:
         """The fields that are set, by name, in this order, as the JSON writes them: its entries and what a
         view may show."""
-        return {f.name: value.to_json() if isinstance(value, Pattern) else value for f in fields(self)
-                if (value := getattr(self, f.name)) not in ("", None, {}, [])}
+        return {f.name: _json(value) for f in fields(self)
+                if (value := getattr(self, f.name)) not in ("", None, (), {}, [])}
 
     @classmethod
     def from_json(cls, data: dict) -> Details:
@@ -141,8 +140,11 @@ class Details:
                 kept[f.name] = str(value)
             elif f.name == "max_abs_error":
                 kept[f.name] = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-            elif f.name == "made":
-                kept[f.name] = value if isinstance(value, list) else []
+            elif f.name == "made":  # a chain with one frame not of its form says no line
+                frames = [Frame.from_json(v) for v in value] if isinstance(value, list) else [None]
+                kept[f.name] = () if None in frames else tuple(frames)
+            elif f.name == "parameters":
+                kept[f.name] = Parameters.from_json(value)
             elif f.name == "pattern":
                 kept[f.name] = Pattern.from_json(value)
             elif f.name == "drawn":
@@ -150,6 +152,15 @@ class Details:
             else:
                 kept[f.name] = value if isinstance(value, dict) else None
         return cls(**kept)
+
+
+def _json(value):
+    """A detail as the JSON holds it."""
+    if isinstance(value, Pattern | Parameters):
+        return value.to_json()
+    if isinstance(value, tuple):  # the frames
+        return [frame._asdict() for frame in value]
+    return value
 
 
 @dataclass

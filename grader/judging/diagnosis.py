@@ -22,10 +22,9 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import NamedTuple
 
 from grader.course import Assignment, Course
-from grader.findings import Diagnosis, Found
+from grader.findings import Diagnosis, Found, Frame
 from grader.results import Drawn, Outcome, Reason, Status, Tier
 from grader.reveal import Reveal
 
@@ -228,33 +227,15 @@ def _text(value: object) -> str:
     return value[:MAX_TEXT] if isinstance(value, str) else ""
 
 
-class Frame(NamedTuple):
-    file: str
-    line: int
-    function: str
-    code: str
-
-
 def _chain(outcome: Outcome) -> list[Frame]:
-    """The frames that made a stray CPU tensor (the details' `made`), the maker first, then its callers;
-    [] where the failure is not a placement failure, or one of them is not a frame."""
-    made = outcome.details.made
-    if not isinstance(made, list):
-        return []
-    found = []
-    for f in made[:MAX_FRAMES]:
-        if not isinstance(f, dict) or type(f.get("line")) is not int or not all(
-                isinstance(f.get(k), str) and f[k] for k in ("file", "function")) or not isinstance(f.get("code"), str):
-            return []
-        found.append(Frame(_text(f["file"]), f["line"], _text(f["function"]), _text(f["code"])))
-    return found
+    """The frames that made a stray CPU tensor (the details' `made`), the maker first, then its callers,
+    bounded; [] where the failure is not a placement failure."""
+    return [Frame(_text(f.file), f.line, _text(f.function), _text(f.code)) for f in outcome.details.made[:MAX_FRAMES]]
 
 
-def _listed(value: object) -> list[str] | None:
-    """A list of names, bounded; None where it is not one."""
-    if not isinstance(value, list) or not all(isinstance(n, str) for n in value[:MAX_NAMES]):
-        return None
-    return [n[:MAX_TEXT] for n in value[:MAX_NAMES]]
+def _listed(names: tuple[str, ...]) -> list[str]:
+    """Names, bounded."""
+    return [n[:MAX_TEXT] for n in names[:MAX_NAMES]]
 
 
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")  # in a parameter's name: the index of a stacked layer
@@ -267,15 +248,15 @@ def _names(outcome: Outcome) -> tuple[str, tuple[str, ...]] | None:
     biases (layers without one: ("unbiased", modules)); or, a gradient check's, the parameter that got no
     gradient at all (its module unused in forward, or cut from the output: ("no_gradient", (module,)))."""
     found = outcome.details.parameters
-    if not isinstance(found, dict):
+    if found is None:
         return None
-    if "no_gradient" in found:
-        cut = _listed(found["no_gradient"])
-        if not cut or len(cut) != 1 or "." not in cut[0] or set(found) != {"no_gradient"}:
+    if found.no_gradient:
+        cut = _listed(found.no_gradient)
+        if len(cut) != 1 or "." not in cut[0] or found.missing or found.unexpected or found.wrong_shape:
             return None
         return "no_gradient", (cut[0].rpartition(".")[0],)
-    missing, unexpected, reshaped = (_listed(found.get(k)) for k in ("missing", "unexpected", "wrong_shape"))
-    if not missing or unexpected != [] or reshaped != []:
+    missing = _listed(found.missing)
+    if not missing or found.unexpected or found.wrong_shape:
         return None
     layers = {m.group(1) for n in missing for m in [_LAYER.search(n)] if m}
     if all(_LAYER.search(n) for n in missing) and "0" not in layers:

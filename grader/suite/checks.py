@@ -1,9 +1,10 @@
 """Assertions for grading tests, whose failures tell a student what was expected and what came back."""
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import torch
 
+from grader.findings import Frame, Parameters
 from grader.pattern import Pattern, found
 from grader.results import Details
 from grader.sandbox.child.protocol import Handle
@@ -26,13 +27,12 @@ class Found:
     # what the diagnosis reads as data, never from the message (grader.judging.diagnosis): what was
     # compared, as the message names it ("LayerNorm output": the subject of its "looks like");
     subject: str = ""
-    # the chain of the submission's frames that made a stray CPU tensor, the maker first, each
-    # {"file", "line", "function", "code"} (the device checks: the line the diagnosis names);
-    made: list[dict] = field(default_factory=list)
+    # the chain of the submission's frames that made a stray CPU tensor, the maker first (the device
+    # checks: the line the diagnosis names);
+    made: tuple[Frame, ...] = ()
     # the parameter names a names check lists as missing, unexpected and of the wrong shape, as its
-    # `got` shows them ({"missing": [...], "unexpected": [...], "wrong_shape": [...]}); a gradient check's
-    # parameter that got no gradient at all ({"no_gradient": [name]})
-    parameters: dict | None = None
+    # `got` shows them; a gradient check's parameter that got no gradient at all
+    parameters: Parameters | None = None
 
 
 class Mismatch(AssertionError):
@@ -49,7 +49,7 @@ class Mismatch(AssertionError):
         return Details(expected=self.expected, got=self.got, max_abs_error=f.max_abs_error, where=f.where,
                        example=str(self.example), hint=self.hint, looks_like=f.looks_like, basis=f.basis,
                        pattern=f.pattern, inputs=getattr(self.example, "values", None) or None,
-                       subject=f.subject, made=list(f.made), parameters=f.parameters or None)
+                       subject=f.subject, made=f.made, parameters=f.parameters)
 
 
 def short(v) -> str:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from grader import load_course
 from grader.course import Assignment, Component
-from grader.findings import Sighting
+from grader.findings import Frame, Parameters, Sighting
 from grader.judging.attribution import Blame
 from grader.judging.scoring import Judged, score
 from grader.pattern import Kind, Pattern
@@ -104,9 +104,9 @@ json_values = st.recursive(
 
 # what a check that did not pass found beside its message, each field set or left as the check leaves it
 _said = st.one_of(st.just(""), words.filter(bool))
-_data = st.one_of(st.none(), st.dictionaries(st.sampled_from(["missing", "x"]),
-                                             st.lists(st.sampled_from(["w.bias", "1"]), max_size=2),
-                                             min_size=1, max_size=2))
+_data = st.one_of(st.none(), st.dictionaries(st.sampled_from(["x", "seed"]), json_values, min_size=1, max_size=2))
+_names = st.lists(st.sampled_from(["w.bias", "layers.1.w"]), max_size=2).map(tuple)
+parameters = st.builds(Parameters, missing=_names, unexpected=_names, wrong_shape=_names, no_gradient=_names)
 _ints = st.lists(st.integers(0, 9), max_size=3).map(tuple)
 _kind_names = st.lists(st.sampled_from([str(k) for k in Kind]), max_size=2).map(tuple)
 patterns = st.builds(Pattern, kinds=st.none() | _kind_names, fits=_kind_names, alike=st.booleans(), wrong=_ints,
@@ -117,9 +117,9 @@ patterns = st.builds(Pattern, kinds=st.none() | _kind_names, fits=_kind_names, a
                      scales=st.lists(st.floats(-2, 2), max_size=2).map(tuple))
 details = st.builds(Details, expected=_said, got=_said, where=_said, example=_said, hint=_said, looks_like=_said,
                     basis=_said, subject=_said, max_abs_error=st.none() | st.floats(0, 9),
-                    pattern=st.none() | patterns, inputs=_data, parameters=_data,
-                    made=st.lists(st.fixed_dictionaries({"file": words, "line": st.integers(1, 99), "function": words,
-                                                          "code": words}), max_size=2),
+                    pattern=st.none() | patterns, inputs=_data, parameters=st.none() | parameters,
+                    made=st.lists(st.builds(Frame, words.filter(bool), st.integers(1, 99), words.filter(bool), words),
+                                  max_size=2).map(tuple),
                     drawn=st.sampled_from([None, *Drawn]))
 
 

@@ -239,11 +239,12 @@ def test_a_placement_failure_is_diagnosed_on_the_components_own_line(name, data)
                                 {"made": [{"file": "assignment3/transformer.py", "line": "89", "function": "f",
                                            "code": "x"}]}]))
 def test_a_failure_that_is_not_a_placement_failure_gets_no_placement_diagnosis(name, details):
+    from grader.findings import Frame
     from grader.judging.diagnosis import placement
     from grader.results import Details, Outcome
 
     spec, comp = _component(name)
-    placed = [{"file": f"{spec.name}/{comp.file}", "line": 3, "function": comp.name, "code": "x = torch.zeros(3)"}]
+    placed = (Frame(f"{spec.name}/{comp.file}", 3, comp.name, "x = torch.zeros(3)"),)
     checks = [c.id for c in comp.checks if c.tier == "public"][:2]
     results = {checks[0]: Outcome("failed", "mismatch", "differs", Details.from_json(details))}
     assert placement(spec, comp, results) is None

@@ -9,7 +9,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from grader import words
-from grader.findings import Diagnosis, Found
+from grader.findings import Diagnosis, Found, Frame, Parameters
 from grader.judging import diagnosis, telling
 from grader.results import CheckResult, ComponentResult, Details, Drawn, Outcome
 from tests.kit import strategies as s
@@ -166,7 +166,7 @@ def test_a_looks_like_is_said_of_the_checks_subject_and_a_check_that_names_none_
 def test_missing_parameters_are_read_from_the_names_checks_data_and_never_from_its_text(layers):
     missing = sorted(f"{n}.bias" for n in layers)
     got = f"missing: {', '.join(missing)}; unexpected: none; wrong shape: none"
-    data = {"missing": missing, "unexpected": [], "wrong_shape": []}
+    data = Parameters(missing=tuple(missing))
     check = "feed_forward_has_named_layers"
     found = _forensic_of("PositionwiseFeedForward", check,
                          Outcome("failed", "mismatch", "m", Details(got=got, parameters=data)))
@@ -175,7 +175,7 @@ def test_missing_parameters_are_read_from_the_names_checks_data_and_never_from_i
         "the docstring asks for a bias")
     # the same words in `got` without the data name nothing; nor does data with an unexpected name
     assert _forensic_of("PositionwiseFeedForward", check, Outcome("failed", "mismatch", "m", Details(got=got))) is None
-    other = {**data, "unexpected": ["w"]}
+    other = Parameters(missing=tuple(missing), unexpected=("w",))
     assert _forensic_of("PositionwiseFeedForward", check,
                         Outcome("failed", "mismatch", "m", Details(parameters=other))) is None
 
@@ -183,31 +183,32 @@ def test_missing_parameters_are_read_from_the_names_checks_data_and_never_from_i
 def test_layers_missing_but_the_first_look_like_one_module_repeated():
     missing = ["layers.1.attn.w_q.weight", "layers.1.ffn.linear1.bias", "layers.2.norm.weight"]
     said = Outcome("failed", "mismatch", "m",
-                   Details(parameters={"missing": missing, "unexpected": [], "wrong_shape": []}))
+                   Details(parameters=Parameters(missing=tuple(missing))))
     found = _forensic_of("Encoder", "encoder_has_named_parts", said)
     assert found is not None and "look like one module repeated" in words.what(found)
 
 
 def test_a_parameter_without_gradient_names_its_module_from_the_checks_data_alone():
     said = Outcome("failed", "mismatch", "the gradient of DecoderLayer's parameter cross_attn.w_k.weight is None",
-                   Details(got="no gradient (None)", parameters={"no_gradient": ["cross_attn.w_k.weight"]}))
+                   Details(got="no gradient (None)", parameters=Parameters(no_gradient=("cross_attn.w_k.weight",))))
     found = _forensic_of("DecoderLayer", "decoder_layer_gradients_reach_every_parameter", said)
     assert found is not None and (found.names, found.modules) == ("no_gradient", ("cross_attn.w_k",))
     assert words.what(found).startswith("DecoderLayer's cross_attn.w_k gets no gradient: it looks unused in forward")
-    # the words alone, or data of another form (two names, a name without its module, other keys), name nothing
+    # the words alone, or data of another form (two names, a name without its module, other names), name nothing
     for details in ({"got": "no gradient (None)"}, {"parameters": {"no_gradient": ["a.weight", "b.weight"]}},
                     {"parameters": {"no_gradient": ["weight"]}}, {"parameters": {"no_gradient": "w.weight"}},
-                    {"parameters": {"no_gradient": ["w.weight"], "missing": []}}):
+                    {"parameters": {"no_gradient": ["w.weight"], "missing": ["x.weight"]}}):
         assert _forensic_of("DecoderLayer", "decoder_layer_gradients_reach_every_parameter",
                             Outcome("failed", "mismatch", said.message, Details.from_json(details))) is None, details
 
 
 @pytest.mark.parametrize("parameters", [
     "missing: linear1.bias", ["linear1.bias"], {"missing": "linear1.bias", "unexpected": [], "wrong_shape": []},
-    {"missing": [3], "unexpected": [], "wrong_shape": []}, {"missing": ["linear1.bias"]},
+    {"missing": [3], "unexpected": [], "wrong_shape": []}, {"missing": ["linear1.bias"], "other": []},
     {"missing": ["linear1.bias"], "unexpected": None, "wrong_shape": []}])
 def test_names_data_of_another_form_names_nothing(parameters):
-    said = Outcome("failed", "mismatch", "m", Details(parameters=parameters))
+    """A report's JSON written by hand: names data not of its form is no names data."""
+    said = Outcome("failed", "mismatch", "m", Details.from_json({"parameters": parameters}))
     assert _forensic_of("PositionwiseFeedForward", "feed_forward_has_named_layers", said) is None
 
 
@@ -217,7 +218,7 @@ def test_what_the_forensics_read_of_a_checks_data_is_bounded():
     found = _forensic_of("LayerNorm", "layer_norm_matches_torch", said)
     assert found is not None and len(words.what(found)) <= 2 * diagnosis.MAX_TEXT + len(" looks like ")
     frame = {"file": "assignment3/transformer.py", "line": 7, "function": "Transformer.forward", "code": long}
-    chain = diagnosis._chain(Outcome("failed", "mismatch", "m", Details(made=[frame] * 10_000)))
+    chain = diagnosis._chain(Outcome("failed", "mismatch", "m", Details(made=(Frame(**frame),) * 10_000)))
     assert len(chain) == diagnosis.MAX_FRAMES and all(len(f.code) == diagnosis.MAX_TEXT for f in chain)
     names = ["layers.1.w"] * 10_000
-    assert len(diagnosis._listed(names) or []) == diagnosis.MAX_NAMES
+    assert len(diagnosis._listed(tuple(names))) == diagnosis.MAX_NAMES

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader import words
-from grader.findings import Diagnosis, Note, Noted
+from grader.findings import Diagnosis, Frame, Note, Noted, Parameters
 from grader.measured import Gpu, Performance, PerformanceEntry, Timing
 from grader.report_json import from_json
 from grader.results import Details, Reason, Report, Status, Tier, to_json
@@ -61,8 +61,9 @@ def test_details_read_from_any_json_hold_each_field_in_its_form(data):
     texts = [f.name for f in dataclasses.fields(Details) if f.default == ""]
     assert all(isinstance(getattr(details, name), str) for name in texts), details
     assert details.max_abs_error is None or isinstance(details.max_abs_error, float)
-    assert isinstance(details.made, list) and all(v is None or isinstance(v, dict)
-                                                  for v in (details.inputs, details.parameters))
+    assert isinstance(details.made, tuple) and all(isinstance(f, Frame) for f in details.made)
+    assert details.inputs is None or isinstance(details.inputs, dict)
+    assert details.parameters is None or isinstance(details.parameters, Parameters)
     if details.pattern is not None:  # worded whatever it holds
         words.pattern(details.pattern)
         words.pattern_shown(details.pattern)

@@ -8,6 +8,7 @@ import math
 
 import torch
 
+from grader.findings import Parameters
 from grader.suite.checks import Compare, Found, Mismatch, assert_close, describe, expect_tensor
 from grader.suite.example import Example, carrying
 from tests import strategies as s
@@ -58,8 +59,8 @@ def expect_names(module, component: str, parameters: dict, buffers: dict | None 
                        got=f"missing: {', '.join(missing[:6]) or 'none'}; unexpected: {', '.join(extra[:6]) or 'none'}"
                            f"; wrong shape: {', '.join(wrong[:4]) or 'none'}",
                        # the same names as data, as many as `got` shows: what the diagnosis reads
-                       found=Found(parameters={"missing": missing[:6], "unexpected": extra[:6],
-                                               "wrong_shape": reshaped[:4]}),
+                       found=Found(parameters=Parameters(missing=tuple(missing[:6]), unexpected=tuple(extra[:6]),
+                                                         wrong_shape=tuple(reshaped[:4]))),
                        example=example,
                        hint=_shared(missing, set(got)) or
                             "The grader copies weights by name, and these names or shapes differ from the "
@@ -126,7 +127,7 @@ def expect_gradients(module, grads, *, component: str, skip=(), example: str = "
                        expected="a finite gradient that is not all zeros", got=seen, example=example,
                        # as data for the diagnosis (grader.judging.diagnosis): no gradient at all is a
                        # parameter the output never reached
-                       found=Found(parameters={"no_gradient": [name]}) if g is None else Found(),
+                       found=Found(parameters=Parameters(no_gradient=(name,))) if g is None else Found(),
                        hint=f"After backward of a random function of the output, {name} got {seen}. Likely causes: "
                             f"{name} is not used in forward, the output is cut from it (.detach(), .data, .item(), "
                             "torch.no_grad()), or a dropout/mask zeroes everything that flows through it.")

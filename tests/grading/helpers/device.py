@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from grader.findings import Frame
 from grader.sandbox.host import StudentError
 from grader.suite.checks import Compare, Found, Mismatch, assert_close, describe
 from grader.suite.placing import How
@@ -119,15 +120,15 @@ _FRAME = re.compile(r"(\S+):([0-9]{1,9}) in (\S+): (.*)")
 MAX_FRAMES = 6  # the watch sends 4 at most (student_frames' limit); the rest of a longer chain is not read
 
 
-def chain(made: list) -> list[dict]:
+def chain(made: list) -> tuple[Frame, ...]:
     """The frames that made a stray CPU tensor, the maker first, as data for the diagnosis (the Mismatch's
-    `made`): {"file", "line", "function", "code"} each; [] where one of them is not a frame as the watch
+    `made`); none where one of them is not a frame as the watch
     writes it (the worker's say-so: the diagnosis then names no line)."""
     found = [_FRAME.fullmatch(f) if isinstance(f, str) else None for f in made[:MAX_FRAMES]] \
         if isinstance(made, list) else []
     if not found or not all(found):
-        return []
-    return [{"file": m[1], "line": int(m[2]), "function": m[3], "code": m[4]} for m in found if m]
+        return ()
+    return tuple(Frame(m[1], int(m[2]), m[3], m[4]) for m in found if m)
 
 
 def expect_no_stray(answer: dict, *, component: str, device: str, example: str, hint: str = ""):
