@@ -61,27 +61,29 @@ def grade_submission(*, course: Course, assignment: Assignment, submission: Path
 
 
 def _grade(course: Course, assignment: Assignment, submission: Path, sandbox: Sandbox, options: Options) -> Report:
-    try:
-        run = _open(course, assignment, submission, sandbox, options)
+    with _open(course, assignment, submission, sandbox, options) as run:
         for stage in WITH_WORKER:
             stage(run)
-    finally:
-        sandbox.close()
     for stage in AFTER_WORKER:
         stage(run)
     return stages.report(run)
 
 
 def _open(course: Course, assignment: Assignment, submission: Path, sandbox: Sandbox, options: Options) -> GradingRun:
-    """The run, of `assignment` narrowed to --only's checks (grader.grading.only)."""
+    """The run, of `assignment` narrowed to --only's checks (grader.grading.only), holding `sandbox` from
+    here on (closed here where the run cannot be opened)."""
     from grader.grading.only import narrow
     from grader.suite.remote import Submission
 
-    spec = narrow(assignment, options.only) if options.only else assignment
-    # the instructors' tier: the reference tree is there too
-    has_reference = Tier.HIDDEN in suite_files(course, assignment.name)
-    gpu = _gpu(options.device)
-    student: Submission = Submission(sandbox, gpu, course.reference if has_reference else None)
+    try:
+        spec = narrow(assignment, options.only) if options.only else assignment
+        # the instructors' tier: the reference tree is there too
+        has_reference = Tier.HIDDEN in suite_files(course, assignment.name)
+        gpu = _gpu(options.device)
+        student: Submission = Submission(sandbox, gpu, course.reference if has_reference else None)
+    except BaseException:
+        sandbox.close()
+        raise
     student.forbidden = sorted({api for comp in spec.components for api in comp.forbidden})
     return GradingRun(course, spec, submission, options, gpu, has_reference, sandbox=sandbox, student=student)
 

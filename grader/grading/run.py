@@ -81,10 +81,17 @@ class Grading:
 
 @dataclass
 class GradingRun(Grading):
-    """A Grading while its worker runs: in `sandbox`, through `student` (the worker, as the suites see it)."""
+    """A Grading while its worker runs: in `sandbox`, through `student` (the worker, as the suites see it).
+    The run holds its worker: `with run:` closes it however the stages end."""
 
     sandbox: Sandbox = field(kw_only=True)
     student: Submission = field(kw_only=True)
+
+    def __enter__(self) -> GradingRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sandbox.close()
 
     @property
     def staged(self) -> Path:
