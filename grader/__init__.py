@@ -17,19 +17,19 @@ from grader.course_table import ConfigError
 
 if TYPE_CHECKING:  # the heavy parts load on use (the module's docstring)
     from grader.course import Course
-    from grader.grading.run import Options
+    from grader.grading.run import Options, Services
     from grader.results import Report
     from grader.sandbox.host import Sandbox
 
 
 def grade_submission(*, course: "Course", assignment: str, submission: str | Path, sandbox: "Sandbox | None" = None,
-                     options: "Options | None" = None) -> "Report":
+                     options: "Options | None" = None, services: "Services | None" = None) -> "Report":
     """Grade one submission (see grader.grading.pipeline.grade_submission): `assignment` by its name, the
     one place it is looked up."""
     from grader.grading.pipeline import grade_submission
 
     return grade_submission(course=course, assignment=course.assignment(assignment), submission=Path(submission),
-                            sandbox=sandbox, options=options)
+                            sandbox=sandbox, options=options, services=services)
 
 
 def check(assignment: str, submission: str | Path | None = None, *, only: str | None = None, verbose: bool = False,

@@ -60,7 +60,7 @@ class KnownParts:
         todo = [check for check in checks if part_of[check] not in found]
         # the grader's own template (a sandbox without one may borrow a spare after a fault): a cold `grade`
         # grades once and keeps nothing
-        keep = bool(todo) and grading.options.template is not None
+        keep = bool(todo) and grading.services.template is not None
         if keep:
             grading.sandbox.renew()
         faults = len(grading.sandbox.faults)

@@ -12,7 +12,7 @@ from pathlib import Path
 from grader.course import Assignment, Course
 from grader.course_table import ConfigError
 from grader.grading import stages
-from grader.grading.run import GradingRun, Options
+from grader.grading.run import GradingRun, Options, Services
 from grader.grading.suites import frozen_heap, one_intra_op_thread, suite_files
 from grader.results import Report, Tier
 from grader.sandbox.host import Sandbox
@@ -44,7 +44,7 @@ def start_sandbox(*, course: Course, assignment: Assignment, submission: Path, d
 
 
 def grade_submission(*, course: Course, assignment: Assignment, submission: Path, sandbox: Sandbox | None = None,
-                     options: Options | None = None) -> Report:
+                     options: Options | None = None, services: Services | None = None) -> Report:
     """Run the suites of `assignment` on `submission` and score them.
 
     The checks of a composite whose parts fail are re-run with the reference's versions of
@@ -52,16 +52,18 @@ def grade_submission(*, course: Course, assignment: Assignment, submission: Path
     CPU; with `device` "cuda" the GPU tier runs too, where this process sees a CUDA device (the
     submission's process is not asked), and is reported skipped elsewhere. `sandbox`: one
     started by start_sandbox for the same submission (closed here). `options`: how to grade
-    (grader.grading.run.Options: device, template, helper, cost, reuse, only)."""
-    options = options or Options()
+    (grader.grading.run.Options: device, only); `services`: what a warm grader lends
+    (grader.grading.run.Services: template, helper, cost, reuse, known)."""
+    options, services = options or Options(), services or Services()
     sandbox = sandbox or start_sandbox(course=course, assignment=assignment, submission=submission,
-                                       device=options.device, template=options.template)
+                                       device=options.device, template=services.template)
     with one_intra_op_thread(), frozen_heap():
-        return _grade(course, assignment, Path(submission).resolve(), sandbox, options)
+        return _grade(course, assignment, Path(submission).resolve(), sandbox, options, services)
 
 
-def _grade(course: Course, assignment: Assignment, submission: Path, sandbox: Sandbox, options: Options) -> Report:
-    with _open(course, assignment, submission, sandbox, options) as run:
+def _grade(course: Course, assignment: Assignment, submission: Path, sandbox: Sandbox, options: Options,
+           services: Services) -> Report:
+    with _open(course, assignment, submission, sandbox, options, services) as run:
         for stage in WITH_WORKER:
             stage(run)
     for stage in AFTER_WORKER:
@@ -69,7 +71,8 @@ def _grade(course: Course, assignment: Assignment, submission: Path, sandbox: Sa
     return stages.report(run)
 
 
-def _open(course: Course, assignment: Assignment, submission: Path, sandbox: Sandbox, options: Options) -> GradingRun:
+def _open(course: Course, assignment: Assignment, submission: Path, sandbox: Sandbox, options: Options,
+          services: Services) -> GradingRun:
     """The run, of `assignment` narrowed to --only's checks (grader.grading.only), holding `sandbox` from
     here on (closed here where the run cannot be opened)."""
     from grader.grading.only import narrow
@@ -85,7 +88,8 @@ def _open(course: Course, assignment: Assignment, submission: Path, sandbox: San
         sandbox.close()
         raise
     student.forbidden = sorted({api for comp in spec.components for api in comp.forbidden})
-    return GradingRun(course, spec, submission, options, gpu, has_reference, sandbox=sandbox, student=student)
+    return GradingRun(course, spec, submission, options, gpu, has_reference, sandbox=sandbox, student=student,
+                      services=services)
 
 
 def _gpu(device: str) -> str | None:

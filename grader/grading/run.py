@@ -1,6 +1,7 @@
 """One grading as one object: what it grades and with what (GradingRun, a Grading with its live worker),
-how it was asked for (Options), and a typed record of what happened (Record), which the stages of
-grader.grading.stages fill in, in order, and from which the Report is built once, at the end."""
+how it was asked for (Options), what a warm grader lends it (Services), and a typed record of what
+happened (Record), which the stages of grader.grading.stages fill in, in order, and from which the Report
+is built once, at the end."""
 
 from __future__ import annotations
 
@@ -27,22 +28,31 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Options:
-    """How a grading is asked for (grader.grading.pipeline.grade_submission's keyword options).
+    """How a grading is asked for, as plain settings: what the report says depends on them.
 
-    `device`: "cuda" runs the GPU tier too, where this process sees a CUDA device; `template`: a started
-    grader.sandbox.template.Template to fork the worker from; `helper`: a grader.grading.split.Helper that
-    runs the later components' checks meanwhile, chosen by `cost` (seconds by check, from earlier
-    gradings); `reuse`: a grader.grading.reuse.Reuse that runs again only the components whose files
-    changed; `only`: check ids to run alone, the report listing only them (grader.grading.only); `known`:
-    a grader.grading.known_parts.KnownParts that keeps what the parts of other assignments gave
-    attribution, across gradings, and runs again only the parts whose files changed."""
+    `device`: "cuda" runs the GPU tier too, where this process sees a CUDA device; `only`: check ids to
+    run alone, the report listing only them (grader.grading.only)."""
 
     device: str = "cpu"
+    only: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class Services:
+    """What a warm grader (grader.grading.warm) lends a grading to make it quicker, with the same report:
+    live processes and what earlier gradings left.
+
+    `template`: a started grader.sandbox.template.Template to fork the worker from; `helper`: a
+    grader.grading.split.Helper that runs the later components' checks meanwhile, chosen by `cost`
+    (seconds by check, from earlier gradings); `reuse`: a grader.grading.reuse.Reuse that runs again only
+    the components whose files changed; `known`: a grader.grading.known_parts.KnownParts that keeps what
+    the parts of other assignments gave attribution, across gradings, and runs again only the parts whose
+    files changed."""
+
     template: Template | None = None
     helper: Helper | None = None
     cost: Mapping[str, float] = field(default_factory=dict)
     reuse: Reuse | None = None
-    only: frozenset[str] | None = None
     known: KnownParts | None = None
 
 
@@ -82,10 +92,12 @@ class Grading:
 @dataclass
 class GradingRun(Grading):
     """A Grading while its worker runs: in `sandbox`, through `student` (the worker, as the suites see it).
-    The run holds its worker: `with run:` closes it however the stages end."""
+    The run holds its worker: `with run:` closes it however the stages end. `services`: what a warm grader
+    lends it."""
 
     sandbox: Sandbox = field(kw_only=True)
     student: Submission = field(kw_only=True)
+    services: Services = field(kw_only=True, default_factory=Services)
 
     def __enter__(self) -> GradingRun:
         return self

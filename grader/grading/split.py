@@ -113,13 +113,13 @@ def split(components: list[tuple[str, list[str]]], cost: Mapping[str, float]) ->
 def run(grading: GradingRun, checks: dict[str, tuple[str, ...]], quick: frozenset[str]) -> dict[str, Outcome]:
     """grading.run(checks, quick=quick), with the later checks run by the grading's helper meanwhile
     where it is ready; what they record is merged in the order of a single run."""
-    helper = grading.options.helper
+    helper = grading.services.helper
 
     def here(ids) -> dict[str, Outcome]:
         return grading.run({check: checks[check] for check in ids}, quick=quick)
 
     near, far = split([(comp.name, [chk.id for chk in comp.checks if chk.id in checks])
-                       for comp in grading.assignment.components], grading.options.cost) \
+                       for comp in grading.assignment.components], grading.services.cost) \
         if helper is not None else (list(checks), [])
     if far:
         assert helper is not None

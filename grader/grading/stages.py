@@ -21,7 +21,7 @@ def run_checks(run: GradingRun) -> None:
     not change (grader.grading.reuse), the later components' in the helper meanwhile (grader.grading.split)."""
     from grader.grading import split
 
-    spec, reuse = run.assignment, run.options.reuse
+    spec, reuse = run.assignment, run.services.reuse
     # a composite's failure that its parts' reference versions excuse is not shown: with those at
     # hand (the instructors' tier) its example is shrunk only where it is shown, once blame is known
     later = frozenset(chk.id for comp in spec.components if comp.depends for chk in comp.checks
@@ -39,7 +39,7 @@ def run_checks(run: GradingRun) -> None:
 def attribute(run: GradingRun) -> None:
     """Blame for the composites' failing checks (grader.judging.attribution), and the failing parts of
     earlier assignments."""
-    rec, known = run.record, run.options.known
+    rec, known = run.record, run.services.known
     rec.blame = attribution.attribute(run.course, run.assignment, rec.results, run.run, swap=run.has_reference,
                                       upstream=rec.upstream,
                                       run_parts=(lambda ids: known.run(run, ids)) if known is not None else None)

@@ -93,16 +93,16 @@ class Grader:
         resolved it from its name (course.assignment), once; `sandbox`: one from self.sandbox; `only`: these
         checks alone (default: self.only, which `grade --watch --only` sets)."""
         from grader.grading.pipeline import grade_submission
-        from grader.grading.run import Options
+        from grader.grading.run import Options, Services
         from grader.grading.split import Helper
 
         if self._helper is not None and self._helper.broken:  # (a reply cut off by Ctrl-C): a new one warms up
             self._helper.close(now=True)
             self._helper = Helper(self.course)
-        options = Options(device=device, template=self._template, helper=self._helper, cost=self._cost,
-                          reuse=self._reuse, only=only or self.only, known=self._known)
+        services = Services(template=self._template, helper=self._helper, cost=self._cost, reuse=self._reuse,
+                            known=self._known)
         report = grade_submission(course=self.course, assignment=assignment, submission=submission, sandbox=sandbox,
-                                  options=options)
+                                  options=Options(device=device, only=only or self.only), services=services)
         self._cost.update({check.id: check.outcome.duration for comp in report.components for check in comp.checks})
         return report
 

@@ -3,7 +3,8 @@ worker forked from it (grader.sandbox.child.zygote) instead of started as a fres
 
     with Template(course.limits) as template:
         for tree in trees:
-            grade_submission(course=course, assignment=name, submission=tree, options=Options(template=template))
+            grade_submission(course=course, assignment=name, submission=tree,
+                             services=Services(template=template))
 
 Every worker start of a `Sandbox(..., template=template)`, the first and each one after a fault,
 is a fork made into the worker that `Sandbox` would have started: the same isolation (namespaces

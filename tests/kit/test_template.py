@@ -305,7 +305,7 @@ GRADE = """
 import hashlib, json, sys
 from grader import load_course
 from grader.grading.pipeline import grade_submission
-from grader.grading.run import Options
+from grader.grading.run import Services
 from grader.results import to_json
 from grader.sandbox.template import Template
 
@@ -314,7 +314,7 @@ with Template(course.limits) as template:
     for arg in sys.argv[2:]:
         via, tree = arg.split("=", 1)
         report = grade_submission(course=course, assignment=course.assignment("assignment1"), submission=tree,
-                                  options=Options(template=template if via == "template" else None))
+                                  services=Services(template=template if via == "template" else None))
         folder = template._server.dir
         files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.py"))}
         print(json.dumps({"via": via, "tree": tree, "template": template.pid, "launches": template.launches,
