@@ -2,6 +2,7 @@
 tools that could hide one found by line (see grader.judging.forbidden for what each costs)."""
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,9 @@ _SUSPECT_MODULES = ("importlib", "builtins", "grader", "torch.ops", "torch._C", 
                     "posix", "multiprocessing", "subprocess", "concurrent.futures.process")
 # introspection by name or attribute: what it reaches is not in the source (flag -> what the report says)
 _INTROSPECTION = {"vars": "vars()", "globals": "globals()", "locals": "locals()", "__builtins__": "__builtins__"}
+# the placement check's devices, named (a string "meta", "lazy:0"), or asked of a tensor
+_CHECK_DEVICES = re.compile(r"(meta|lazy)(:\d+)?")
+_DEVICE_ATTRIBUTES = {"is_meta"}
 _FRAMES = {"__dict__": "__dict__", "__globals__": "__globals__", "__builtins__": "__builtins__",
            "__subclasses__": "__subclasses__",
            **dict.fromkeys(("f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "gi_frame", "cr_frame",
@@ -134,9 +138,15 @@ class _Scan(ast.NodeVisitor):
             self._check(dotted, node)
         self.generic_visit(node)
 
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and _CHECK_DEVICES.fullmatch(node.value):
+            self._note(self.flags, Evasion.DEVICE_TELL, node)
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in _FRAMES:
             self._note(self.flags, _FRAMES[node.attr], node)
+        elif node.attr in _DEVICE_ATTRIBUTES:
+            self._note(self.flags, Evasion.DEVICE_TELL, node)
         dotted = self._dotted(node)
         if dotted is None:
             self.generic_visit(node)  # the chain does not start at an import: look inside (x.f(F.g).h)

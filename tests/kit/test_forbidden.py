@@ -11,7 +11,7 @@ import pytest
 
 from grader import course as config
 from grader.course_table import ConfigError
-from grader.findings import Seen, Sighting
+from grader.findings import Evasion, Seen, Sighting
 from grader.judging import forbidden
 from tests.kit import mutants, test_torch_backed
 from tests.kit.conftest import ROOT, SOLUTIONS, full_marks, grade_json, mutant, scores
@@ -170,6 +170,13 @@ def test_the_same_code_outside_main_is_found(tmp_path):
     ("m = __import__('importlib')\n", None, "importlib"),
     ("m = __import__('tor' + 'ch')\n", None, "__import__"),
     ("m = __import__('torch', fromlist=['nn'])\n", None, "__import__"),
+    # the placement check's devices named or asked of a tensor (issue 51); another device, or the words in a
+    # longer text, are not
+    ("def f(x):\n    return x.device.type in ('meta', 'lazy')\n", None, Evasion.DEVICE_TELL),
+    ("def f(x):\n    return str(x.device) == 'lazy:0'\n", None, Evasion.DEVICE_TELL),
+    ("def f(x):\n    return x.is_meta\n", None, Evasion.DEVICE_TELL),
+    ("def f(x):\n    return x.device.type == 'cuda' or x.is_cuda or x.device.type != 'cpu'\n", None, None),
+    ('def f(x):\n    """Runs on any device: meta, lazy or not."""\n    return {"metadata": x}\n', None, None),
 ])
 def test_the_scan_names_what_it_finds(tmp_path, source, hit, flag):
     (tmp_path / "assignment1").mkdir()
