@@ -135,7 +135,7 @@ class Evasion(StrEnum):
     FRAMES = "frame inspection"
     COMPUTED_GETATTR = "getattr with a computed name"
     # the devices the placement check runs a forward on (meta, and the worker's second device, lazy): code
-    # that tests for them can behave right there alone (grader.sandbox.child.placement)
+    # that tests for them can behave right there alone (grader.sandbox.child.placement.watch)
     DEVICE_TELL = "a test for the placement check's devices (meta, lazy)"
 
 

@@ -76,7 +76,7 @@ class Sandbox(Answers):
                 os.chown(self.dir, 0, self.user)
                 self.dir.chmod(0o750)
                 os.chown(self.home, self.user, self.user)
-        # answers the worker's requests for reference parts (grader.suite.parts)
+        # answers the worker's requests for reference parts (grader.suite.parts.serve)
         self.on_ask: Callable[[Any], Any] | None = None
         self.output = self.dir / "output.txt"
         self.output.touch()

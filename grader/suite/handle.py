@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from grader.sandbox.child import protocol
-from grader.suite import placing
+from grader.suite import placement
 from grader.suite.checks import Mismatch
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ class Remote(protocol.Handle):
                                     "kwargs": dict(kwargs), "seed": seed, "grad": grad})
 
     def placed(self, *args, to: str, method: str | None = None, kwargs: Mapping[str, Any] = {},
-               how: placing.How = placing.How()) -> dict:
+               how: placement.How = placement.How()) -> dict:
         """Submission.placed on this object (a module moves to device `to` and stays there)."""
         return self.owner.placed(self, *args, to=to, method=method, kwargs=kwargs, how=how)
 

@@ -8,10 +8,10 @@ from typing import Any
 from grader.results import Reach, Reason
 from grader.sandbox.child import protocol
 from grader.sandbox.host import Sandbox, WorkerFault
-from grader.suite import placing, trained
+from grader.suite import placement, trained
 from grader.suite.checks import Mismatch, short
 from grader.suite.handle import Remote
-from grader.suite.parts import ReferenceParts
+from grader.suite.parts.serve import ReferenceParts
 
 # The deadline of a request of a component that has hung already: this many times its slowest
 # answer so far, or the median answer of this grading (which grows with the machine's load) where
@@ -190,14 +190,14 @@ class Submission:
                               "seed": seed, "grad": grad})
 
     def placed(self, target, *args, to: str, method: str | None = None, kwargs: Mapping[str, Any] = {},
-               how: placing.How = placing.How()) -> dict:
+               how: placement.How = placement.How()) -> dict:
         """Call `target` with `args` and the keywords `kwargs`, its module, the modules among its
         arguments and its tensors moved to device `to` ("meta", or the GPU tier's), watching for CPU
-        tensors that meet them (grader.sandbox.child.placement). Returns {"stray": what met them} or
+        tensors that meet them (grader.sandbox.child.placement.watch). Returns {"stray": what met them} or
         {"output" (copied to the CPU, except on meta), "devices" of the output's tensors, "param_grads"
-        (with how.grad_output)}. The module stays there; the watch is checked here (grader.suite.placing).
+        (with how.grad_output)}. The module stays there; the watch is checked here (grader.suite.placement).
         `how` says how it runs (autocast, grad_output, seed)."""
-        return placing.confirmed(self, {"op": "placed", "target": target, "method": method, "args": list(args),
+        return placement.confirmed(self, {"op": "placed", "target": target, "method": method, "args": list(args),
                                         "kwargs": dict(kwargs), "device": to, "autocast": how.autocast,
                                         "grad_output": how.grad_output, "seed": how.seed})
 
@@ -220,7 +220,7 @@ class Submission:
         """Until this check ends, the submission's code uses the reference's `parts`
         ("assignment1.embedding:TokenEmbedding", ...) wherever it names them. The parts run
         here, in the grader, on the inputs and weights the submission gives them. The `own` parts
-        stay the submission's, dressed as the reference's are (grader.sandbox.child.standins.Link.wrap):
+        stay the submission's, dressed as the reference's are (grader.sandbox.child.standins.standin.Link.wrap):
         a composite cannot tell which it has. Where `reach` (set by the plugin for the run) is not
         SWAPPED, `parts` stay the submission's too, ECHOED reached as the reference's would be, each
         build and call a round trip here (grader.judging.attribution's control runs)."""

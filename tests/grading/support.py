@@ -6,8 +6,8 @@ from pathlib import Path
 import torch
 
 from grader.sandbox.child import state
+from grader.sandbox.child.standins.values import plain
 from grader.sandbox.child.tree import resolve
-from grader.sandbox.child.values import plain
 from grader.suite import draws
 from grader.suite.checks import Compare, assert_close, describe
 

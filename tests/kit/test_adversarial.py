@@ -548,9 +548,9 @@ class TestACompositeCannotTellTheReferencesParts:
 
         import torch
 
-        from grader.sandbox.child import standins
+        from grader.sandbox.child.standins import standin
         from grader.sandbox.child.tree import import_tree
-        from grader.suite.parts import ReferenceParts
+        from grader.suite.parts.serve import ReferenceParts
 
         tree = mutant(tmp_path, {"assignment1/embedding.py": [TOKEN_BUG, TOKEN_MARKER]})
         import_tree(tree, "_h35_student")
@@ -558,7 +558,7 @@ class TestACompositeCannotTellTheReferencesParts:
         pad = importlib.import_module("_h35_student.assignment2.masks").make_pad_mask
         parts = ReferenceParts(None)
         parts.allow(ROOT / "solutions", {"assignment1.embedding:TokenEmbedding", "assignment2.masks:make_pad_mask"})
-        link = standins.Link(parts.answer, known=lambda part: None)
+        link = standin.Link(parts.answer, known=lambda part: None)
         reference = link.stand_in("assignment1.embedding:TokenEmbedding",
                                   parts.describe_class("assignment1.embedding:TokenEmbedding"), mine)
         own = link.wrap(mine)
@@ -701,7 +701,7 @@ class TestAMemorisedPublicExampleEarnsNothing:
         lookup = scores(grade_json(_answering(tmp_path / "lookup", repr(table)), "assignment1"))
         zeros = scores(grade_json(_answering(tmp_path / "zeros", "{}"), "assignment1"))
         # no gain; LayerNorm's may be less: its table's answers are made on the CPU, which the placement check
-        # finds where it runs the stored cases on a device that holds their values (grader.sandbox.child.held)
+        # finds where it runs the stored cases on a device that holds their values (grader.sandbox.child.placement.held)
         assert all(lookup[name] <= zeros[name] for name in zeros) and lookup.keys() == zeros.keys(), (lookup, zeros)
         assert {n: v for n, v in lookup.items() if n != "LayerNorm"} == {
             n: v for n, v in zeros.items() if n != "LayerNorm"}, (lookup, zeros)
@@ -756,45 +756,45 @@ def torch_ones(*args, **kwargs):
 class TestPlacementIsNotFooledByTestingForMeta:
     """On a machine without a GPU the placement checks run the module on `meta`; code that made its
     tensors on the CPU except where it saw `meta` passed them. The worker runs it again on fake
-    tensors that say they are on `lazy:0` (placement.on_a_second_device): such code meets them there."""
+    tensors that say they are on `lazy:0` (watch.on_a_second_device): such code meets them there."""
 
     @pytest.mark.parametrize("tell", sorted(META_TELLS))
     def test_a_tensor_made_on_the_cpu_except_on_meta_is_found(self, tell):
         import torch
 
-        from grader.sandbox.child import placement
+        from grader.sandbox.child.placement import watch
 
         def forward(x):
             return x * torch.ones(x.shape[-1], device=eval(META_TELLS[tell]))
 
         x = torch.randn(2, 3, device="meta")
-        with placement.Placement("meta"):
+        with watch.Placement("meta"):
             assert forward(x).is_meta  # the meta run alone finds nothing
-        found = placement.on_a_second_device(lambda a, k: forward(*a, **k), None, [x], {})
+        found = watch.on_a_second_device(lambda a, k: forward(*a, **k), None, [x], {})
         assert found is not None and found["function"] == "mul", found
 
     @pytest.mark.parametrize("way", sorted(RIGHTLY))
     def test_tensors_made_where_the_inputs_are_pass(self, way):
         import torch
 
-        from grader.sandbox.child import placement
+        from grader.sandbox.child.placement import watch
 
-        assert placement.on_a_second_device(lambda a, k: RIGHTLY[way](*a), None,
+        assert watch.on_a_second_device(lambda a, k: RIGHTLY[way](*a), None,
                                             [torch.randn(2, 3, device="meta")], {}) is None
 
     def test_a_module_comes_back_as_it_was_and_what_reads_a_value_judges_nothing(self):
         import torch
 
-        from grader.sandbox.child import placement
+        from grader.sandbox.child.placement import watch
 
         module = torch.nn.Linear(3, 4).to("meta")
         module.register_buffer("table", torch.ones(4, device="meta"))
         before = [module.weight, module.bias, module.table]
         x = torch.randn(2, 3, device="meta")
-        assert placement.on_a_second_device(lambda a, k: module(*a) + module.table, module, [x], {}) is None
-        assert placement.on_a_second_device(lambda a, k: module(*a) * float(a[0].sum()), module, [x], {}) is None
+        assert watch.on_a_second_device(lambda a, k: module(*a) + module.table, module, [x], {}) is None
+        assert watch.on_a_second_device(lambda a, k: module(*a) * float(a[0].sum()), module, [x], {}) is None
         module.plain = torch.ones(4)  # a plain attribute: .to(device) leaves it on the CPU
-        found = placement.on_a_second_device(lambda a, k: module(*a) * module.plain, module, [x], {})
+        found = watch.on_a_second_device(lambda a, k: module(*a) * module.plain, module, [x], {})
         assert found is not None and found["attribute"] == "plain", found
         assert [module.weight, module.bias, module.table] == before and all(t.is_meta for t in before)
 

@@ -95,7 +95,7 @@ _forge()
 def test_forged_placement_frames_are_bounded_and_inert(tmp_path):
     """The frames of a stray CPU tensor come from the worker's watch, which the submission can replace:
     90 frames of 2 kB each, escapes and markup, a path into the hidden suite. The grader keeps what
-    an honest watch sends at most (grader.suite.placing): a few frames, a few hundred characters each,
+    an honest watch sends at most (grader.suite.placement): a few frames, a few hundred characters each,
     control characters escaped; the file they name is never opened."""
     tree = mutant(tmp_path, {"assignment1/layer_norm.py": [DEVICE_BUG]})
     with open(tree / "assignment1" / "layer_norm.py", "a") as f:

@@ -12,7 +12,7 @@ ENCODER = "assignment3.encoder:Encoder"
 
 
 def _parts():
-    from grader.suite.parts import ReferenceParts
+    from grader.suite.parts.serve import ReferenceParts
 
     parts = ReferenceParts(None)
     parts.allow(ROOT / "solutions", {ENCODER})

@@ -35,11 +35,11 @@ def test_a_composites_parts_look_the_same_all_the_way_down(tmp_path):
     (on main the reference's inner LayerNorm had `_kit_link` and StandIn in its MRO, the submission's
     none: a composite read that and had its failures excused, 6 against 2)."""
     from grader import load_course
-    from grader.sandbox.child import standins
     from grader.sandbox.child.fixtures import SUBMISSION
+    from grader.sandbox.child.standins import standin
     from grader.sandbox.child.tree import import_tree, resolve
     from grader.sandbox.child.worker import Worker
-    from grader.suite.parts import ReferenceParts
+    from grader.suite.parts.serve import ReferenceParts
     from grader.suite.plugin import GradingPlugin
     from tests.kit.conftest import mutant
 
@@ -50,7 +50,7 @@ def test_a_composites_parts_look_the_same_all_the_way_down(tmp_path):
     import_tree(mutant(tmp_path, {}), SUBMISSION)
     parts = ReferenceParts(None)
     worker = Worker()
-    worker.link = standins.Link(parts.answer, known=worker.known)
+    worker.link = standin.Link(parts.answer, known=worker.known)
     layer = "assignment3.encoder:EncoderLayer"
     for part in [*own, layer]:  # imported first, as the grader's import requests do
         resolve(SUBMISSION, part)
@@ -73,9 +73,9 @@ def test_a_stand_in_has_no_plain_attribute_the_submissions_part_lacks(tmp_path):
     Both kinds now show the submission's names only, through dir, vars and hasattr."""
     import importlib
 
-    from grader.sandbox.child import standins
+    from grader.sandbox.child.standins import standin
     from grader.sandbox.child.tree import import_tree
-    from grader.suite.parts import ReferenceParts
+    from grader.suite.parts.serve import ReferenceParts
     from tests.kit.conftest import mutant
 
     tree = mutant(tmp_path, {"assignment1/embedding.py": [
@@ -86,7 +86,7 @@ def test_a_stand_in_has_no_plain_attribute_the_submissions_part_lacks(tmp_path):
     part = "assignment1.embedding:TokenEmbedding"
     parts = ReferenceParts(None)
     parts.allow(ROOT / "solutions", {part})
-    link = standins.Link(parts.answer, known=lambda part: None)
+    link = standin.Link(parts.answer, known=lambda part: None)
     theirs = link.stand_in(part, parts.describe_class(part), mine)(7, 4, 0)
     own = link.wrap(mine)(7, 4, 0)
     assert not hasattr(theirs, "d_model") and theirs.dim == own.dim == 4
@@ -126,15 +126,15 @@ def _forget(package: str) -> None:
 
 def _encoder_seen_twice(own: tuple, layer: str) -> tuple[dict, dict]:
     """Encoder's tree of tells, built on its own parts and with the reference's `layer` swapped in."""
-    from grader.sandbox.child import standins
     from grader.sandbox.child.fixtures import SUBMISSION
+    from grader.sandbox.child.standins import standin
     from grader.sandbox.child.tree import resolve
     from grader.sandbox.child.worker import Worker
-    from grader.suite.parts import ReferenceParts
+    from grader.suite.parts.serve import ReferenceParts
 
     parts = ReferenceParts(None)
     worker = Worker()
-    worker.link = standins.Link(parts.answer, known=worker.known)
+    worker.link = standin.Link(parts.answer, known=worker.known)
     encoder = "assignment3.encoder:Encoder"
     for part in [*own, encoder]:
         resolve(SUBMISSION, part)
@@ -196,7 +196,7 @@ def test_a_composite_that_knows_the_parts_it_built_earns_what_its_own_bug_earns(
     """The same TransformerEmbedding bug, except where its TokenEmbedding (with a bug of its own) is not one
     its constructor recorded: 6/6 against 2/6 before (a stand-in was built by the grader's constructor alone,
     and the control run reaches the submission's own parts). A stand-in is now built by the submission's
-    own constructor first (grader.sandbox.child.owned.built_in_place): the tell reads the same either way."""
+    own constructor first (grader.sandbox.child.standins.owned.built_in_place): the tell reads the same either way."""
     from tests.kit.conftest import grade_json, scores
 
     honest = grade_json(mutant(tmp_path / "honest", {"assignment1/embedding.py": [NO_SCALE, SKIPS_POSITION]}),

@@ -103,7 +103,7 @@ _forge()
 def test_a_forged_placement_watch_earns_nothing(tmp_path):
     """A LayerNorm with a device bug that also disables the kit's placement watch (10/10 on main, issue
     43's figure, against 9.17 without the forgery). The grader probes the watch after each placed run
-    (grader.suite.placing): the forgery fails the placement check, and earns what the bug alone earns."""
+    (grader.suite.placement): the forgery fails the placement check, and earns what the bug alone earns."""
     patch = {"assignment1/layer_norm.py": [DEVICE_BUG]}
     honest = grade_json(mutant(tmp_path / "honest", patch), "assignment1")
     forger = mutant(tmp_path / "forger", patch)
@@ -153,7 +153,7 @@ READS_A_VALUE = ("        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n",
 
 def test_a_device_bug_behind_a_value_read_costs_what_the_device_bug_costs(tmp_path):
     """The LayerNorm with the device bug reads a value first (`if torch.isnan(x).any()`), which the meta
-    device cannot run: the worker runs it again on a device that holds the values (grader.sandbox.child.held),
+    device cannot run: the worker runs it again on a device that holds the values (grader.sandbox.child.placement.held),
     where the CPU tensor meets the inputs. It earns what the bug alone earns; the same read in correct code
     keeps every point."""
     honest = grade_json(mutant(tmp_path / "honest", {"assignment1/layer_norm.py": [DEVICE_BUG]}), "assignment1")

@@ -24,7 +24,8 @@ from grader import load_course
 from grader.course_table import ConfigError
 from grader.grading import performance
 from grader.results import Outcome, Report
-from grader.sandbox.child import placement, protocol
+from grader.sandbox.child import protocol
+from grader.sandbox.child.placement import watch
 from tests.kit.conftest import ROOT, SOLUTIONS, assert_loses_only_in, full_marks, grade_json, mutant, scores
 from tests.kit.mutants import DEVICE_BUGS, DEVICE_VARIANTS, HALF_PRECISION_BUGS
 
@@ -182,13 +183,13 @@ def test_meta_tensors_travel_as_shapes_and_dtypes():
 
 def run_placed(fn, *args):
     """What the worker's Placement finds when `fn(*args)` runs with its tensors on meta."""
-    watch = placement.Placement("meta")
+    placed = watch.Placement("meta")
     try:
-        with watch:
+        with placed:
             fn(*[a.to("meta") for a in args])
-    except placement.Stray:
+    except watch.Stray:
         pass
-    return watch.found
+    return placed.found
 
 
 def test_placement_stops_a_cpu_tensor_where_it_meets_the_device():

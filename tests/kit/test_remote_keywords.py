@@ -10,7 +10,7 @@ import torch
 
 from grader import load_course
 from grader.grading.pipeline import start_sandbox
-from grader.suite.placing import How
+from grader.suite.placement import How
 from grader.suite.remote import Submission
 from tests.kit.conftest import ROOT, SOLUTIONS
 

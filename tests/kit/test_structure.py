@@ -9,7 +9,7 @@ import torch
 
 from grader import load_course
 from grader.grading.pipeline import start_sandbox
-from grader.suite.parts import ReferenceParts
+from grader.suite.parts.serve import ReferenceParts
 from grader.suite.remote import Submission
 from tests.grading.helpers.names import random_state, transformer_shapes
 from tests.kit.conftest import ROOT, SOLUTIONS, full_marks, grade_json, mutant, scores
@@ -222,7 +222,7 @@ class _Tied(torch.nn.Module):
 
 
 def test_a_reference_module_runs_on_given_weights_as_under_functional_call():
-    from grader.suite.layout import Layout, on_weights
+    from grader.suite.parts.layout import Layout, on_weights
 
     module = _Tied()
     own = {k: v.detach().clone() for k, v in module.state_dict().items()}

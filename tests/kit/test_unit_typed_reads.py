@@ -60,13 +60,15 @@ NOT_REPORTS: dict[str, str] = {
     "grader/batch/summary.py:_flagged:f": "a row of the class summary's flagged lines",
     "grader/render/review.py:summary_row:f": "a flagged line of a held component in the class summary",
     "grader/interactive/repro/script.py:stored_body:c": "a stored case of the course's expected outputs (.pt)",
-    "grader/sandbox/child/calls.py:Call.backward:answer": "the grader's answer to a backward call of a stand-in",
-    "grader/sandbox/child/standins.py:Link.make:node": "a reference part's tree, as the grader describes it",
-    "grader/sandbox/child/standins.py:Link.populate:node": "a reference part's tree, as the grader describes it",
+    "grader/sandbox/child/standins/calls.py:Call.backward:answer":
+        "the grader's answer to a backward call of a stand-in",
+    "grader/sandbox/child/standins/standin.py:Link.make:node": "a reference part's tree, as the grader describes it",
+    "grader/sandbox/child/standins/standin.py:Link.populate:node":
+        "a reference part's tree, as the grader describes it",
     "grader/sandbox/host.py:Sandbox.request:e": "the worker's account of an exception it raised",
     "grader/suite/handle.py:Remote.parameters:self.owner._request({'op': 'params', 'target': self})":
         "the worker's answer to a request for a module's parameters",
-    "grader/suite/placing.py:bounded:answer": "the worker's answer to a placed run",
+    "grader/suite/placement.py:bounded:answer": "the worker's answer to a placed run",
 }
 
 

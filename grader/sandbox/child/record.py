@@ -219,7 +219,7 @@ for _module, _name in ((_thread, "start_new_thread"), (_thread, "start_new"), (_
 
 
 # the kit's frames that only pass a call on to the submission's own code (the wrappers its parts are
-# behind in a composite's checks, grader.sandbox.child.standins.Link.wrap): a walk goes through them
+# behind in a composite's checks, grader.sandbox.child.standins.standin.Link.wrap): a walk goes through them
 _PASS_THROUGH: set[CodeType] = set()
 
 

@@ -14,11 +14,13 @@ from contextlib import nullcontext
 
 import torch
 
-from grader.sandbox.child import confine, jail, placement, protocol, record, standins, state
+from grader.sandbox.child import confine, jail, protocol, record, state
 from grader.sandbox.child.fixtures import IMPORTS, KIT
 from grader.sandbox.child.fixtures import SUBMISSION as PACKAGE
-from grader.sandbox.child.placed import Placed
-from grader.sandbox.child.swaps import Swaps, resolve
+from grader.sandbox.child.placement import watch
+from grader.sandbox.child.placement.requests import Placed
+from grader.sandbox.child.standins import standin
+from grader.sandbox.child.standins.swaps import Swaps, resolve
 from grader.sandbox.child.tree import import_alone, import_tree
 
 STACK_SIGNAL = signal.SIGUSR1  # the grader's ask for the stacks of a request that ran out of time
@@ -32,10 +34,10 @@ class Worker(Swaps, Placed):
         self.next_id = 1
         self.swaps: dict[str, tuple[object, object]] = {}  # part -> (submission's, stand-in or wrapped own)
         self.references: dict[str, object] = {}  # part -> the reference's stand-in (of those in swaps)
-        self.own: set[str] = set()  # parts to wrap (standins.Link.wrap) once their module is imported
+        self.own: set[str] = set()  # parts to wrap (standin.Link.wrap) once their module is imported
         self.echoed: set[str] = set()  # of those, the ones whose builds and calls make a round trip
         self.patched: list[tuple[object, str, object]] = []  # (module, name, original)
-        self.link = standins.Link(self.ask, known=self.known)
+        self.link = standin.Link(self.ask, known=self.known)
         self.watch = record.Watch()  # forbidden APIs the submission's code runs, handed over at reset
 
     def keep(self, obj) -> protocol.Handle:
@@ -223,7 +225,7 @@ def main():
     # "ready", so that it counts against startup_seconds and not against the first request's
     # timeout (a restart after a timeout would otherwise time out again under load), and before any
     # of the submission's code runs or the baseline of global state is taken.
-    thread = threading.Thread(target=placement.warm, daemon=True)
+    thread = threading.Thread(target=watch.warm, daemon=True)
     thread.start()
     if confined:  # the seccomp tier: Landlock holds the thread that asks and those it starts after
         thread.join()

@@ -237,7 +237,7 @@ def record_function_once(torch) -> None:
     """Run what torch imports on the first `record_function` (an optimizer's step opens one): a fork
     runs as a user of its own under a root grader, who cannot import from an installation in a
     folder closed to other users (a venv under /root), where torch's lazy import fails and logs a
-    warning into the grading's output. grader.sandbox.child.placement.warm does the same in a
+    warning into the grading's output. grader.sandbox.child.placement.watch.warm does the same in a
     fresh worker, so that both have the same modules."""
     with torch.autograd.profiler.record_function("template"):
         pass

@@ -2,7 +2,7 @@
 
 check_device_placement (public tier, every machine): the module and its inputs move to PyTorch's
 `meta` device (shapes and dtypes, no data), where a tensor made on the CPU that meets them stops
-the run as it would on a GPU (grader.sandbox.child.placement); the report names the line that
+the run as it would on a GPU (grader.sandbox.child.placement.watch); the report names the line that
 made it and the line where they met. The worker then runs it again on fake tensors that say they
 are on another device (`lazy:0`), so that code making CPU tensors except where it sees `meta`
 meets them too; code that meta cannot run (it reads a value) runs on `lazy:0` with its values.
@@ -21,7 +21,7 @@ import torch
 from grader.findings import Frame
 from grader.sandbox.host import StudentError
 from grader.suite.checks import Compare, Found, Mismatch, assert_close, describe
-from grader.suite.placing import How
+from grader.suite.placement import How
 from tests import strategies as s
 
 PLACEMENT_HINT = ("Make every tensor that forward creates on the device of its inputs: torch.ones(T, T, "
@@ -29,7 +29,7 @@ PLACEMENT_HINT = ("Make every tensor that forward creates on the device of its i
                   "(self.register_buffer) so that .to(device) moves them; never write .cuda() or .cpu(). "
                   "This check runs your code on PyTorch's meta device, where the same mistake shows on any machine.")
 # what torch says when meta code asks for a host copy (.cpu(), .tolist(), .to("cpu"); .numpy(), np.asarray); the
-# worker does not run these again with values (grader.sandbox.child.placement.HOST_COPY)
+# worker does not run these again with values (grader.sandbox.child.placement.watch.HOST_COPY)
 HOST_COPY = ("Cannot copy out of meta tensor", "can't convert meta device type tensor to numpy")
 AUTOCAST_TOLERANCE = {"bfloat16": 0.1, "float16": 0.02}  # of the output's scale: 8 and 11 bits of mantissa
 HALF_HINT = ("Half precision overflows where float32 does not. Likely causes: a constant too large for it (-1e9 "
@@ -179,7 +179,7 @@ def check_device_placement(student, case: Case, *, component: str, hint: str = "
     returns (shapes and dtypes). Code that copies a tensor to the host (.cpu(), .tolist(), .numpy())
     fails: on a GPU that is where its device bugs start. Where the meta device cannot run the code
     (it reads a value: .item(), `if mask.any()`), the worker runs it again on a second device that
-    holds the values (grader.sandbox.child.held), as a GPU would, and that run decides: an error there
+    holds the values (grader.sandbox.child.placement.held), as a GPU would, and that run decides: an error there
     fails the check, since the code ran on the CPU (issue 51: an error on meta was once taken for
     "reads a value: nothing judged", which code could raise on purpose off the CPU)."""
     target = _build(student, case)

@@ -52,7 +52,7 @@ def fill(skeleton, tensors: list):
 
 
 class Through(torch.autograd.Function):
-    """A call of a reference part (a standins.Call) as one node of the submission's graph."""
+    """A call of a reference part (a calls.Call) as one node of the submission's graph."""
 
     @staticmethod
     def forward(ctx, call, *tensors):

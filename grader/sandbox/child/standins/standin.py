@@ -8,7 +8,7 @@ the contract's structure (`self.residuals[0].norm(x)`, `isinstance(m, nn.Linear)
 `self.self_attn.n_heads`) runs on it. torch.nn built-ins are real instances of their class;
 the kit's own modules are stand-ins which, when called, ask the grader to run the reference's
 module at their place with their subtree's weights. Gradients flow through them
-(grader.sandbox.child.gradients). A plain class (a Vocab) stands in as a class with the
+(grader.sandbox.child.standins.gradients). A plain class (a Vocab) stands in as a class with the
 reference's plain class attributes whose instances hold the built object's data attributes
 and call its methods in the grader.
 """
@@ -18,11 +18,12 @@ import weakref
 import torch
 from torch import nn
 
-from grader.sandbox.child import owned, record
-from grader.sandbox.child.calls import Arguments, Call, _output, _portable, _to, _wrap_callables
-from grader.sandbox.child.gradients import Recorder, Through, fill, split
-from grader.sandbox.child.values import checked_name as _name
-from grader.sandbox.child.values import plain, plain_class
+from grader.sandbox.child import record
+from grader.sandbox.child.standins import owned
+from grader.sandbox.child.standins.calls import Arguments, Call, _output, _portable, _to, _wrap_callables
+from grader.sandbox.child.standins.gradients import Recorder, Through, fill, split
+from grader.sandbox.child.standins.values import checked_name as _name
+from grader.sandbox.child.standins.values import plain, plain_class
 
 # torch.nn classes rebuilt as themselves from the constructor arguments the grader sends;
 # any other torch module is a stand-in like the kit's own
@@ -113,7 +114,7 @@ class Link:
 
     def stand_in(self, part: str, info: dict | None = None, own=None):
         """A class or function to use in place of `part` ("assignment2.masks:make_pad_mask"); `info`:
-        the grader's description of a class part (grader.suite.parts.ReferenceParts.describe_class);
+        the grader's description of a class part (grader.suite.parts.serve.ReferenceParts.describe_class);
         `own`: the submission's own version of it, whose identity the stand-in takes (_dress), and, for a
         module, whose class it derives from (its methods other than forward and __init__ are not run
         on it by an honest composite), as `wrap`'s do: isinstance(x, own) holds either way."""

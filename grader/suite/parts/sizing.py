@@ -1,4 +1,4 @@
-"""Reference parts sized before they are built (grader.suite.parts): what a stand-in asks the grader
+"""Reference parts sized before they are built (grader.suite.parts.serve): what a stand-in asks the grader
 to build is the submission's say-so, so each tensor the build makes is sized on PyTorch's meta
 device first, and the build stops before the one that would pass the bound for one part (its
 elements, its tensors); the grading's own bound on all it built comes on top (ReferenceParts)."""

@@ -20,8 +20,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_map
 from torch.utils.weak import WeakIdKeyDictionary
 
-from grader.sandbox.child import held
 from grader.sandbox.child.fixtures import KIT
+from grader.sandbox.child.placement import held
 from grader.sandbox.child.record import student_frames
 
 ACROSS = {"__getitem__", "__setitem__", "index_put", "index_put_", "to", "copy_", "type_as", "expand_as",
@@ -199,7 +199,7 @@ def with_values(run, module: torch.nn.Module | None, kept: list[tuple[dict, str,
 
 
 def probe(x: torch.Tensor) -> torch.Tensor:
-    """The grader's test of this watch (grader.suite.placing): a CPU tensor made here meets `x`, on the
+    """The grader's test of this watch (grader.suite.placement): a CPU tensor made here meets `x`, on the
     device, which a watch left as it is reports as a stray."""
     return x * torch.ones(x.shape[-1])
 

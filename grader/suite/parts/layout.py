@@ -1,6 +1,6 @@
 """What the grader needs of a reference module at each call of its stand-in, worked out once per module.
 
-A stand-in's call runs the reference module on the stand-in's weights (grader.suite.parts): the
+A stand-in's call runs the reference module on the stand-in's weights (grader.suite.parts.serve): the
 names, shapes and submodules it checks them against are the module's own, which never change
 once built (the reference's code is trusted, and its forward runs on weights handed to it).
 Walking the module tree for them at every call was most of a call's cost for an Encoder or a

@@ -1,4 +1,4 @@
-"""A stand-in's calls of the reference's part with gradients (grader.sandbox.child.standins): what
+"""A stand-in's calls of the reference's part with gradients (grader.sandbox.child.standins.standin): what
 the backward through such a call needs on the worker's side, and how its inputs and outputs travel."""
 
 import weakref
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from grader.sandbox.child.gradients import Recorder, fill, split
+from grader.sandbox.child.standins.gradients import Recorder, fill, split
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The reference's parts, served to the stand-ins in the submission's process.
 
 An isolated check swaps the reference's versions of a composite's parts in for the
-submission's own; the stand-ins (grader.sandbox.child.standins) ask for them here: "build"
+submission's own; the stand-ins (grader.sandbox.child.standins.standin) ask for them here: "build"
 gets a description of the reference module's tree (data only: class names, constructor
 arguments, attributes, tensors; never code), "forward" and "call" run the reference at a
 place in that tree on the stand-in's own weights, and "backward" gives the vector-Jacobian
@@ -16,15 +16,16 @@ from typing import Any
 import torch
 from torch import nn
 
-from grader.sandbox.child import placement, protocol, state
-from grader.sandbox.child.gradients import fill, split
+from grader.sandbox.child import protocol, state
+from grader.sandbox.child.placement import watch
+from grader.sandbox.child.standins.gradients import fill, split
+from grader.sandbox.child.standins.values import data, plain
 from grader.sandbox.child.tree import resolve
-from grader.sandbox.child.values import data, plain
 from grader.suite.callback import Callback, SublayerCall
-from grader.suite.described import describe, methods
-from grader.suite.layout import Layout, changed, on_weights, tensor_attrs
+from grader.suite.parts.described import describe, methods
+from grader.suite.parts.layout import Layout, changed, on_weights, tensor_attrs
+from grader.suite.parts.sizing import Sized
 from grader.suite.reference import PACKAGE, load
-from grader.suite.sizing import Sized
 
 
 class ReferenceParts:
@@ -64,7 +65,7 @@ class ReferenceParts:
             self.package = load(reference)
             # what meta kernels import on first use, now: the grader's time answering asks is charged
             # to the submission (grader.sandbox.host), and this is no part of it
-            placement.warm()
+            watch.warm()
         parts = set(parts)
         if not parts or not parts >= self.allowed:  # a new check: what the last one built and kept goes
             self.built.clear()

@@ -1,5 +1,5 @@
 """The worker's requests that run the submission's code away from the plain CPU run: on another
-device under placement.Placement (the device-placement checks), and timed beside torch's
+device under watch.Placement (the device-placement checks), and timed beside torch's
 built-ins (the performance feedback)."""
 
 from collections.abc import Callable
@@ -8,9 +8,10 @@ from typing import Any
 
 import torch
 
-from grader.sandbox.child import placement, profile, protocol, record, state
+from grader.sandbox.child import profile, protocol, record, state
 from grader.sandbox.child.fixtures import SUBMISSION as PACKAGE
-from grader.sandbox.child.swaps import resolve
+from grader.sandbox.child.placement import watch
+from grader.sandbox.child.standins.swaps import resolve
 
 
 class Placed:
@@ -22,7 +23,7 @@ class Placed:
 
     def op_placed(self, req):
         """Run the target with its module, the modules among its arguments and its tensors moved to
-        `device` ("meta" or a GPU), under placement.Placement: a CPU tensor that meets them is
+        `device` ("meta" or a GPU), under watch.Placement: a CPU tensor that meets them is
         reported as `stray` instead of the output. Optionally under autocast (`autocast`: a dtype
         name) and through backward of sum(output * grad_output) (the parameters' gradients come back)."""
         device = str(req["device"])
@@ -30,7 +31,7 @@ class Placed:
         if kind not in ("meta", "cuda", "cpu"):
             raise ValueError(f"no device {device[:20]!r}")
         if device == "meta":
-            placement.warm()
+            watch.warm()
         fn = self.target(req)
         module = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
         plain = self.unwrap(req.get("args", [])), self.unwrap(req.get("kwargs", {}))
@@ -39,14 +40,14 @@ class Placed:
         modules = [m for m in [module, *args, *kwargs.values()] if isinstance(m, torch.nn.Module)]
         grad_output = req.get("grad_output")
         # what the meta run cannot run (a value read) runs again with values: the modules' values kept first
-        kept = placement.keep(modules) if kind == "meta" and grad_output is None and not req.get("autocast") \
+        kept = watch.keep(modules) if kind == "meta" and grad_output is None and not req.get("autocast") \
             else None
         for m in modules:
             m.to(device)
         if isinstance(module, torch.nn.Module):
             module.zero_grad(set_to_none=True)
         cast = torch.autocast(kind, dtype=protocol.DTYPES[req["autocast"]]) if req.get("autocast") else nullcontext()
-        placed = placement.Placement(kind, module if isinstance(module, torch.nn.Module) else None)
+        placed = watch.Placement(kind, module if isinstance(module, torch.nn.Module) else None)
         if req.get("seed") is not None:
             state.seed(req["seed"])
         try:
@@ -59,7 +60,7 @@ class Placed:
                     (out.float() * grad_output.to(device)).sum().backward()
         except Exception as e:
             if placed.found is None:
-                if kept is None or any(sign in str(e) for sign in placement.HOST_COPY):
+                if kept is None or any(sign in str(e) for sign in watch.HOST_COPY):
                     raise
                 return self._with_values(req, fn, module, kept, plain)
         except BaseException:
@@ -70,11 +71,11 @@ class Placed:
         if kind == "meta" and not req.get("autocast"):
             found = self._on_a_second_device(req, fn, module, args, kwargs)
             if found is not None:
-                return {"stray": {**found, "device": str(placement.SECOND)}}
+                return {"stray": {**found, "device": str(watch.SECOND)}}
         grads = None
         if grad_output is not None and isinstance(module, torch.nn.Module):
             grads = {n: p.grad for n, p in module.named_parameters()}
-        outputs = placement.tensors_in(out)
+        outputs = watch.tensors_in(out)
         # where the submission made an output left on the CPU (an output buffer made without device=)
         made: list[str] = next((placed.origins[t] for t in outputs
                                 if t.device.type == "cpu" and t in placed.origins), [])
@@ -83,24 +84,24 @@ class Placed:
 
     def _on_a_second_device(self, req, fn, module, args: list, kwargs: dict) -> dict | None:
         """The meta run again on a second device that is not `meta`: code that makes CPU tensors except
-        where it sees `meta` meets them there (placement.on_a_second_device). The stray found, or None."""
+        where it sees `meta` meets them there (watch.on_a_second_device). The stray found, or None."""
         if req.get("seed") is not None:
             state.seed(req["seed"])
         with self.watch:
-            return placement.on_a_second_device(lambda a, k: fn(*a, **k), module if isinstance(
+            return watch.on_a_second_device(lambda a, k: fn(*a, **k), module if isinstance(
                 module, torch.nn.Module) else None, args, kwargs)
 
     def _with_values(self, req, fn, module, kept, plain: tuple[list, dict]) -> dict:
-        """The meta run raised: the same call on a device that holds values (placement.with_values).
+        """The meta run raised: the same call on a device that holds values (watch.with_values).
         A stray found there is reported; an error there is raised (the code does not run off the CPU)."""
         if req.get("seed") is not None:
             state.seed(req["seed"])
         with self.watch:
-            found, out = placement.with_values(lambda a, k: fn(*a, **k), module if isinstance(
+            found, out = watch.with_values(lambda a, k: fn(*a, **k), module if isinstance(
                 module, torch.nn.Module) else None, kept, *plain)
         if found is not None:
-            return {"stray": {**found, "device": str(placement.SECOND)}}
-        outputs = placement.tensors_in(out)
+            return {"stray": {**found, "device": str(watch.SECOND)}}
+        outputs = watch.tensors_in(out)
         return {"output": out, "devices": [str(t.device) for t in outputs], "stray": None, "param_grads": None,
                 "made": []}
 

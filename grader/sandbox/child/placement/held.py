@@ -5,7 +5,7 @@ run, so a device bug behind such a read was never seen: code could even read a v
 off the CPU to be judged on nothing. Here each tensor says it is on `SECOND` and holds its values
 in a CPU tensor, every operator runs on those values, and a factory call asked for `SECOND`
 makes its tensor there: whatever runs on a GPU runs here, so an error here is code that does not
-run off the CPU. A CPU tensor that meets these is seen by placement.Placement, as on `meta`.
+run off the CPU. A CPU tensor that meets these is seen by watch.Placement, as on `meta`.
 """
 
 import torch
@@ -32,7 +32,7 @@ class Held(torch.Tensor):
     def __init__(self, inner: torch.Tensor):
         self.on_cpu = inner
 
-    # the watch (placement.Placement, a function mode) sees torch's functions; these see the operators
+    # the watch (watch.Placement, a function mode) sees torch's functions; these see the operators
     __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
 
     @classmethod

@@ -20,7 +20,7 @@ def data(v) -> bool:
 
 def plain_class(link, part: str, name: str, attrs: dict, methods: list) -> type:
     """A stand-in for plain class `part` (a Vocab): its class attributes `attrs`; its objects built, and
-    their `methods` run, in the grader through `link` (a standins.Link)."""
+    their `methods` run, in the grader through `link` (a standin.Link)."""
 
     def __init__(obj, *args, **kwargs):
         answer = link.send({"build": part, "args": list(args), "kwargs": kwargs})

@@ -1,6 +1,6 @@
 """The device-placement verdict, confirmed in the grader (issue 43: verdicts judged in the grader).
 
-Whether a CPU tensor met the device is seen by the kit's watch (grader.sandbox.child.placement),
+Whether a CPU tensor met the device is seen by the kit's watch (grader.sandbox.child.placement.watch),
 which runs in the submission's process: a submission can replace it there, and a device bug then
 shows as an error that the placement checks do not judge (code that cannot run on `meta`) or as
 nothing at all. The grader cannot see the stray itself, so it checks the watch: after every placed
@@ -19,7 +19,7 @@ from grader.sandbox.host import StudentError
 from grader.suite.checks import Mismatch
 from grader.trim import inert
 
-PROBE = "kit:placement_probe"  # grader.sandbox.child.placement.probe
+PROBE = "kit:placement_probe"  # grader.sandbox.child.placement.watch.probe
 # What the answer's words may hold: an honest watch sends 4 frames of a chain at most, each cut to 300
 # characters (grader.sandbox.child.record.student_frames); a function's name, a dotted attribute, a device.
 # A replaced watch sends what it likes (megabytes of frames, escapes, markup): kept to these here, where

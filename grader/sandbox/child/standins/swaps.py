@@ -1,11 +1,11 @@
 """The worker's swaps: the reference's stand-ins put in place of the submission's parts for a
-check, and the submission's own parts dressed as they are (grader.sandbox.child.standins), in
+check, and the submission's own parts dressed as they are (grader.sandbox.child.standins.standin), in
 every module of the submission that names them, until the next reset."""
 
 import sys
 
-from grader.sandbox.child import standins
 from grader.sandbox.child.fixtures import SUBMISSION as PACKAGE
+from grader.sandbox.child.standins import standin
 from grader.sandbox.child.tree import import_alone
 from grader.sandbox.child.tree import resolve as resolve_in_tree
 
@@ -24,7 +24,7 @@ class Swaps:
     own: set[str]
     echoed: set[str]  # own parts reached through the grader (the attribution's control run)
     patched: list[tuple[object, str, object]]
-    link: standins.Link
+    link: standin.Link
 
     def known(self, part: str):
         """The class standing in for the reference's `part` where a described tree holds one: the
@@ -44,7 +44,7 @@ class Swaps:
         code names them, until the next reset: a composite is then graded on its own wiring. The
         `own` parts (the composite's other parts, and all of them when none is swapped: the instructor's
         grade sends them for every check of a composite) are the submission's own, dressed as the
-        stand-ins are (standins.Link.wrap), so that the composite cannot tell its own parts from the
+        stand-ins are (standin.Link.wrap), so that the composite cannot tell its own parts from the
         reference's: a composite that behaves only with the reference's would have its failures excused."""
         self.own.update(p for p in req.get("own", []) if type(p) is str and p not in req["parts"])
         echoed = {p for p in req.get("echo", []) if type(p) is str and p in self.own} - self.echoed

@@ -1,4 +1,4 @@
-"""What the grader tells a stand-in of a reference part (grader.suite.parts): the reference module's
+"""What the grader tells a stand-in of a reference part (grader.suite.parts.serve): the reference module's
 tree as data (class names, constructor arguments of torch's built-ins, plain attributes, tensors;
 never code), and the methods of a plain class that its stand-in forwards to the grader."""
 
@@ -7,8 +7,8 @@ from typing import Any
 
 from torch import nn
 
-from grader.sandbox.child.standins import TORCH
-from grader.sandbox.child.values import plain
+from grader.sandbox.child.standins.standin import TORCH
+from grader.sandbox.child.standins.values import plain
 
 # constructor arguments of the torch.nn built-ins that the stand-ins rebuild as themselves
 TORCH_ARGS: dict[type[nn.Module], Callable[[Any], dict]] = {
