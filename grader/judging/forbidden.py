@@ -13,11 +13,12 @@ A hit scores its component 0. The tools of evasion are flagged: getattr with a c
 eval/exec/compile, __import__/importlib/builtins, torch.ops, torch._C, torch.library, torch.overrides
 and torch.utils._python_dispatch (which could switch the recorder off), operator.attrgetter and
 methodcaller, work in another process (os.fork, multiprocessing, subprocess: the recorder sees
-nothing there), the grader's own package, and naming the devices the placement check runs a forward on
-("meta", "lazy", `.is_meta`: code can behave right there alone). What they reach may never show in the worker's
-record, which the submission can switch off (docs/explanation/security.md, the threat model), so a
-flag can be a score: the course's `[policy] flagged = "hold"` holds the component's points at 0 for the
-instructor's review (the default; an override releases them); "count" only reports it.
+nothing there), the grader's own package, and testing for the devices the placement check runs a
+forward on (naming "meta" or "lazy", or telling them from the CPU: code can behave right there alone).
+What they reach may never show in the worker's record, which the submission can switch off
+(docs/explanation/security.md, the threat model), so a flag can be a score: the course's `[policy]
+flagged = "hold"` holds the component's points at 0 for the instructor's review (the default; an
+override releases them); "count" only reports it.
 
 What is scanned is what grading can run: the whole file but a top-level `if __name__ ==
 "__main__":` block, which runs only when the file is run as a script (a student's self-test that

@@ -2,6 +2,7 @@
 tools that could hide one found by line (see grader.judging.forbidden for what each costs)."""
 
 import ast
+import builtins
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,11 @@ _SUSPECT_MODULES = ("importlib", "builtins", "grader", "torch.ops", "torch._C", 
 _INTROSPECTION = {"vars": "vars()", "globals": "globals()", "locals": "locals()", "__builtins__": "__builtins__"}
 # the placement check's devices, named (a string "meta", "lazy:0"), or asked of a tensor
 _CHECK_DEVICES = re.compile(r"(meta|lazy)(:\d+)?")
-_DEVICE_ATTRIBUTES = {"is_meta"}
+_DEVICE_ATTRIBUTES = {"is_meta", "is_cpu"}
+# or told apart without naming them (a device is either the CPU or not; the tensors of a placed run are
+# of a subclass): compared with the CPU, read as text, or a class compared with torch's (`_device_tell`)
+_CPU = re.compile(r"cpu(:\d+)?")
+_BUILTINS = set(dir(builtins))  # `type(v).__name__ in ("int", "float")` checks an argument, not a device
 _FRAMES = {"__dict__": "__dict__", "__globals__": "__globals__", "__builtins__": "__builtins__",
            "__subclasses__": "__subclasses__",
            **dict.fromkeys(("f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "gi_frame", "cr_frame",
@@ -142,6 +147,11 @@ class _Scan(ast.NodeVisitor):
         if isinstance(node.value, str) and _CHECK_DEVICES.fullmatch(node.value):
             self._note(self.flags, Evasion.DEVICE_TELL, node)
 
+    def visit_Compare(self, node: ast.Compare) -> None:
+        if _device_tell([node.left, *node.comparators], self._dotted):
+            self._note(self.flags, Evasion.DEVICE_TELL, node)
+        self.generic_visit(node)
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in _FRAMES:
             self._note(self.flags, _FRAMES[node.attr], node)
@@ -168,6 +178,8 @@ class _Scan(ast.NodeVisitor):
             self._check(module, node)
             return
         func = node.func
+        if isinstance(func, ast.Attribute) and _device_read(func.value) in ("device", "text"):  # .type.startswith
+            self._note(self.flags, Evasion.DEVICE_TELL, node)
         if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) > 1 and not (
                 isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
             self._note(self.flags, Evasion.COMPUTED_GETATTR, node)
@@ -180,6 +192,65 @@ class _Scan(ast.NodeVisitor):
             if kw in given:
                 self._note(self.hits, api, node)
         self.generic_visit(node)
+
+
+def _device_read(node: ast.AST) -> str:
+    """"device" for a tensor's device or its type (`x.device`, `x.device.type`), "text" for what tells
+    devices apart past those (its index, its text: `str(x.device)`, `x.device.type[0]`, an f-string of
+    it), "class" for a value's class (`type(x)`, `x.__class__`, their `__name__`), "" for anything else:
+    a device passed on (`torch.arange(T, device=x.device)`) is not read."""
+    if isinstance(node, ast.Attribute):
+        if node.attr == "device" and not _names_torch(node.value):
+            return "device"
+        inner = _device_read(node.value)
+        if node.attr == "type" and inner == "device" and isinstance(node.value, ast.Attribute) \
+                and node.value.attr == "device":
+            return "device"
+        if inner in ("device", "text"):
+            return "text"
+        if node.attr == "__class__" or inner == "class" and node.attr in ("__name__", "__qualname__"):
+            return "class"
+        return ""
+    if isinstance(node, ast.Subscript):
+        return "text" if _device_read(node.value) in ("device", "text") else ""
+    if isinstance(node, ast.JoinedStr):
+        return "text" if any(_device_read(v.value) in ("device", "text") for v in node.values
+                             if isinstance(v, ast.FormattedValue)) else ""
+    if isinstance(node, ast.Call) and node.args:
+        if isinstance(node.func, ast.Name) and node.func.id in ("str", "repr", "format") \
+                and _device_read(node.args[0]) in ("device", "text"):
+            return "text"
+        if isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) == 1:
+            return "class"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):  # x.device.type.startswith("c")
+        return "text" if _device_read(node.func.value) in ("device", "text") else ""
+    return ""
+
+
+def _names_torch(node: ast.AST) -> bool:
+    """`torch` (or `torch.cuda`...): `torch.device` is the class, not a tensor's device."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == "torch"
+
+
+def _device_tell(sides: list[ast.expr], dotted) -> bool:
+    """A comparison that tells the placement check's runs from the CPU's: a device compared with the CPU
+    (`x.device.type != "cpu"`, `x.device == torch.device("cpu")`), its index or text compared at all
+    (`str(x.device)[0] == "m"`), a class compared with a torch class or a class name with a string
+    (`type(x) is torch.Tensor`). Two devices compared with each other (`mask.device != x.device`) and a
+    device compared with CUDA (false on the CPU and on the check's devices alike) tell nothing."""
+    reads = [_device_read(side) for side in sides]
+    if "text" in reads:
+        return True
+    strings = {c.value for side in sides for c in ast.walk(side) if isinstance(c, ast.Constant)
+               and isinstance(c.value, str)}
+    if "device" in reads and any(_CPU.fullmatch(v) for v in strings):
+        return True
+    if "class" in reads:
+        named = {dotted(c) for side in sides for c in ast.walk(side) if isinstance(c, (ast.Attribute, ast.Name))}
+        return bool(strings - _BUILTINS) or any(n and n.startswith("torch.") for n in named)
+    return False
 
 
 def _constant_import(node: ast.AST) -> str | None:

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.findings import Evasion
 from tests.kit.conftest import mutant
 
 LN, FFN, PE, EMB = ("assignment1/layer_norm.py", "assignment1/feed_forward.py", "assignment1/positional_encoding.py",
@@ -84,7 +85,8 @@ ATTACKS: dict[str, Attack] = {
     "searches_gc_for_tensors_of_the_right_shape": _ln(
         "import gc\nfor o in gc.get_objects():\n"
         "    if type(o) is torch.Tensor and o.shape == x.shape and o is not x and not o.requires_grad:\n"
-        "        return o.clone()\nreturn torch.zeros_like(x)\n", flagged=("gc",)),
+        "        return o.clone()\nreturn torch.zeros_like(x)\n",
+        flagged=("gc", Evasion.DEVICE_TELL)),  # and `type(o) is torch.Tensor` tells a placed run's tensors
     "reads_the_solution_through_the_graders_cwd": Attack("LayerNorm", False, needs_confinement=True,
                                                          flagged=("exec", "compile"), forward=(
         "import os\np = f'/proc/{os.getppid()}/cwd/solutions/assignment1/layer_norm.py'\n"

@@ -169,21 +169,26 @@ def test_a_device_bug_behind_a_value_read_costs_what_the_device_bug_costs(tmp_pa
 
 
 # the device bug made right on the placement check's devices alone (`meta`, and the worker's second device,
-# `lazy`), as nothing in the process tells them from a GPU but their names
-TELLS_THE_DEVICE = ("+ self.beta  # (..., d_model)",
-                    "+ self.beta * (torch.ones(x.shape[-1], device=x.device) if x.device.type in ('meta', 'lazy')"
-                    " else torch.ones(x.shape[-1]))  # (..., d_model)")
+# `lazy`): by their names, or told apart without them (not the CPU; the device's text)
+TELLS = {"by_name": "x.device.type in ('meta', 'lazy')", "not_the_cpu": "x.device.type != 'cpu'",
+         "by_text": "str(x.device)[0] in 'ml'"}
 
 
-def test_code_that_tests_for_the_placement_checks_devices_is_held_for_review(tmp_path):
-    """The LayerNorm with the device bug, right where its input is on `meta` or `lazy`: it passed the
-    placement check (10/10, nothing flagged, against 9.17 for the bug alone). Naming those devices is now
-    flagged, with its line, and under the default `[policy] flagged = "hold"` its points are held at 0."""
+@pytest.mark.parametrize("tell", list(TELLS))
+def test_code_that_tests_for_the_placement_checks_devices_is_held_for_review(tmp_path, tell):
+    """The LayerNorm with the device bug, right where its input is on `meta` or `lazy`: it passes the
+    placement check (10/10 with nothing flagged, against 9.17 for the bug alone, before a test of the
+    device was flagged). The test is flagged, with its line, and under the default `[policy] flagged =
+    "hold"` the component's points are held at 0."""
     honest = grade_json(mutant(tmp_path / "honest", {"assignment1/layer_norm.py": [DEVICE_BUG]}), "assignment1")
-    telling = grade_json(mutant(tmp_path / "telling", {"assignment1/layer_norm.py": [TELLS_THE_DEVICE]}),
-                         "assignment1")
+    telling = grade_json(mutant(tmp_path / "telling", {"assignment1/layer_norm.py": [(
+        "+ self.beta  # (..., d_model)", f"+ self.beta * (torch.ones(x.shape[-1], device=x.device) if {TELLS[tell]}"
+        " else torch.ones(x.shape[-1]))  # (..., d_model)")]}), "assignment1")
+    [layer_norm] = [c for c in telling["components"] if c["name"] == "LayerNorm"]
+    checks = {c["id"]: c["status"] for c in layer_norm["tests"]}
+    assert all(status == "passed" for status in checks.values()), checks  # the tell works: nothing fails
     assert not held(honest) and held(telling) == {"LayerNorm"}, (scores(telling), scores(honest))
-    [flag] = next(c["flagged"] for c in telling["components"] if c["name"] == "LayerNorm")
+    [flag] = layer_norm["flagged"]
     assert flag["what"] == "a test for the placement check's devices (meta, lazy)", flag
     assert flag["where"].startswith("assignment1/layer_norm.py:"), flag
 

@@ -175,7 +175,26 @@ def test_the_same_code_outside_main_is_found(tmp_path):
     ("def f(x):\n    return x.device.type in ('meta', 'lazy')\n", None, Evasion.DEVICE_TELL),
     ("def f(x):\n    return str(x.device) == 'lazy:0'\n", None, Evasion.DEVICE_TELL),
     ("def f(x):\n    return x.is_meta\n", None, Evasion.DEVICE_TELL),
-    ("def f(x):\n    return x.device.type == 'cuda' or x.is_cuda or x.device.type != 'cpu'\n", None, None),
+    # or told apart without naming them: the CPU or not, a device's text, a placed run's tensor class
+    ("def f(x):\n    return x.device.type != 'cpu'\n", None, Evasion.DEVICE_TELL),
+    ("import torch\ndef f(x):\n    return x.device == torch.device('cpu')\n", None, Evasion.DEVICE_TELL),
+    ("def f(x):\n    return x.is_cpu\n", None, Evasion.DEVICE_TELL),
+    ("def f(x):\n    return str(x.device)[0] == 'm'\n", None, Evasion.DEVICE_TELL),
+    ("def f(x):\n    return f'{x.device}'.startswith('m')\n", None, Evasion.DEVICE_TELL),
+    ("def f(x):\n    return x.device.type.startswith('c')\n", None, Evasion.DEVICE_TELL),
+    ("def f(x):\n    return x.device.index is None\n", None, Evasion.DEVICE_TELL),
+    ("import torch\ndef f(x):\n    return type(x) is torch.Tensor\n", None, Evasion.DEVICE_TELL),
+    ("def f(x):\n    return type(x).__name__ == 'Tensor'\n", None, Evasion.DEVICE_TELL),
+    ("import torch\ndef f(x):\n    return x.__class__ is not torch.Tensor\n", None, Evasion.DEVICE_TELL),
+    # what honest code does with devices and classes tells nothing: CUDA or not (false on the CPU and the
+    # check's devices alike), two devices compared, a device passed on, a class in a message or an
+    # argument's check
+    ("def f(x):\n    return x.device.type == 'cuda' or x.is_cuda\n", None, None),
+    ("def f(x, mask):\n    return mask.to(x.device) if mask.device != x.device else mask\n", None, None),
+    ("import torch\ndef f(x, n):\n    return torch.arange(x.size(1), device=x.device)[None] < n[:, None]\n",
+     None, None),
+    ("def f(d):\n    if type(d) is not int or type(d).__name__ in ('bool', 'float'):\n"
+     "        raise ValueError(f'd_model: expected an int, got {type(d).__name__} on {d.device}')\n", None, None),
     ('def f(x):\n    """Runs on any device: meta, lazy or not."""\n    return {"metadata": x}\n', None, None),
 ])
 def test_the_scan_names_what_it_finds(tmp_path, source, hit, flag):
