@@ -59,7 +59,7 @@ def one(assignment: str, n: int, oracle: bool, jobs: int) -> dict:
              # submission compared; the fingerprinting processes are done by then
              "index_cpu_seconds": round(done["comparing"] - done["fingerprinting"], 2)}
     if oracle:
-        from tests.kit.test_similarity_index import all_pairs
+        from tests.kit.sandbox.test_similarity_index import all_pairs
 
         start = time.perf_counter()
         expected = all_pairs(made.sources, stubs, similarity.THRESHOLD)

@@ -1,7 +1,7 @@
 """A report rebuilt from its JSON (grader.results.to_json's document): to render again what was graded
 elsewhere or earlier (a batch's reports, the kit's golden record) without grading it anew; and what a batch
 adds to the document (its record, overrides, lateness: `graded`), read here so that no other module reads
-a report by its keys (tests/kit/test_unit_typed_reads.py). Standard library only, as grader.results."""
+a report by its keys (tests/kit/unit/test_unit_typed_reads.py). Standard library only, as grader.results."""
 
 from __future__ import annotations
 

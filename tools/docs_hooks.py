@@ -10,7 +10,7 @@
   (grader.authoring.readme), rendered with the kit's course: one source for both.
 - `<!-- generated: changelog -->`: CHANGELOG.md.
 
-tests/kit/test_docs.py imports this module too (the parsers, the figures)."""
+tests/kit/docs_pages.py imports this module for the docs' tests (the parsers, the figures)."""
 
 import argparse
 import importlib
@@ -168,10 +168,9 @@ def figures() -> dict[str, str]:
 
 
 def _heldout(course) -> dict[str, str]:
-    """How far the diagnosis reaches on the held-out bugs, as tests/kit/test_heldout.py measures it."""
+    """How far the diagnosis reaches on the held-out bugs, as tests/kit/unit/test_heldout.py measures it."""
     _kit_importable()
-    from tests.kit.heldout import HELDOUT, RECORD
-    from tests.kit.test_heldout import diagnosed
+    from tests.kit.heldout import HELDOUT, RECORD, diagnosed
 
     record = json.loads(RECORD.read_text())
     own = table = elsewhere = 0
@@ -259,12 +258,12 @@ def layout() -> str:
 
 
 def tiers() -> str:
-    """The kit's test tiers, as tests/kit/tiering.py defines and the conftest applies them."""
+    """The kit's test tiers, as tests/kit/tiering.py defines them: each a directory of tests/kit/ and a marker."""
     _kit_importable()
     from tests.kit.tiering import TIERS
 
-    return "\n".join(["| marker | what its tests do |", "|---|---|",
-                      *(f"| `{name}` | {_cell(what)} |" for name, what in TIERS.items())])
+    return "\n".join(["| directory and marker | what its tests do |", "|---|---|",
+                      *(f"| `tests/kit/{name}/`, `{name}` | {_cell(what)} |" for name, what in TIERS.items())])
 
 
 BLOCKS = {"cli": cli_reference, "limits": limits_table, "layout": layout, "tiers": tiers,

@@ -143,7 +143,7 @@ def compute_bugs(course: Course, on_bug: Callable[[str], None] | None = None) ->
     """name -> {component, message, fix, failing: what its component's failing public checks say, and
     repro where --repro has a recipe for one of them: check -> {"inputs": the failing example's data that
     the recipe reads} or {"refused": why it has none}; the kit writes each bug's scripts from these
-    without grading again (tests/kit/test_repro.py)}."""
+    without grading again (tests/kit/sandbox/test_repro.py)}."""
     from grader.grading.warm import Grader
     from grader.judging import diagnosis
 

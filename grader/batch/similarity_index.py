@@ -23,7 +23,7 @@ classmate in a generated class, still a share of the class), not the class times
 submission in a generated class: what an honest pair lacks of A is little) are measured exactly,
 position by position (`_cover`: what copydetect's slices add up to), and what passes is compared by
 copydetect as before (the caller's grader.batch.similarity.score): the pairs listed are the
-all-pairs comparison's. tests/kit/test_similarity_index.py checks that equality, and the bound
+all-pairs comparison's. tests/kit/sandbox/test_similarity_index.py checks that equality, and the bound
 itself, on generated classes.
 """
 

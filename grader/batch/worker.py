@@ -5,8 +5,8 @@ it keeps between submissions is the grader's side (pytest, Hypothesis, the cours
 reference, imported once) and a worker template (grader.sandbox.template): torch imported
 once, forked into each submission's sandbox before any of its code loads; both are a
 grader.grading.warm.Grader per course. Grading the same
-tree after others gives the same report as grading it first (tests/kit/test_reproducible.py,
-tests/kit/test_template.py).
+tree after others gives the same report as grading it first (tests/kit/sandbox/test_reproducible.py,
+tests/kit/sandbox/test_template.py).
 """
 
 from __future__ import annotations

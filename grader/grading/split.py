@@ -6,7 +6,7 @@ A Helper is a warm grader of its own (its imports, its worker template) in a chi
 the later checks of a grading, it runs them in a sandbox of its own while the grader runs the
 earlier ones, and hands back what a single run would have recorded for them: the draws are
 derandomized, and the grader merges the outcomes, the forbidden APIs run and the faults in the
-order of a single run. The JSON is the same (tests/kit/test_reproducible.py). What a hang or a
+order of a single run. The JSON is the same (tests/kit/sandbox/test_reproducible.py). What a hang or a
 crash teaches about a component stays with it: where the cut falls inside a component and one of
 its checks meets a fault, on either side, the grader runs all of its checks again itself. What a
 module prints when it is imported shows under the first check of each process that imports it:

@@ -8,7 +8,7 @@ What a cold `grade` pays once per run is paid here once per process: the grader'
 (pytest, Hypothesis, torch, the suites and the reference, which stay in `sys.modules`) and a
 worker template (grader.sandbox.template) that has imported torch, so that each grading's
 worker is a fork of it rather than a fresh Python. Every grading still gets a fresh worker in
-the same isolation, and the same JSON as a cold run (tests/kit/test_reproducible.py). `grade`, `grade
+the same isolation, and the same JSON as a cold run (tests/kit/sandbox/test_reproducible.py). `grade`, `grade
 --watch`, `grade batch` (each pool or Dask worker) and the kit's own tests all grade through
 this class; `template=False` starts each worker as a fresh Python instead, which a single cold
 run prefers (its worker imports torch while this process imports the rest). `helper=True` also

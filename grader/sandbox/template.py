@@ -47,7 +47,7 @@ BOOT = ("import sys, importlib.util as u; s = u.spec_from_file_location('_grader
         "m = u.module_from_spec(s); s.loader.exec_module(m); m.main()")
 # What a worker imports from the Python installation before it first answers (worker.main: torch,
 # then torch._dynamo in placement.warm), imported once in the template instead: a fork then has
-# the modules a fresh worker has (tests/kit/test_template.py compares them).
+# the modules a fresh worker has (tests/kit/sandbox/test_template.py compares them).
 PRELOAD = ("torch", "torch._dynamo")
 MAX_MESSAGE = 1 << 16
 KILL_SECONDS = 30.0  # for the template to report a killed fork reaped

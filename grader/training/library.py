@@ -117,7 +117,7 @@ def fit(pkg: str, task: Task, config: TrainConfig = TrainConfig(), *, seed: int 
     model = o.model if o.model is not None else _transformer(pkg, len(src_vocab), len(tgt_vocab), pad_idx, c)
     loss_fn = LabelSmoothingLoss(len(tgt_vocab), pad_idx, smoothing=c.smoothing)
     # foreach: torch picks the per-tensor loop on the CPU, a Python loop over the parameters at each of
-    # a check's (up to) 1000 steps; the same numbers (tests/kit/test_course.py's stored outputs)
+    # a check's (up to) 1000 steps; the same numbers (tests/kit/unit/test_course.py's stored outputs)
     optimizer = torch.optim.Adam(model.parameters(), lr=c.lr_scale, betas=(0.9, 0.98), eps=1e-9, foreach=True)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: noam_lr(s + 1, c.d_model, c.warmup))
 

@@ -5,8 +5,8 @@ Course material for instructors, next to the suites: it does not ship to student
 reference with one change). `grade expected` grades each bug's tree and stores what its public
 checks report (outputs, never code) in public/expected/bugs.json, from which the grader names a
 student's bug (grader.judging.diagnosis); the kit's tests are stated over the same table (each entry alone
-costs its own component only and is diagnosed as itself there: tests/kit/test_assignmentN.py,
-test_dropout_placement.py; fairness: tests/kit/test_attribution.py).
+costs its own component only and is diagnosed as itself there: tests/kit/sandbox/test_assignmentN.py,
+test_dropout_placement.py; fairness: tests/kit/sandbox/test_attribution.py).
 """
 
 from dataclasses import dataclass
@@ -37,7 +37,7 @@ def _one(component: str, file: str, old: str, new: str, message: str = "", fix: 
 
 
 # The first entry of each component is the one the fairness properties pair with others
-# (tests/kit/test_attribution.py): add new entries after it.
+# (tests/kit/sandbox/test_attribution.py): add new entries after it.
 BUGS: dict[str, Bug] = {
     # assignment1
     "layer_norm_unbiased_variance": _one(

@@ -1,4 +1,4 @@
-"""The shipped adversarial suite: hostile submissions, one attack each (tests/kit/test_adversarial.py).
+"""The shipped adversarial suite: hostile submissions, one attack each (tests/kit/sandbox/test_adversarial.py).
 
 Each attack is a copy of solutions/ with one change. `keeps` says what the attacked
 component's checks may earn: True when the attack changes nothing that component computes (its
@@ -18,7 +18,7 @@ from tests.kit.conftest import mutant
 LN, FFN, PE, EMB = ("assignment1/layer_norm.py", "assignment1/feed_forward.py", "assignment1/positional_encoding.py",
                     "assignment1/embedding.py")
 FORWARD = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
-PROBE_PORT = 47_613  # a loopback listener the network attack tries to reach (tests/kit/test_adversarial.py)
+PROBE_PORT = 47_613  # a loopback listener the network attack tries to reach (tests/kit/sandbox/test_adversarial.py)
 
 
 @dataclass(frozen=True)
@@ -175,7 +175,7 @@ ATTACKS: dict[str, Attack] = {
     # its own output cut short under the grader's reader (the grading died)
     "truncates_its_own_output": _ln("import os\nprint('x' * 5000, flush=True)\nos.ftruncate(1, 0)\n", keeps=True),
     # processes that leave its process group: one in a session of its own, and an orphan of one (its
-    # parent exited); forks of its worker, as leftover_processes sees them (tests/kit/test_adversarial.py)
+    # parent exited); forks of its worker, as leftover_processes sees them (tests/kit/sandbox/test_adversarial.py)
     "detaches_processes_from_its_grading": Attack("LayerNorm", True, module=DETACH, flagged=("os.fork",)),
 }
 
@@ -186,7 +186,7 @@ MESSAGES = {"writes_malformed_frames": "malformed answer", "raises_an_exception_
 # a shell starts as many sleeps as it can, up to past course.toml's processes = 512 (forks of a
 # process with torch loaded are too slow for that); LayerNorm answers zeros if more than the
 # limit ran. As root, RLIMIT_NPROC holds only for another user (isolation.sandbox_user). Graded by
-# tests/kit/test_root.py with the course's own timeout: the forks take seconds on a loaded machine.
+# tests/kit/sandbox/test_root.py with the course's own timeout: the forks take seconds on a loaded machine.
 FORK_BOMB = Attack("LayerNorm", True, flagged=("os.fork",), module=(
     "import os\nshell = os.fork()\nif shell == 0:\n    try:\n        os.execv('/bin/sh', ['sh', '-c', "
     "'i=0; while [ $i -lt 640 ]; do sleep 60 & i=$((i+1)); done'])\n    finally:\n        os._exit(0)\n"
@@ -217,7 +217,7 @@ def build(tmp_path: Path, attack: Attack) -> Path:
 
 
 # A submission's module that answers malformed frames, truncates its own output, and detaches
-# processes (a new session, an orphan); tests/kit/test_adversarial.py runs it in each tier
+# processes (a new session, an orphan); tests/kit/sandbox/test_adversarial.py runs it in each tier
 DETACHING_PROBE = '''
 import os, struct, sys, time
 

@@ -45,7 +45,7 @@ def cli_json(tree: Path, assignment: str, *extra: str) -> dict:
 
 _GRADERS: dict = {}
 ONE_SCREEN = 45  # lines of `grade`'s report at 100 columns, for a submission with one bug
-# Reports already graded, by what decides them (tests/kit/test_reproducible.py: the same files, course
+# Reports already graded, by what decides them (tests/kit/sandbox/test_reproducible.py: the same files, course
 # and device always get the same JSON): many tests grade the same tree (a bug of the table alone, in
 # test_assignmentN and test_attribution; the solutions). KIT_CACHE keeps them across runs, keyed on the
 # tree and on everything besides it that decides a grade (the grader's code, the suites, the reference,
@@ -66,7 +66,7 @@ def grade_report(tree: Path, assignment: str, *, course: Path = ROOT / "course.t
                  cached: bool = True):
     """Grade `tree` in this process through the warm grader that `grade`, `grade --watch` and `grade
     batch` use (grader.grading.warm.Grader: a worker forked per grade from a template, in the same isolation);
-    one grader per course and test process. tests/kit/test_reproducible.py holds its JSON to the
+    one grader per course and test process. tests/kit/sandbox/test_reproducible.py holds its JSON to the
     command line's. `cached`: a tree with the same files, graded earlier (in this run or, unless the
     report is unsteady, in an earlier one: KIT_CACHE) for the same assignment, course and device with
     the same sources, gives that grading's report (timings included) without a new one."""
@@ -179,7 +179,8 @@ def pytest_configure(config):
 def _matplotlib_font_cache() -> None:
     """matplotlib's font cache, built here where it is not yet: on a fresh machine the first import of
     matplotlib.pyplot runs `fc-list` to build it, and a unit test that imports it (copydetect does) would
-    then start a process (tiering.guard). Seen in a fresh clone's unit tier (tests/kit/test_readme_fresh.py)."""
+    then start a process (tiering.guard). Seen in a fresh clone's unit tier
+    (tests/kit/container/test_readme_fresh.py)."""
     try:
         import matplotlib.font_manager  # noqa: F401
     except ImportError:
@@ -194,20 +195,46 @@ def pytest_runtest_setup(item):
         needs.require(*mark.args)
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` selects by them
-def pytest_collection_modifyitems(config, items):
-    """Each test's tiers (tests/kit/tiering.py), from what it and its fixtures use."""
-    from tests.kit.tiering import Reader, tiers_of
+_TIER_READER: list = []  # the one tiering.Reader of this collection (it reads each helper once)
 
-    reader = Reader()
-    for item in items:
-        for tier in sorted(tiers_of(item, reader)):
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    """Each test's tier is the directory it lives in (tests/kit/unit/, sandbox/, ...: tests/kit/tiering.py):
+    its markers, before `-m` selects by them. A test that reaches a tier its directory does not allow, a test
+    module outside the tier directories, or a tier marker written on a test makes its module's collection
+    fail, naming the test and the directory it belongs in."""
+    report = yield
+    if report.outcome != "passed":
+        return report
+    from tests.kit import tiering
+
+    if not _TIER_READER:
+        _TIER_READER.append(tiering.Reader())
+    wrong = []
+    for item in report.result:
+        if not isinstance(item, pytest.Item):
+            continue
+        written = sorted({m.name for m in item.iter_markers() if m.name in tiering.TIERS})
+        if written:
+            wrong.append(f"{item.nodeid}: the tier marker {', '.join(written)} is written on it; its directory "
+                         "says its tier (tests/kit/tiering.py)")
+            continue
+        where, tiers = tiering.directory(item.path), tiering.reached(item, _TIER_READER[0])
+        problem = tiering.misplaced(item.nodeid, where, tiers)
+        if problem is not None:
+            wrong.append(problem)
+            continue
+        for tier in sorted(tiering.markers(where, tiers)):
             item.add_marker(getattr(pytest.mark, tier))
+    if wrong:
+        report.outcome, report.longrepr, report.result = "failed", "\n".join(wrong), []
+    return report
 
 
 @pytest.fixture(autouse=True)
 def _unit_tier_guard(request, monkeypatch):
-    """A unit test that starts a process fails, saying so (tiering.guard)."""
+    """A test of tests/kit/unit/ that starts a process fails, saying so (tiering.guard)."""
     if request.node.get_closest_marker("unit") is not None:
         from tests.kit.tiering import guard
 

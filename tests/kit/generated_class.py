@@ -1,4 +1,4 @@
-"""Generated classes for the similarity check (tests/kit/test_similarity_index.py, benchmarks/class_scale.py).
+"""Generated classes for the similarity check (tests/kit/sandbox/test_similarity_index.py, benchmarks/class_scale.py).
 
 Every student's code is the solutions' marked blocks rewritten with the student's own random choices,
 as different people write the same few lines: their own names, operands the other way round,

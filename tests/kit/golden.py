@@ -5,7 +5,7 @@ solutions/ as tests/kit/conftest.mutant applies them): the solutions of assignme
 entry of the course's table of classic bugs (tests/grading/bugs.py, as grader/authoring/expected.py
 applies them), the kit's mutant tables (tests/kit/mutants.py: assignment4's bugs, correct variants,
 device and half-precision bugs, the survivors and the accepted variants) and the part-and-composite
-pairs of tests/kit/test_attribution.py. The held-out set (tests/kit/classic.py's entries) has its own
+pairs of tests/kit/sandbox/test_attribution.py. The held-out set (tests/kit/classic.py's entries) has its own
 record, tests/kit/heldout_record.json.
 
 Per entry the record keeps the JSON report (`grade --json`) and the terminal report at 100
@@ -19,7 +19,7 @@ diffing).
     python -m tests.kit.golden --check    # grade the whole list, compare with the record; exit 1 on a difference
     python -m tests.kit.golden --check NAME...   # those entries only
 
-tests/kit/test_golden.py compares SUBSET, which covers every component of every assignment; the
+tests/kit/sandbox/test_golden.py compares SUBSET, which covers every component of every assignment; the
 record holds SUBSET (`python -m tests.kit.golden --out tests/kit/golden_record.json $(SUBSET)`, minutes).
 The whole list was graded at 50ff439, before the pipeline's restructuring (49 min): the restructuring
 commit against its parent changed nothing on it; what this round's other issues changed on purpose
@@ -36,6 +36,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
+
+import pytest
 
 RECORD = Path(__file__).with_name("golden_record.json")
 WIDTH = 100
@@ -59,7 +61,7 @@ def entries() -> dict[str, Entry]:
     """The whole list, by name, in a fixed order."""
     from tests.grading.bugs import BUGS
     from tests.kit import mutants
-    from tests.kit.test_attribution import ALL_BUGS, HOME, PAIRS
+    from tests.kit.sandbox.test_attribution import ALL_BUGS, HOME, PAIRS
 
     found = {f"solutions/{a}": Entry(a, {}) for a in ("assignment1", "assignment2", "assignment3", "assignment4")}
     found.update({f"bugs/{n}": Entry(b.assignment, b.patches) for n, b in BUGS.items()})
@@ -76,7 +78,7 @@ def entries() -> dict[str, Entry]:
     return found
 
 
-# What tests/kit/test_golden.py grades: the solutions, one table bug per component of every assignment
+# What tests/kit/sandbox/test_golden.py grades: the solutions, one table bug per component of every assignment
 # (assignments 1-3: the first of its component in tests/grading/bugs.py; assignment4: the quickest of
 # its component to grade, measured over the whole list, since its training checks cost up to a
 # minute a tree) and one part-and-composite pair. Each of these trees is graded by another kit test
@@ -204,6 +206,12 @@ def differences(expected: dict[str, dict], got: dict[str, dict], *, text_lines: 
 
 def load() -> dict[str, dict]:
     return json.loads(RECORD.read_text())
+
+
+@pytest.fixture(scope="module", name="record")
+def record_fixture() -> dict:
+    """The record, read once per module: the fixture `record` of the golden tests (imported into their modules)."""
+    return load()
 
 
 def write(record: dict[str, dict], path: Path = RECORD) -> None:

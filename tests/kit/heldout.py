@@ -11,9 +11,14 @@ many are not in the table at all, and some cannot be told from the public checks
 
 tests/kit/heldout_record.json holds, per entry, what its component's failing public checks said
 when graded (`python -m tests.kit.heldout` grades every entry again and rewrites it: minutes);
-tests/kit/test_heldout.py diagnoses from it and grades a few entries afresh.
+tests/kit/unit/test_heldout.py diagnoses from it (`diagnosed`, the fixture `record`) and
+tests/kit/sandbox/test_heldout.py grades a few entries afresh.
 """
 
+import pytest
+
+from grader.judging import diagnosis
+from grader.results import Details, Outcome
 from tests.grading.bugs import ATT, DEC, EMB, ENC, FFN, LN, MASKS, MHA, PE, SUB, TRANSFORMER
 from tests.kit.classic import Classic, _one
 
@@ -375,6 +380,26 @@ def as_json_safe(value):
     import json
 
     return json.loads(json.dumps(value, default=str))
+
+
+@pytest.fixture(scope="module", name="record")
+def record_fixture() -> dict:
+    """RECORD as read: the fixture `record` of the held-out tests (imported into their modules)."""
+    import json
+
+    return json.loads(RECORD.read_text())
+
+
+def diagnosed(course, name: str, graded: dict) -> dict[str, str]:
+    """component -> bug id, as the report would name them from `graded`'s failing public checks. Each
+    held-out tree has its one bug in the assignment graded, so the parts of earlier assignments are the
+    reference's and pass: none is upstream."""
+    spec = course.assignment(HELDOUT[name].assignment)
+    results = {chk.id: Outcome("passed") for comp in spec.components for chk in comp.checks if chk.tier == "public"}
+    results.update({i: Outcome(o["status"], o["reason"], o["message"], Details.from_json(o["details"]))
+                    for i, o in graded["failing"].items()})
+    named = diagnosis.diagnose(course, spec, results, frozenset(graded["excused"]), upstream=frozenset())
+    return {component: said.bug for component, said in named.items()}
 
 
 def main() -> None:

@@ -1,8 +1,8 @@
 """The kit's mutant tables: one classic bug per entry, named, with the component it lives in.
 
 A mutant is a copy of solutions/ with textual patches ({file: [(old, new), ...]}). The
-kit's fairness properties are stated over these tables (tests/kit/test_attribution.py),
-and each assignment's tests grade its own entries (tests/kit/test_assignmentN.py).
+kit's fairness properties are stated over these tables (tests/kit/sandbox/test_attribution.py),
+and each assignment's tests grade its own entries (tests/kit/sandbox/test_assignmentN.py).
 """
 
 from dataclasses import dataclass
@@ -92,7 +92,7 @@ VARIANTS = {
 
 # Device-placement bugs: right on the CPU, broken on a GPU; each must cost its own component its
 # device-placement check (`*_stays_on_the_inputs_device`) on a machine without one, and nothing
-# elsewhere (tests/kit/test_device.py). `line`: the text of the line the report must name.
+# elsewhere (tests/kit/sandbox/test_device.py). `line`: the text of the line the report must name.
 @dataclass(frozen=True)
 class DeviceBug(Bug):
     check: str = ""
@@ -165,7 +165,7 @@ HALF_PRECISION_BUGS = {"attention_masks_with_minus_1e9": _one(
 
 
 # Bugs that once lost nothing, by class (issue 36): each case must cost its own component and
-# nothing elsewhere (tests/kit/test_survivors.py). Several cases per class, written differently.
+# nothing elsewhere (tests/kit/sandbox/test_survivors.py). Several cases per class, written differently.
 EMB_TOKEN = "self.token = TokenEmbedding(vocab_size, d_model, padding_idx)"
 TRAIN_APPEND = "        losses.append(loss.item())\n    return sum(losses) / max(len(losses), 1)"
 SURVIVORS: dict[str, dict[str, Bug]] = {
@@ -237,7 +237,7 @@ ACCEPTED_VARIANTS: dict[str, tuple[str, dict[str, list[tuple[str, str]]]]] = {
 
 # Correct data pipelines written another way (issue 51): the contract numbers the words after the
 # specials in any order, and collate may pad however it likes. Each must keep every point of
-# assignment4, its end-to-end training included (tests/kit/test_boundary_verdicts.py): whatever the
+# assignment4, its end-to-end training included (tests/kit/sandbox/test_boundary_verdicts.py): whatever the
 # grader recomputes of a training run, it recomputes on the submission's own numbering of the tokens.
 VOCAB_ORDER = "words.sort(key=lambda w: (-counts[w], w))  # frequent first, then alphabetical: deterministic"
 COLLATE_BODY = (

@@ -1,6 +1,6 @@
 """Hypothesis strategies of the kit's own tests, composed here: the hand-made outcomes the unit tests of the
 judging stages draw (what a grading's checks could have said, over the checks of the kit's own course.toml,
-with no sandbox: tests/kit/test_unit_*.py), the texts a submission makes, small reference Transformers for
+with no sandbox: tests/kit/unit/), the texts a submission makes, small reference Transformers for
 beam search, and translated dates for BLEU."""
 
 from __future__ import annotations

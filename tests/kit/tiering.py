@@ -1,14 +1,19 @@
-"""The tiers of the kit's own tests, told from what each test uses (tests/kit/conftest.py applies them).
+"""The tiers of the kit's own tests: a test's tier is the directory it lives in, checked against what it uses
+(tests/kit/conftest.py applies both).
 
-A test's tier is read from its code and from the code of the fixtures and test helpers it reaches
-(the functions of tests/ that it calls, through closures, classes and modules, transitively): a helper
-that names `subprocess`, the kit's sandbox or warm grader, a grading entry point of the grader, Docker,
-Chromium or a Jupyter kernel puts every test that reaches it in that tier. A test module may also
-say its tier outright (`pytestmark = pytest.mark.sandbox`) where what it starts is out of sight (a
-grader function that grades in a sandbox, say). A test in no heavy tier is `unit`; `guard` makes sure a
-unit test really starts nothing (the conftest's autouse fixture `_unit_tier_guard`).
+Each test module is in the directory of its tier: tests/kit/unit/, sandbox/, container/, browser/ or kernel/
+(TIERS says what each tier's tests start), and its tests carry that tier's marker, so that
+`python -m pytest tests/kit/unit` and `python -m pytest -m unit` run the same tests. The directory is checked
+against what the test reaches: its code and the code of the fixtures and test helpers it reaches (the
+functions of tests/ that it calls, through closures, classes and modules, transitively); a helper that
+names `subprocess`, the kit's sandbox or warm grader, a grading entry point of the grader, Docker, Chromium
+or a Jupyter kernel reaches that tier. unit/ allows none of them, sandbox/ the sandbox tier, and container/,
+browser/ and kernel/ their own tier and the sandbox's (`ALLOWED`): a test that reaches more, a test module
+outside the tier directories, or a tier marker written on a test is a collection error that names the
+test and the directory it belongs in (`misplaced`). A test that starts a process out of sight (a grader
+function that grades in a sandbox, say) is put in its tier's directory all the same; `guard` makes sure
+a unit test really starts nothing (the conftest's autouse fixture `_unit_tier_guard`).
 """
-
 from __future__ import annotations
 
 import dis
@@ -19,6 +24,7 @@ import sys
 import threading
 import types
 from collections.abc import Iterable
+from pathlib import Path
 
 TIERS = {
     "unit": "starts no process of any kind: no sandbox, subprocess, Docker, Chromium or kernel",
@@ -28,6 +34,10 @@ TIERS = {
     "kernel": "runs a Jupyter kernel (nbclient, nbgrader)",
 }
 HEAVY = ("sandbox", "container", "browser", "kernel")
+KIT = Path(__file__).resolve().parent
+# the heavy tiers that a test of each tier's directory may reach
+ALLOWED = {"unit": frozenset(), "sandbox": frozenset({"sandbox"}), "container": frozenset({"container", "sandbox"}),
+           "browser": frozenset({"browser", "sandbox"}), "kernel": frozenset({"kernel", "sandbox"})}
 
 # modules (and what they hold) that start processes: a test that reaches one is in that tier
 MODULES = {
@@ -139,10 +149,9 @@ class Reader:
         return tiers
 
 
-def tiers_of(item, reader: Reader) -> set[str]:
-    """The tiers of a collected test: its explicit tier markers, what its code and its fixtures' code
-    reach; `unit` where that is no heavy tier."""
-    tiers = {m.name for m in item.iter_markers() if m.name in HEAVY}
+def reached(item, reader: Reader) -> set[str]:
+    """The heavy tiers that a collected test reaches: what its code and its fixtures' code reach."""
+    tiers: set[str] = set()
     function = getattr(item, "function", None)
     if function is not None:
         tiers |= reader.of(function, owner=getattr(item, "cls", None))
@@ -152,7 +161,43 @@ def tiers_of(item, reader: Reader) -> set[str]:
             continue
         for fixturedef in info.name2fixturedefs.get(name, ())[-1:]:
             tiers |= reader.of(fixturedef.func)
-    return tiers or {"unit"}
+    return tiers
+
+
+def directory(path: Path) -> str | None:
+    """The tier whose directory holds the test module at `path` (None: a module outside tests/kit/'s tier
+    directories)."""
+    try:
+        parts = Path(path).resolve().relative_to(KIT).parts
+    except ValueError:
+        return None
+    return parts[0] if len(parts) > 1 and parts[0] in TIERS else None
+
+
+def belongs(tiers: set[str]) -> str:
+    """The directory of a test that reaches `tiers`: the heaviest of them (container > browser > kernel >
+    sandbox), unit for none."""
+    return next((t for t in ("container", "browser", "kernel", "sandbox") if t in tiers), "unit")
+
+
+def misplaced(test: str, where: str | None, tiers: set[str]) -> str | None:
+    """What is wrong with the test `test` (a node id) in the tier directory `where` (None: outside them),
+    reaching `tiers`; None where nothing is."""
+    home = f"tests/kit/{belongs(tiers)}/"
+    if where is None:
+        return (f"{test}: a test module of the kit lives in the directory of its tier (tests/kit/unit/, sandbox/, "
+                f"container/, browser/ or kernel/: tests/kit/tiering.py); by what it reaches it belongs in {home}")
+    if not tiers <= ALLOWED[where]:
+        reach = ", ".join(f"{t} ({TIERS[t]})" for t in sorted(tiers - ALLOWED[where]))
+        return (f"{test} reaches the tier {reach}, which tests/kit/{where}/ does not allow: it belongs in {home}, "
+                f"or keep it from reaching that (tests/kit/tiering.py)")
+    return None
+
+
+def markers(where: str, tiers: set[str]) -> set[str]:
+    """The tier markers of a test in `where` that reaches `tiers` (allowed there): its directory's tier and
+    the tiers it reaches (a test of container/ that runs `grade` too is also `sandbox`)."""
+    return {where} | (tiers & ALLOWED[where])
 
 
 class StartedAProcess(AssertionError):
@@ -164,8 +209,8 @@ def _refuse(what: str, original, thread: threading.Thread):
         if threading.current_thread() is not thread:  # a process the run's own machinery starts
             return original(*args, **kwargs)
         raise StartedAProcess(
-            f"a test of the unit tier started {what}: mark its module `pytestmark = pytest.mark.sandbox` (or "
-            f"the tier it needs: {', '.join(HEAVY)}), or keep it from starting one (tests/kit/tiering.py)")
+            f"a test of the unit tier started {what}: move it to the directory of the tier it needs "
+            f"(tests/kit/{'/, tests/kit/'.join(HEAVY)}/), or keep it from starting one (tests/kit/tiering.py)")
     return refused
 
 

@@ -207,7 +207,7 @@ def become_worker(job: dict, fds: list[int], template: int):
 def as_if_started_here(job: dict):
     """What a worker started on its own would have: its environment, argv and sys.path, and what
     the preloaded modules computed at import from where and as whom the process runs (its folder,
-    HOME, user), computed again here. tests/kit/test_template.py compares the modules' globals."""
+    HOME, user), computed again here. tests/kit/sandbox/test_template.py compares the modules' globals."""
     os.environ.clear()
     os.environ.update(job["env"])
     for name, value in SET_BY_IMPORT.items():
