@@ -1,5 +1,5 @@
-"""Changing the course: a check of weight 0 is informational (reported, never counted), a course where
-no check of a component counts is refused, and `grade --help` names every command."""
+"""Changing the course: `grade --help` names every command (a check's weight:
+tests/kit/unit/test_authoring.py)."""
 
 from grader.cli import COMMANDS
 

@@ -1,6 +1,6 @@
 """Beam search (grader.translation.beam) on small random Transformers built from the reference solutions:
-what it returns is the model's own probability, it is greedy decoding at beam size 1, and it never
-ends on a less probable translation than greedy decoding does."""
+it is greedy decoding at beam size 1, it never ends on a less probable translation than greedy decoding
+does, and a bad argument is a ValueError naming it."""
 
 import pytest
 import torch

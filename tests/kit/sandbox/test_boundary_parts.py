@@ -1,5 +1,6 @@
-"""The trust boundary, reference parts: what a stand-in asks the grader to build is sized before it
-is built, with bounds per part and per grading (issue 43, item 2)."""
+"""The trust boundary, reference parts (issue 43, item 2): sizing what a stand-in asks the grader to build
+before it is built changes nothing an honest part is (the bounds per part and per grading:
+tests/kit/unit/test_boundary_parts.py)."""
 
 import torch
 

@@ -1,6 +1,6 @@
 """`grade train assignment4 --data` and `grade translate` on a made-up language pair (tests/kit/madeup.py):
-the reader and its one-line errors, the held-out split, the tokenizers, a run that stops and resumes
-bit for bit, Ctrl-C, and translating with the checkpoint. Tiny models: seconds, not minutes."""
+the reader's one-line errors, a run that stops and resumes bit for bit, the held-out split's score,
+Ctrl-C, and translating with the checkpoint. Tiny models: seconds, not minutes."""
 
 import io
 import os

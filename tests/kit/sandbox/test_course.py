@@ -1,4 +1,5 @@
-"""The kit's generated files are up to date, and course.toml matches the suites."""
+"""The kit's generated files are up to date: `grade stubs --check` finds the stubs as the solutions
+generate them (course.toml against the suites: tests/kit/unit/test_course.py)."""
 
 import subprocess
 import sys

@@ -1,6 +1,7 @@
 """course.toml [feedback] reveal (issue 44): how much a report tells of a diagnosed bug. "fix" (the
 default) names the bug and the code it should be, "bug" the bug alone, "check" only the failed checks
-and their hints. The student's release keeps the level, and batch feedback follows it."""
+and their hints. Batch feedback follows the level (the student's release keeps it:
+tests/kit/unit/test_feedback_levels.py)."""
 
 import dataclasses
 import json

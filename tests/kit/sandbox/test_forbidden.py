@@ -1,7 +1,7 @@
 """What course.toml forbids a component costs that component everything, and nothing elsewhere.
 
-Each grading test is one run of the smallest assignment that shows it; the source scan's own
-cases and the no-false-positive sweep over the kit's correct trees need no grading run.
+Each test is one run of the smallest assignment that shows it (the source scan's own cases and the
+no-false-positive sweep over the kit's correct trees need no grading run: tests/kit/unit/test_forbidden.py).
 """
 
 import pytest

@@ -1,10 +1,11 @@
-"""Forbidden APIs across the whole submission (issue 43, item 4): a helper in the assignment
-package's `__init__.py` or in a sibling component's file is the submission's code too, charged to
-the component that runs it; the recorder patched through sys.modules and the API taken as
-`vars(F)["layer_norm"]` is found in the source, and the introspection is flagged with its line.
+"""Forbidden APIs across the whole submission (issue 43, item 4), graded: a helper in the assignment
+package's `__init__.py` is the submission's code too, charged to the component that runs it; the recorder
+patched through sys.modules and the API taken as `vars(F)["layer_norm"]` cost LayerNorm its points, and
+are flagged. Since issue 51 an operator that ran is recorded as the forbidden API it does, however the
+code named it.
 
-Each attack was seen to get full marks, nothing flagged, before grader.judging.forbidden read every staged
-file; the judge-only cases need no grading run.
+Each of item 4's attacks was seen to get full marks, nothing flagged, before grader.judging.forbidden read
+every staged file (the judge-only cases: tests/kit/unit/test_forbidden_reach.py).
 """
 
 import pytest

@@ -1,10 +1,7 @@
-"""The diagnosis on bugs it was not built from (tests/kit/heldout.py): the report names at least 80% of
-the held-out classic bugs on their own component, and never names a bug on another component.
-
-Grading the 134 trees takes minutes, so the diagnosis (the course's table and the numerical forensics'
-"looks like", grader.judging.diagnosis) is run here on what their failing public checks said when graded
-(heldout_record.json, written by `python -m tests.kit.heldout`); a few cheap trees are graded afresh
-to hold the record to what grading says now."""
+"""The diagnosis on bugs it was not built from (tests/kit/heldout.py), graded afresh: a few cheap held-out
+trees fail as heldout_record.json says they did, which holds the record to what grading says now, and a
+placement failure is diagnosed with the line that made the CPU tensor (the share named, run on the
+record: tests/kit/unit/test_heldout.py)."""
 
 import pytest
 

@@ -1,6 +1,7 @@
 """`grade batch`'s HTML (grader.batch.html): class.html and feedback/STUDENT.html from a real batch
-(conftest.graded), opened in headless Chromium (Debian's `chromium`; .ci/run installs it; elsewhere
-skipped without it, before the class is graded, saying how to get it: tests/kit/needs.py)."""
+(conftest.graded), read as text: a student's page holds the feedback text and no hidden check, the class
+page shows the similar pairs, and without matplotlib it keeps its tables and says so (opened in headless
+Chromium: tests/kit/browser/test_html.py)."""
 
 import html
 import json

@@ -1,5 +1,6 @@
-"""Grading from a notebook, as a student in Jupyter or Colab does: a real kernel runs `!grade ...` and
-`grader.check(...)`, and the saved notebook holds the report, without a spinner's frames."""
+"""Grading from a notebook, without a kernel: progress shows on a terminal only (not under a kernel's `!`
+or Colab, nor on a pipe), and `import grader` stays light and gives `grader.check` (a real kernel:
+tests/kit/kernel/test_notebook.py)."""
 
 
 def test_progress_shows_on_a_terminal_only(tmp_path):

@@ -1,5 +1,5 @@
-"""What `grade release` tells students: how to set up, grade, debug and use a notebook, and what
-becomes of the performance feedback (pure functions of the course: no release is built here)."""
+"""What `grade release` tells students: how to set up, grade, debug and use a notebook (a pure function of
+the course: no release is built here; the performance feedback: tests/kit/unit/test_student_readme.py)."""
 
 import re
 

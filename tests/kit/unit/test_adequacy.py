@@ -1,5 +1,6 @@
-"""`grade adequacy`: the matrix of which checks catch which bugs of the table, with its flags, on a copy
-of the kit's suites whose bug table holds three LayerNorm entries (one twice under two names)."""
+"""`grade adequacy`'s rule, on the kit's own course: every public check catches a bug of the table, as
+bugs.json records it (read, not graded again), or bugs.py's UNCAUGHT states why (the matrix and its flags,
+graded: tests/kit/sandbox/test_adequacy.py)."""
 
 import json
 

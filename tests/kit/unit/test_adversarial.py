@@ -1,13 +1,7 @@
-"""The adversarial suite: every hostile submission of tests/kit/attacks.py, graded through the real CLI:
-together, with an honest neighbour, by `grade batch` as a class is graded (each attack then also
-meets the template its successors' workers are forked from), and, where the attack aims at what
-`grade` itself prints or a batch refuses it before grading, alone by `grade`.
-
-For each attack: the attacked component earns what its honest code earns (nothing for a
-cheat), every other component keeps its points, the JSON is valid, the report carries no
-escape sequence of the submission's, no file outside the scratch folder changes (the kit,
-a neighbouring submission, the Python installation's startup hooks), no process of the
-submission outlives the grade, and nothing reaches the network.
+"""The adversarial suite's checks that need no grading: a NaN or an infinity never compares equal, and
+the submission's text reaches Gradescope's results inert, with no control character, ANSI escape or
+direction override of the submission's (every hostile submission of tests/kit/attacks.py, graded through
+the real CLI: tests/kit/sandbox/test_adversarial.py).
 """
 
 import sys

@@ -1,14 +1,6 @@
-"""Fair grades, stated as properties over the kit's mutant tables (tests/kit/mutants.py).
-
-- once: a bug in a part costs nothing in the components built on it;
-- monotone: replacing a part or a composite of a submission with the reference (fixing a
-  bug) never lowers any component's score, nor the total;
-- own bugs count: a composite's own bug loses it marks even while its parts are broken.
-
-Parts and composites come from course.toml's `depends`. Pairs: a composite's bug with a bug of every
-part it builds on, directly or through other composites (assignments 1 to 3). assignment4's
-composites are graded once per direct part (their checks are slow: they train a model), with
-a part bug that costs the composite marks where its parts are not attributed.
+"""Fair grades: a composite's failure is laid on a part two levels down (from course.toml's `depends`)
+where the part between passes, and run again with the reference's part (the properties over the kit's
+mutant tables, graded: tests/kit/sandbox/test_attribution.py).
 """
 
 from tests.kit.kit_course import COURSE

@@ -1,5 +1,5 @@
-"""Changing the course: a check of weight 0 is informational (reported, never counted), a course where
-no check of a component counts is refused, and `grade --help` names every command."""
+"""Changing the course: a check of weight 0 is informational (reported, never counted), and a course where
+no check of a component counts, or a check weighs less than 0, is refused."""
 
 import re
 from pathlib import Path

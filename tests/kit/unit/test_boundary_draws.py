@@ -1,7 +1,6 @@
-"""The trust boundary, draws: nothing in the instructor's grade is what a student's own run could have
-recorded and answered from a table (issue 43, item 5). The public checks run there twice: on the
-student's draws (so the bug table names a bug alike in both grades) and, where they passed and drew
-anything, on a second set from course.toml's hidden_seed (grader.suite.draws)."""
+"""The trust boundary, draws: a check's tier, which decides whether its public checks run again on a
+second set from course.toml's hidden_seed, is the suites' own folder, never one above where the course is
+kept (the second set itself, graded: tests/kit/sandbox/test_boundary_draws.py)."""
 
 
 def test_the_tier_is_the_suites_own_folder_not_one_above_where_the_course_is_kept(tmp_path):

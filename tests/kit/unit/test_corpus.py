@@ -1,6 +1,6 @@
-"""`grade train assignment4 --data` and `grade translate` on a made-up language pair (tests/kit/madeup.py):
-the reader and its one-line errors, the held-out split, the tokenizers, a run that stops and resumes
-bit for bit, Ctrl-C, and translating with the checkpoint. Tiny models: seconds, not minutes."""
+"""`grade train assignment4 --data`'s corpus on a made-up language pair (tests/kit/madeup.py), without a
+run: the reader, the held-out split and the tokenizers (the runs, their one-line errors and
+`grade translate`: tests/kit/sandbox/test_corpus.py)."""
 
 from grader.translation.corpus import CorpusSource, read_pairs, split_held_out
 from grader.translation.tokenizing import BpeTokenizer

@@ -1,4 +1,5 @@
-"""The kit's generated files are up to date, and course.toml matches the suites."""
+"""The stubs hold no solution code, and course.toml matches the suites: every check it lists is a test,
+and every test is graded."""
 
 import ast
 

@@ -1,13 +1,6 @@
-"""Device placement, the GPU tier and the performance feedback.
-
-- A device-placement bug (a tensor made on the CPU inside forward, a table kept as a plain
-  attribute) costs its own component its `*_stays_on_the_inputs_device` check on a machine
-  without a GPU, names the line, and costs nothing elsewhere; correct placements keep every point.
-- `--device cuda` without a CUDA device changes no score: the GPU checks are reported skipped and
-  not counted; a submission that hides the GPU changes nothing either way.
-- The GPU tier's checks run for real where there is a GPU, and on every machine with the CPU
-  standing in for it (what they compare, and half precision under autocast, are the same).
-- The performance feedback is in the JSON as positive ratios, and decides no points by default.
+"""The performance feedback's points: they count only where course.toml gives some, and a component timed
+as a kind the grader does not know is refused (device placement and the GPU tier:
+tests/kit/sandbox/test_device.py).
 """
 
 import re

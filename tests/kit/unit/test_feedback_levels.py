@@ -1,6 +1,6 @@
-"""course.toml [feedback] reveal (issue 44): how much a report tells of a diagnosed bug. "fix" (the
-default) names the bug and the code it should be, "bug" the bug alone, "check" only the failed checks
-and their hints. The student's release keeps the level, and batch feedback follows it."""
+"""course.toml [feedback] reveal (issue 44), how much a report tells of a diagnosed bug: the student's
+release keeps the level, and the student's grade follows it (the levels:
+tests/kit/sandbox/test_feedback_levels.py)."""
 
 from grader import course as config
 from grader.authoring.release import course_text

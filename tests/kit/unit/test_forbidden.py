@@ -1,7 +1,6 @@
-"""What course.toml forbids a component costs that component everything, and nothing elsewhere.
-
-Each grading test is one run of the smallest assignment that shows it; the source scan's own
-cases and the no-false-positive sweep over the kit's correct trees need no grading run.
+"""What course.toml forbids, as the source scan finds it: the scan's own cases, and the no-false-positive
+sweep over the kit's correct trees. None needs a grading run (what a forbidden API costs, graded:
+tests/kit/sandbox/test_forbidden.py).
 """
 
 import tempfile

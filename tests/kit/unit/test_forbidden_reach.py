@@ -1,10 +1,12 @@
-"""Forbidden APIs across the whole submission (issue 43, item 4): a helper in the assignment
-package's `__init__.py` or in a sibling component's file is the submission's code too, charged to
-the component that runs it; the recorder patched through sys.modules and the API taken as
-`vars(F)["layer_norm"]` is found in the source, and the introspection is flagged with its line.
+"""Forbidden APIs across the whole submission (issue 43, item 4), judged from the source: a helper in the
+assignment package's `__init__.py` or in a sibling component's file is the submission's code too,
+charged to the component that imports it; the recorder patched through sys.modules and the API taken as
+`vars(F)["layer_norm"]` are found in the source, and the introspection is flagged with its line. Each
+tool of dynamic reach gains nothing under the default hold (issue 51), and the attacks tests/kit/attacks.py
+says are flagged are those the scan flags.
 
 Each attack was seen to get full marks, nothing flagged, before grader.judging.forbidden read every staged
-file; the judge-only cases need no grading run.
+file; these judge-only cases need no grading run (the gradings: tests/kit/sandbox/test_forbidden_reach.py).
 """
 
 from pathlib import Path

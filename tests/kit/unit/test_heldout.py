@@ -4,7 +4,7 @@ the held-out classic bugs on their own component, and never names a bug on anoth
 Grading the 134 trees takes minutes, so the diagnosis (the course's table and the numerical forensics'
 "looks like", grader.judging.diagnosis) is run here on what their failing public checks said when graded
 (heldout_record.json, written by `python -m tests.kit.heldout`); a few cheap trees are graded afresh
-to hold the record to what grading says now."""
+to hold the record to what grading says now (tests/kit/sandbox/test_heldout.py)."""
 
 from grader import load_course
 from tests.kit.conftest import ROOT

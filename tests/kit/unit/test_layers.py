@@ -1,6 +1,6 @@
 """grader's packages keep the layers pyproject.toml declares ([tool.importlinter]; the order and the
-reason for each layer: docs/development/architecture.md, "Layers"), checked by import-linter as CI runs
-it: imports inside functions and under TYPE_CHECKING counted, every upward import named with its reason."""
+reason for each layer: docs/development/architecture.md, "Layers"): the contract is exhaustive and names
+every package and top-level module of grader/ (import-linter's run: tests/kit/sandbox/test_layers.py)."""
 
 from tests.kit.conftest import ROOT
 

@@ -1,8 +1,9 @@
-"""Canvas's and Moodle's bulk downloads graded by `grade batch` (grader.batch.lms), and the grades written
-back into each LMS's own sheet by `grade export` (grader.batch.export), on files in the formats the
-two LMSs document: Canvas's gradebook export (Student, ID, SIS User ID, SIS Login ID, Section, the
-assignments as "NAME (ID)", a "Points Possible" row) and Moodle's offline grading worksheet
-(Identifier "Participant N", ..., Grade, Maximum Grade, ..., Feedback comments)."""
+"""Canvas's and Moodle's bulk downloads as `grade batch` reads them (grader.batch.lms), and the grades
+written back into each LMS's own sheet by `grade export` (grader.batch.export), without grading, on files
+in the formats the two LMSs document: Canvas's gradebook export (Student, ID, SIS User ID, SIS Login ID,
+Section, the assignments as "NAME (ID)", a "Points Possible" row) and Moodle's offline grading worksheet
+(Identifier "Participant N", ..., Grade, Maximum Grade, ..., Feedback comments). The downloads graded:
+tests/kit/sandbox/test_lms.py."""
 
 import csv
 import io

@@ -1,7 +1,6 @@
-"""A test that needs Chromium, Docker or root (tests/kit/needs.py) is skipped where it is missing, with
-a reason naming it and how to get it, and fails instead under CI: the README's test command passes on
-a fresh machine, and CI never skips a tier. Run for real: pytest on the kit's own Chromium test, with
-a PATH that holds no Chromium."""
+"""Every need of tests/kit/needs.py (Chromium, Docker, root) says how to get it, and an unknown one is
+refused (the skip where it is missing and the failure under CI, run for real:
+tests/kit/sandbox/test_needs.py)."""
 
 import pytest
 

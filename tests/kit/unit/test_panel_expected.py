@@ -1,6 +1,6 @@
-"""Every "expected" is what a correct implementation gives on the example shown (issue 44): a check
-that compares with values built from the student's own output says so ("compared with") and is not
-the panel while a check compared with a correct implementation's values failed."""
+"""The panel (issue 44): a check that compares with values built from the student's own output is not the
+panel while a check compared with a correct implementation's values failed (a graded bug's "expected":
+tests/kit/sandbox/test_panel_expected.py)."""
 
 from grader.judging.telling import most_telling
 from grader.results import CheckResult, ComponentResult, Details, Outcome

@@ -1,11 +1,7 @@
-"""Parity: the student's local grade (the tree `grade release` writes: public tier, no reference)
-charges what the instructor's grade of the same tree charges, and starts at the part with the bug.
-
-A composite whose checks fail while one of its parts fails its own public checks cannot be judged
-without the reference: its failures that run through the part wait ("waiting", not charged) and
-"Start here" names the earliest failing part, in whichever assignment it lies. The instructor's
-grades are those tests/kit/sandbox/test_attribution.py makes of the same single-bug trees (the report cache
-shares them within a run)."""
+"""Parity, a composite's status: a composite whose checks fail while one of its parts fails its own
+public checks cannot be judged without the reference, so its failures that run through the part wait
+("waiting", not charged); a failure of its own is charged beside them (the student's grade against the
+instructor's: tests/kit/sandbox/test_parity.py)."""
 
 from grader.results import CheckResult, ComponentResult, Outcome
 

@@ -1,6 +1,7 @@
-"""`grade batch` into an OUT that holds an earlier run: changes.csv says what moved and why; overrides
-(a regrade request granted) are applied after grading and last until removed; hostile student names
-stay text in every file and in the terminal (grader.batch.regrade, grader.batch.safe)."""
+"""`grade batch` into an OUT that holds an earlier run, its parts without a batch: changes.csv says what
+moved and why; overrides (a regrade request granted) replace graded points, release what was held for
+review, and come off again; hostile student names stay text (grader.batch.regrade, grader.batch.safe).
+A batch run again and again: tests/kit/sandbox/test_regrade.py."""
 
 import pytest
 

@@ -1,4 +1,7 @@
-"""`grade release`: the student kit holds no solution code and no hidden material, and grades once installed."""
+"""`grade release`'s student kit holds no solution code: the audit finds shipped code that does a
+component's job (the kit's own library and the public checks' helpers do not), and `grade nbgrader`'s
+folders ship the bug table in the release's student form (the release made and installed:
+tests/kit/sandbox/test_release.py)."""
 
 import dataclasses
 import json

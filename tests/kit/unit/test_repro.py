@@ -1,6 +1,6 @@
-"""Debugging where students work: `grade --repro` writes a failing check as a plain script that fails on
-the bug and passes once it is fixed; `grade --only` runs a few checks alone (end to end, with the
-notebook: tests/kit/kernel/test_notebook.py)."""
+"""Debugging where students work: `grade --only` runs a few checks alone, in the course's order, and a
+component with none of them is left out (`grade --repro`: tests/kit/sandbox/test_repro.py; end to end,
+with the notebook: tests/kit/kernel/test_notebook.py)."""
 
 from tests.kit.conftest import ROOT
 

@@ -1,4 +1,6 @@
-"""The same submission always gets the same grade: same JSON, timings aside, however it is run."""
+"""The same submission always gets the same grade: a check's draws are seeded from the digest Hypothesis
+itself computes of its source, parametrized or not (graded however it is run:
+tests/kit/sandbox/test_reproducible.py)."""
 
 
 def test_the_digest_kept_for_a_check_is_hypothesis_own():

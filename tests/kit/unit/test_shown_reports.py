@@ -1,7 +1,6 @@
-"""The reports the docs show are what the kit prints today: each text block of a page that draws a
-component's panel is held, line for line, to the report of the tree the page names, graded through the
-warm grader (cached: conftest.grade_report; test_assignment1 grades the same trees) and drawn at 80
-columns. The README's report, a student kit's, is held to the release's in tests/kit/sandbox/test_release.py."""
+"""The reports the docs show are what the kit prints today: every page that draws a component's panel is
+one tests/kit/report_blocks.SHOWN names, so that its text blocks are held to the kit's reports (line for
+line: tests/kit/sandbox/test_shown_reports.py)."""
 
 from tests.kit.conftest import ROOT
 from tests.kit.report_blocks import SHOWN, blocks

@@ -1,8 +1,8 @@
-"""Isolated checks on code that relies on the contract's structure, and gradients through stand-ins.
-
-An isolated check runs a composite on stand-ins for the reference's parts: they must look like
-the contract says (torch.nn built-ins, plain attributes, the kit's own submodules callable) and
-let gradients through, so that a correct composite keeps every point whatever it leans on."""
+"""Isolated checks' stand-ins for the reference's parts, from the grader's side: it refuses a malformed
+request from a stand-in, runs a reference module on the weights it is given as torch.func.functional_call
+does, and builds a part asked for again from the same arguments as a fresh build; tensors and reference
+modules drawn again are fresh copies of a first draw (code that relies on the contract's structure, and
+gradients through stand-ins, graded: tests/kit/sandbox/test_structure.py)."""
 
 import pytest
 import torch

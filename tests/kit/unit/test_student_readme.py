@@ -1,5 +1,7 @@
-"""What `grade release` tells students: how to set up, grade, debug and use a notebook, and what
-becomes of the performance feedback (pure functions of the course: no release is built here)."""
+"""What `grade release` tells students of the performance feedback, and the torch it pins: the student's
+course.toml keeps the feedback the README describes, and the pin is what CI installs (pure functions of
+the course: no release is built here; setting up, grading and debugging:
+tests/kit/sandbox/test_student_readme.py)."""
 
 import re
 import tomllib

@@ -1,5 +1,7 @@
 """The most telling check: the failure a report shows in full is the one that says most about the bug
-(grader.judging.telling), chosen with the bug table that grade expected stores (bugs.json)."""
+(grader.judging.telling): a hint that names a bug of the table first, then the check fewer of its bugs
+fail, then the smallest example; a failure that waits on a part is not shown (on graded bugs:
+tests/kit/sandbox/test_telling.py)."""
 
 from grader.judging.telling import most_telling
 from grader.results import CheckResult, ComponentResult, Details, Outcome
