@@ -16,7 +16,7 @@ _SUSPECT_MODULES = ("importlib", "builtins", "grader", "torch.ops", "torch._C", 
                     "ctypes", "_ctypes", "torch.library", "operator.attrgetter", "operator.methodcaller",
                     # work done in another process, where the recorder and the watch see nothing (issue 51)
                     "os.fork", "os.forkpty", "os.register_at_fork", "os.posix_spawn", "os.posix_spawnp",
-                    "posix", "multiprocessing", "subprocess", "concurrent.futures.process")
+                    "posix", "_posixsubprocess", "multiprocessing", "subprocess", "concurrent.futures.process")
 # introspection by name or attribute: what it reaches is not in the source (flag -> what the report says)
 _INTROSPECTION = {"vars": "vars()", "globals": "globals()", "locals": "locals()", "__builtins__": "__builtins__"}
 # the placement check's devices, named (a string "meta", "lazy:0"), or asked of a tensor

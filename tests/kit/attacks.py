@@ -38,7 +38,10 @@ class Attack:
 
 DETACH = """import os, time
 def _detach(orphan):
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # refused by the worker (grader.sandbox.child.processes)
+        return
     if pid:
         if orphan:
             os.waitpid(pid, 0)
@@ -185,12 +188,14 @@ MESSAGES = {"writes_malformed_frames": "malformed answer", "raises_an_exception_
 
 # a shell starts as many sleeps as it can, up to past course.toml's processes = 512 (forks of a
 # process with torch loaded are too slow for that); LayerNorm answers zeros if more than the
-# limit ran. As root, RLIMIT_NPROC holds only for another user (isolation.sandbox_user). Graded by
+# limit ran. The worker refuses the shell's fork (grader.sandbox.child.processes); where one got
+# through, RLIMIT_NPROC would hold, as root only for another user (isolation.sandbox_user). Graded by
 # tests/kit/sandbox/test_root.py with the course's own timeout: the forks take seconds on a loaded machine.
 FORK_BOMB = Attack("LayerNorm", True, flagged=("os.fork",), module=(
-    "import os\nshell = os.fork()\nif shell == 0:\n    try:\n        os.execv('/bin/sh', ['sh', '-c', "
+    "import os\ntry:\n    shell = os.fork()\nexcept OSError:\n    shell = None\nif shell == 0:\n    try:\n"
+    "        os.execv('/bin/sh', ['sh', '-c', "
     "'i=0; while [ $i -lt 640 ]; do sleep 60 & i=$((i+1)); done'])\n    finally:\n        os._exit(0)\n"
-    "os.waitpid(shell, 0)\nsleeps = []\nfor pid in filter(str.isdigit, os.listdir('/proc')):\n    try:\n"
+    "if shell:\n    os.waitpid(shell, 0)\nsleeps = []\nfor pid in filter(str.isdigit, os.listdir('/proc')):\n    try:\n"
     "        if open(f'/proc/{pid}/cmdline', 'rb').read() == b'sleep\\x0060\\x00' and "
     "os.stat(f'/proc/{pid}').st_uid == os.getuid():\n            sleeps.append(int(pid))\n"
     "    except OSError:\n        pass\nFORKED = len(sleeps)\nprint('sleeps started:', FORKED)\n"
@@ -216,10 +221,11 @@ def build(tmp_path: Path, attack: Attack) -> Path:
     return tree
 
 
-# A submission's module that answers malformed frames, truncates its own output, and detaches
-# processes (a new session, an orphan); tests/kit/sandbox/test_adversarial.py runs it in each tier
-DETACHING_PROBE = '''
-import os, struct, sys, time
+# A submission's module that answers malformed frames, truncates its own output, detaches processes
+# (a new session, an orphan) by a fork that Python's audit hooks do not see, and tries each way to
+# start a process; tests/kit/sandbox/test_adversarial.py runs it in each tier
+DETACHING_PROBE = """
+import ctypes, multiprocessing, os, struct, subprocess, sys, time
 
 
 def malformed():
@@ -235,9 +241,22 @@ def truncate():
     return 1
 
 
+def _fork():
+    # the C library's fork, found by a pointer and called holding the GIL: no audit event names it
+    libc = ctypes.CDLL(None)
+    dlsym = libc.dlsym
+    dlsym.restype, dlsym.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
+    return ctypes.PYFUNCTYPE(ctypes.c_int)(dlsym(libc._handle, b"fork"))()
+
+
 def detach(marker):
+    # how many of its two forks started: 0 where the kernel refuses them
+    started = 0
     for orphan in (False, True):
-        pid = os.fork()
+        pid = _fork()
+        if pid < 0:
+            continue
+        started += 1
         if pid:
             if orphan:
                 os.waitpid(pid, 0)
@@ -247,15 +266,50 @@ def detach(marker):
                 os.setsid()
             except OSError:  # the seccomp tier refuses it: the process stays in the worker's group
                 pass
-            if orphan and os.fork():
+            if orphan and _fork():
                 os._exit(0)
-            import ctypes
             ctypes.CDLL(None).prctl(15, marker.encode(), 0, 0, 0)  # PR_SET_NAME: /proc/PID/comm
             time.sleep(120)
         finally:
             os._exit(0)
-    return 1
-'''
+    return started
+
+
+def _attempt(action):
+    try:
+        action()
+        return "started"
+    except OSError:
+        return "refused"
+    except Exception as e:  # multiprocessing's spawn where its modules cannot be read: no process either
+        return f"failed: {type(e).__name__}"
+
+
+def _waited(pid):
+    if pid == 0:
+        os._exit(0)
+    if pid < 0:
+        raise OSError("fork refused")
+    os.waitpid(pid, 0)
+
+
+def _spawned():
+    process = multiprocessing.get_context("spawn").Process(target=print)
+    process.start()
+    process.join()
+
+
+def ways():
+    # each way to start a process or run a program: "started", "refused" or why it failed
+    return {"os.fork": _attempt(lambda: _waited(os.fork())),
+            "subprocess": _attempt(lambda: subprocess.run(["true"])),
+            "os.system": _attempt(lambda: os.system("true")),
+            "os.posix_spawn": _attempt(lambda: os.posix_spawn("/bin/true", ["true"], {})),
+            "multiprocessing": _attempt(_spawned),
+            "ctypes": _attempt(lambda: _waited(ctypes.PyDLL(None).fork())),
+            "a pointer": _attempt(lambda: _waited(_fork())),
+            "os.execv": _attempt(lambda: os.execv("/bin/true", ["true"]))}
+"""
 
 
 def running(marker: str) -> list[str]:

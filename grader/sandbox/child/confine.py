@@ -187,7 +187,7 @@ def outside(allowed: set[int]) -> list[tuple[int, int]]:
     return blocks
 
 
-def _import_pyseccomp():
+def import_pyseccomp():
     """pyseccomp, imported without ctypes.util.find_library's search where the libraries load by
     their usual names: the search runs gcc and ldconfig, 60 ms or more of every worker's start."""
     import ctypes.util
@@ -210,7 +210,7 @@ def _import_pyseccomp():
 
 def confine(spec: dict) -> dict:
     """Apply the tier to this process; return what holds: {"landlock": ABI or 0, "why": ...}."""
-    pyseccomp = _import_pyseccomp()  # first: it looks for libseccomp in files Landlock then bars
+    pyseccomp = import_pyseccomp()  # first: it looks for libseccomp in files Landlock then bars
 
     if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         e = ctypes.get_errno()

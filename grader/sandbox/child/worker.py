@@ -14,7 +14,7 @@ from contextlib import nullcontext
 
 import torch
 
-from grader.sandbox.child import confine, jail, protocol, record, state
+from grader.sandbox.child import confine, jail, processes, protocol, record, state
 from grader.sandbox.child.fixtures import IMPORTS, KIT
 from grader.sandbox.child.fixtures import SUBMISSION as PACKAGE
 from grader.sandbox.child.placement import watch
@@ -236,6 +236,7 @@ def main():
         jail.become(int(become))
     import_tree(f"{scratch}/{PACKAGE}", PACKAGE)
     thread.join()
+    processes.refuse()  # before any of the submission's code: see its module
     # Set only now: torch (already imported) keeps its cached bytecode, which takes seconds to
     # rebuild, while the submission's code is compiled from its sources into a fresh prefix.
     sys.pycache_prefix = pycache

@@ -38,7 +38,8 @@ KIT = "/srv/kit"  # the course, readable by nobody, for `grade` run as that user
 DAEMON = "kit-daemon-left-behind"  # in the command line of the hostile tree's daemon
 LIMITS = ("--memory", "768m", "--cpus", "0.5")  # Gradescope's defaults
 # sixteen fresh interpreters of 56 MiB each (every page touched), each far smaller than the grader,
-# held while LayerNorm's checks run: the container was OOM-killed, the grader its pick (no results)
+# held while LayerNorm's checks run: the container was OOM-killed, the grader its pick (no results);
+# then the watcher stopped them; now the worker refuses to start them (grader.sandbox.child.processes)
 SPREAD = """
 import subprocess, time
 HOLD = ("import mmap, time\\nb = mmap.mmap(-1, 56 << 20)\\nfor i in range(0, 56 << 20, 4096):\\n    b[i] = 1\\n"
@@ -196,16 +197,15 @@ def test_every_attack_of_a_hostile_submission_is_refused_as_root(container, tmp_
     assert survivors(container) == []
 
 
-def test_memory_spread_over_processes_is_charged_and_results_are_written(container, tmp_path):
-    """RLIMIT_AS bounds each process alone: the watcher (grader.sandbox.child.watcher) bounds them
-    together below the container's limit, and the OOM killer takes the worker's first."""
+def test_memory_spread_over_processes_is_refused_and_results_are_written(container, tmp_path):
+    """RLIMIT_AS bounds each process alone, so memory spread over processes is refused at their start
+    (grader.sandbox.child.processes); where a start got through, the watcher (grader.sandbox.child.
+    watcher) would bound them together below the container's limit, and the OOM killer would take the
+    worker's first."""
     data = run_autograder(container, hostile(tmp_path, SPREAD), check=False)
     assert data, "no results.json"
-    # The watcher usually stops the worker's group before the kernel has to kill anything; on half a
-    # CPU under CI's load it lost that race once, and the kernel's OOM killer took a worker's process
-    # (oom_score_adj 1000) and not the grader, which wrote results.json all the same: what this
-    # asserts. Where the kernel kills a cgroup's whole group (memory.oom.group), the grader would go
-    # too: docs/explanation/security.md says so under what stays open.
+    # no child started (the attack's LEAK stays unset: LayerNorm's checks pass, its points held for review,
+    # as `subprocess` is flagged); the grader wrote results.json and nothing is left running
     got = component_scores(data)
     assert got.pop("LayerNorm") < 10 and got == {"PositionwiseFeedForward": 8.0, "PositionalEncoding": 10.0,
                                                  "TokenEmbedding": 6.0, "TransformerEmbedding": 6.0}, got
