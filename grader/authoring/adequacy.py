@@ -28,7 +28,7 @@ TIERS = (Tier.PUBLIC, Tier.HIDDEN)  # the GPU tier's checks need a GPU: left out
 
 def matrix(course: Course, assignment: str) -> dict:
     """{"checks", "bugs", "flags"} for `assignment` (see the module's docstring)."""
-    from grader.grading.suites import one_intra_op_thread, run_checks
+    from grader.grading.suites import one_intra_op_thread, pytest_run
     from grader.grading.warm import Grader
     from grader.judging import diagnosis
     from grader.suite.remote import Submission
@@ -52,7 +52,7 @@ def matrix(course: Course, assignment: str) -> dict:
             sandbox = grader.sandbox(assignment=spec, submission=tree)
             try:
                 with one_intra_op_thread():
-                    results = run_checks(course, Submission(sandbox, None, course.reference),
+                    results = pytest_run(course, Submission(sandbox, None, course.reference),
                                          {chk.id: () for chk in comp.checks if chk.tier in TIERS})
             finally:
                 sandbox.close()

@@ -190,7 +190,7 @@ def _public_results(course: Course, grader, assignment: str, component: str, tre
     """The component's public checks only, run as a grade runs them: a bug's signature needs no
     other check (each check draws its own inputs), and assignment4's end-to-end training costs
     a minute a tree. The kit grades every entry in full and holds the result to this one."""
-    from grader.grading.suites import one_intra_op_thread, run_checks
+    from grader.grading.suites import one_intra_op_thread, pytest_run
     from grader.suite.remote import Submission
 
     spec = course.assignment(assignment)
@@ -200,7 +200,7 @@ def _public_results(course: Course, grader, assignment: str, component: str, tre
         with one_intra_op_thread():
             student = Submission(sandbox, None, course.reference)
             student.second_set = False  # the table is of the student's draws alone (grader.suite.draws)
-            results = run_checks(course, student, {chk.id: () for chk in comp.checks if chk.tier == Tier.PUBLIC})
+            results = pytest_run(course, student, {chk.id: () for chk in comp.checks if chk.tier == Tier.PUBLIC})
     finally:
         sandbox.close()
     return results

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from grader.course import Assignment, Course
 from grader.findings import Sighting
-from grader.grading.suites import run_checks
+from grader.grading.suites import pytest_run
 from grader.measured import Performance
 from grader.results import ComponentResult, Fault, Outcome, Reach
 
@@ -118,5 +118,5 @@ class GradingRun(Grading):
 
     def run(self, checks: dict[str, tuple[str, ...]], *, quick: frozenset[str] = frozenset(),
             one_failure: bool = False, reach: Reach = Reach.SWAPPED) -> dict[str, Outcome]:
-        """One pytest run of `checks` on this submission (grader.grading.suites.run_checks)."""
-        return run_checks(self.course, self.student, checks, quick=quick, one_failure=one_failure, reach=reach)
+        """One pytest run of `checks` on this submission (grader.grading.suites.pytest_run)."""
+        return pytest_run(self.course, self.student, checks, quick=quick, one_failure=one_failure, reach=reach)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader.sandbox.reap import KIT
+from grader.sandbox.reap import KIT_PROCESSES
 
 if TYPE_CHECKING:
     from grader.course import Course
@@ -207,7 +207,7 @@ class Helper:
     def __init__(self, course: Course):
         self.proc = subprocess.Popen([sys.executable, "-c", BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, start_new_session=True, bufsize=0)
-        KIT.add(self.proc.pid)  # in a session of its own, and no sandbox's orphan (grader.sandbox.reap)
+        KIT_PROCESSES.add(self.proc.pid)  # in a session of its own, and no sandbox's orphan (grader.sandbox.reap)
         self.broken = False
         self.warmed = False  # its warm-up job is sent
         self.pending = 1  # replies not read yet: Ready, then the warm-up's
@@ -288,4 +288,4 @@ class Helper:
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()
             self.proc.wait()
-        KIT.discard(self.proc.pid)  # reaped: its pid may be a sandbox's orphan's next
+        KIT_PROCESSES.discard(self.proc.pid)  # reaped: its pid may be a sandbox's orphan's next

@@ -73,7 +73,7 @@ def _no_pytest_settings():
         os.environ.update(kept)
 
 
-def run_checks(course: Course, student, checks: dict[str, tuple[str, ...]], *, quick: frozenset[str] = frozenset(),
+def pytest_run(course: Course, student, checks: dict[str, tuple[str, ...]], *, quick: frozenset[str] = frozenset(),
                one_failure: bool = False, reach: Reach = Reach.SWAPPED) -> dict[str, Outcome]:
     """One pytest run over the suites that hold `checks` (id -> parts to swap in first, reached as `reach`
     says); `quick`, `one_failure` and `reach`: as for grader.suite.plugin.GradingPlugin."""

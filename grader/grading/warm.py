@@ -168,7 +168,7 @@ def serve(start: Start) -> None:
 
 def _grade_far(grader: Any, course: Course, job: Job) -> Done:
     from grader.grading.split import Done, calls
-    from grader.grading.suites import frozen_heap, one_intra_op_thread, run_checks
+    from grader.grading.suites import frozen_heap, one_intra_op_thread, pytest_run
     from grader.suite.remote import Submission
 
     # the helper's own front door: the job names its assignment (resolved once more, in this process)
@@ -178,7 +178,7 @@ def _grade_far(grader: Any, course: Course, job: Job) -> Done:
         student = Submission(sandbox, job.gpu, job.reference)
         student.forbidden = list(job.forbidden)
         with one_intra_op_thread(), frozen_heap():
-            results: dict[str, Outcome] = run_checks(course, student, job.checks, quick=job.quick)
+            results: dict[str, Outcome] = pytest_run(course, student, job.checks, quick=job.quick)
         return Done(results=results, executed=calls(student), faults=list(sandbox.faults), modules=student.modules)
     finally:
         sandbox.close()

@@ -20,7 +20,7 @@ from grader.results import NOT_COUNTED, Outcome, Reach, Reason, Status, Tier
 
 MISSING = Outcome(Status.ERROR, Reason.MISSING, words.NOT_RUN_AGAIN)
 
-# (check id -> parts to swap in, quick=, one_failure=, reach=) -> outcomes (grader.grading.suites.run_checks)
+# (check id -> parts to swap in, quick=, one_failure=, reach=) -> outcomes (grader.grading.suites.pytest_run)
 Run = Callable[..., dict[str, Outcome]]
 # check ids of parts of other assignments -> their outcomes, each part's checks run until its first failure
 Parts = Callable[[list[str]], dict[str, Outcome]]

@@ -29,7 +29,15 @@ from grader.sandbox import isolation
 from grader.sandbox.answers import Answers
 from grader.sandbox.faults import StudentError, WorkerFault, doing, staged_files
 from grader.sandbox.limits import environment, preexec, rlimits
-from grader.sandbox.reap import KIT, KitProcesses, adopt_orphans, kill_descendants, kill_orphans, kill_user, start_time
+from grader.sandbox.reap import (
+    KIT_PROCESSES,
+    KitProcesses,
+    adopt_orphans,
+    kill_descendants,
+    kill_orphans,
+    kill_user,
+    start_time,
+)
 from grader.sandbox.spare import Spare
 from grader.sandbox.stage import stage
 from grader.sandbox.template import ForkJob
@@ -50,7 +58,7 @@ class Sandbox(Answers):
     interrupted = False  # by Ctrl-C: the worker is killed and no request is sent again
 
     def __init__(self, submission: Path, files: dict[str, list[str]], limits: Limits, *,
-                 template: "Template | None" = None, gpu: bool = False, kit: KitProcesses = KIT):
+                 template: "Template | None" = None, gpu: bool = False, kit: KitProcesses = KIT_PROCESSES):
         self.limits = limits
         self.kit = kit  # where its workers are registered (no orphans of its own), its templates' too
         self.gpu = gpu  # it may use a CUDA device (see rlimits)

@@ -15,7 +15,7 @@ _adopting: bool | None = None
 class KitProcesses:
     """The processes the kit starts in sessions of their own (workers, templates, the split grading's
     helper): children of this process that are never a sandbox's orphans. Whoever starts one adds it,
-    and discards it once reaped (its pid may then be an orphan's). One per grader process, `KIT`: a
+    and discards it once reaped (its pid may then be an orphan's). One per grader process, `KIT_PROCESSES`: a
     subreaper's orphans are its own process's children, whichever sandbox's they were."""
 
     def __init__(self) -> None:
@@ -31,7 +31,7 @@ class KitProcesses:
         return pid in self._pids
 
 
-KIT = KitProcesses()  # this process's: the default of the sandboxes and templates it starts
+KIT_PROCESSES = KitProcesses()  # this process's: the default of the sandboxes and templates it starts
 
 
 def adopt_orphans() -> bool:

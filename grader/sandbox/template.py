@@ -39,7 +39,7 @@ from pathlib import Path
 
 from grader.limits import Limits
 from grader.sandbox.limits import environment
-from grader.sandbox.reap import KIT, KitProcesses
+from grader.sandbox.reap import KIT_PROCESSES, KitProcesses
 
 CHILD = Path(__file__).resolve().parent / "child"
 # the template's copy of the zygote, loaded by path: nothing named grader is imported in it
@@ -227,7 +227,7 @@ class Template:
     """A process with torch imported that forks the workers of every `Sandbox` given it. Start it once
     (or use it as a context manager); if it dies, the next start of a worker starts a new one."""
 
-    def __init__(self, limits: Limits, *, kit: KitProcesses = KIT):
+    def __init__(self, limits: Limits, *, kit: KitProcesses = KIT_PROCESSES):
         self.limits = limits
         self.kit = kit  # where its template processes are registered (grader.sandbox.reap)
         self._server: _Server | None = None

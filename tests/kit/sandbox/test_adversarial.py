@@ -634,7 +634,7 @@ class TestEveryProcessEndsWithItsGradingWithoutRoot:
 
     def test_only_the_sandboxes_orphans_are_taken(self):
         """reap.orphans lists the children this process adopted: not those it started in its own
-        session, nor the kit's own processes in sessions of theirs (reap.KIT), nor any started before."""
+        session, nor the kit's own processes in sessions of theirs (reap.KIT_PROCESSES), nor any started before."""
         import subprocess
 
         from grader.sandbox import reap
@@ -647,7 +647,7 @@ class TestEveryProcessEndsWithItsGradingWithoutRoot:
         # this process's registry: in the full suite it holds the templates and helpers that earlier
         # tests' warm graders started here, which are no orphans either (a registry of the test's own
         # listed them: CI, 9790 and 15942)
-        registry = reap.KIT
+        registry = reap.KIT_PROCESSES
         registry.add(kit.pid)
         try:
             assert reap.orphans(since, registry) == [stray.pid]

@@ -1,7 +1,7 @@
 """The kit's own processes in sessions of their own (a sandbox's workers, the template of its
 restarts) are registered in the `KitProcesses` the sandbox is handed, and taken out once reaped
 (grader.sandbox.reap): reap.orphans never takes one for a submission's orphan. The registry is an
-object passed in: a sandbox given its own leaves the process's `reap.KIT` alone."""
+object passed in: a sandbox given its own leaves the process's `reap.KIT_PROCESSES` alone."""
 
 import subprocess
 
@@ -30,7 +30,7 @@ def test_a_sandbox_registers_its_worker_and_its_restarts_template_in_the_registr
         assert call(box, "one") == 1
         assert isinstance(box.proc, subprocess.Popen)
         first = box.proc.pid
-        assert first in kit and first not in reap.KIT
+        assert first in kit and first not in reap.KIT_PROCESSES
         with pytest.raises(WorkerFault):
             call(box, "exits")
         assert first not in kit  # reaped: its pid may be an orphan's next
@@ -38,7 +38,7 @@ def test_a_sandbox_registers_its_worker_and_its_restarts_template_in_the_registr
         assert call(box, "one") == 1
         assert box.own_template is not None
         server = box.own_template.pid
-        assert server is not None and server in kit and server not in reap.KIT
+        assert server is not None and server in kit and server not in reap.KIT_PROCESSES
     finally:
         box.close()
     assert server not in kit  # the template closed with the sandbox, and was reaped
