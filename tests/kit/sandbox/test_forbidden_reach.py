@@ -8,11 +8,13 @@ Each of item 4's attacks was seen to get full marks, nothing flagged, before gra
 every staged file (the judge-only cases: tests/kit/unit/test_forbidden_reach.py).
 """
 
+import re
+
 import pytest
 
 from grader.batch import summary
 from grader.report_json import graded
-from tests.kit.conftest import full_marks, grade_json, mutant, scores
+from tests.kit.conftest import ROOT, earned, full_marks, grade_json, held, mutant, scores
 from tests.kit.reach_trees import ATT, COURSE, IN_INIT, INIT1, LN, LN_BODY, TAMPERED, _helper_in, _line
 
 
@@ -73,3 +75,36 @@ def test_attention_by_the_sdpa_operator_written_plainly_is_zeroed(tmp_path):
     assert {(f["what"], f["how"]) for f in attention["forbidden"]} >= {
         ("torch.nn.functional.scaled_dot_product_attention", "executed")}, attention["forbidden"]
     assert {n: s for n, s in got.items() if n != "scaled_dot_product_attention" and s != full[n]} == {}
+
+
+# LayerNorm's forward by F.layer_norm (a computed name: no forbidden name in the source) run in a forked
+# child, its output piped back: the recorder in the worker never sees the call (issue 51: 9.17/10 then)
+IN_A_FORK = ("        import os, pickle\n"
+             "        r, w = os.pipe()\n"
+             "        if os.fork() == 0:\n"
+             "            norm = torch.nn.functional.__dict__['layer' + '_norm']\n"
+             "            norm = norm(x, (x.size(-1),), self.gamma, self.beta, self.eps)\n"
+             "            os.write(w, pickle.dumps(norm.detach()))\n"
+             "            os._exit(0)\n"
+             "        os.close(w)\n"
+             "        with os.fdopen(r, 'rb') as f:\n"
+             "            return pickle.loads(f.read())\n")
+
+
+def test_a_forbidden_api_run_in_a_fork_earns_nothing_even_where_flags_count(tmp_path):
+    """The fork is flagged, which holds LayerNorm's points under the default policy; under `[policy]
+    flagged = "count"` they counted, all of them. The worker now starts no process for the submission
+    (grader.sandbox.child.processes): the attack's checks earn what the same forward earns when it raises
+    the refusal itself, and the flag still names the line."""
+    text = (ROOT / "course.toml").read_text().replace('flagged = "hold"', 'flagged = "count"')
+    for key in ("reference", "assignments", "suites"):
+        text = re.sub(rf'^{key} = "([^"]+)"', lambda m, key=key: f'{key} = "{ROOT / m.group(1)}"', text, flags=re.M)
+    course = tmp_path / "course.toml"
+    course.write_text(text)
+    forked = grade_json(mutant(tmp_path / "forked", {LN: [(LN_BODY, IN_A_FORK)]}), "assignment1", course=course)
+    refused = grade_json(mutant(tmp_path / "refused", {LN: [(LN_BODY, "        raise PermissionError(1, 'no')\n")]}),
+                         "assignment1", course=course)
+    assert not held(forked) and earned(forked) == earned(refused), (earned(forked), earned(refused))
+    assert earned(forked)["LayerNorm"] < full_marks(forked)["LayerNorm"], earned(forked)
+    [layer_norm] = [c for c in forked["components"] if c["name"] == "LayerNorm"]
+    assert "os.fork" in {f["what"] for f in layer_norm["flagged"]} and not layer_norm["forbidden"], layer_norm
