@@ -42,8 +42,9 @@ def _inert(report, *, planted: str = "PWNED"):
     assert not bad, f"control characters in the JSON report: {bad[:3]}"
     lines = report_lines(report)
     screen = "\n".join(lines)
-    # one screen, and the panel that flags the submission's reach into the kit's modules (4 lines) where it has one
-    flagged = 4 * any(c["flagged"] for c in data["components"])
+    # one screen, and the panel that flags the submission's reach into the kit's modules where it has one: its
+    # frame and first line, and up to two lines for each line flagged
+    flagged = sum(2 + 2 * len(c["flagged"]) for c in data["components"] if c["flagged"])
     assert len(lines) <= ONE_SCREEN + flagged, f"{len(lines)} lines:\n{screen[:6000]}"
     assert not re.search(CONTROL, screen)
     for line in lines:

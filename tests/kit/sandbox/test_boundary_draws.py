@@ -44,7 +44,17 @@ def _layer_norm(tmp_path: Path, body: str, table: dict | None = None) -> Path:
     return tree
 
 
-def _students_course(tmp_path: Path) -> Path:
+def _counting(tmp_path: Path) -> Path:
+    """The kit's course with `[policy] flagged = "count"`, its folders where the kit has them."""
+    text = (ROOT / "course.toml").read_text().replace('flagged = "hold"', 'flagged = "count"')
+    for key in ("reference", "assignments", "suites"):
+        text = re.sub(rf'^{key} = "([^"]+)"', lambda m, key=key: f'{key} = "{ROOT / m.group(1)}"', text, flags=re.M)
+    (tmp_path / "counting").mkdir()
+    (tmp_path / "counting" / "course.toml").write_text(text)
+    return tmp_path / "counting" / "course.toml"
+
+
+def _students_course(tmp_path: Path, flagged: str = "hold") -> Path:
     """The course as `grade release` writes it for students, keeping all that a check prints."""
     from grader import load_course
     from grader.authoring.release import _public_tier, course_text
@@ -55,6 +65,7 @@ def _students_course(tmp_path: Path) -> Path:
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, out / rel)
     text = re.sub(r"^output_kb = \d+", "output_kb = 4096", course_text(course), flags=re.M)
+    text = text.replace('flagged = "hold"', f'flagged = "{flagged}"')
     (out / "course.toml").write_text(text)
     return out / "course.toml"
 
@@ -74,8 +85,11 @@ def test_a_lookup_table_of_the_students_draws_earns_what_zeros_earn_in_the_instr
     """A LayerNorm that answers from a table of every input the student's own run gave it (recorded by
     a correct LayerNorm printing them), else zeros. In the student's run the table pays (8.89 against
     zeros' 2.22 when measured). In the instructor's grade every public check it passes there fails on
-    the second set, marked so, and it earns what zeros earn; graded again, the same."""
-    course = _students_course(tmp_path)
+    the second set, marked so, and it earns what zeros earn; graded again, the same. Both courses count
+    what the scan flags (`[policy] flagged = "count"`): the table's test for the CPU (it answers there
+    alone) would otherwise hold both LayerNorms at 0, and this is about the draws."""
+    course = _students_course(tmp_path, flagged="count")
+    counting = _counting(tmp_path)
     recorded = _students_run(_layer_norm(tmp_path / "recorder", RECORDS), course, tmp_path / "recorder.json")
     table: dict = {}
     for comp in recorded["components"]:
@@ -89,10 +103,11 @@ def test_a_lookup_table_of_the_students_draws_earns_what_zeros_earn_in_the_instr
     at_home = {name: scores(_students_run(tree, course, tmp_path / f"{name}.json"))["LayerNorm"]
                for name, tree in (("lookup", lookup), ("zeros", zeros))}
     assert at_home["lookup"] > at_home["zeros"] + 2, at_home  # the table pays in the student's own run
-    graded, again = grade_json(lookup, "assignment1", cached=False), grade_json(lookup, "assignment1", cached=False)
+    graded, again = (grade_json(lookup, "assignment1", course=counting, cached=False),
+                     grade_json(lookup, "assignment1", course=counting, cached=False))
     assert graded == again or (scores(graded) == scores(again)
                                and _statuses(graded, "LayerNorm") == _statuses(again, "LayerNorm"))
-    by_zeros = grade_json(zeros, "assignment1")
+    by_zeros = grade_json(zeros, "assignment1", course=counting)
     assert scores(graded)["LayerNorm"] == scores(by_zeros)["LayerNorm"], (scores(graded), scores(by_zeros))
     assert _statuses(graded, "LayerNorm") == _statuses(by_zeros, "LayerNorm")
     home = _statuses(_students_run(lookup, course, tmp_path / "lookup.json"), "LayerNorm")

@@ -130,12 +130,13 @@ REFUSE_OFF_CPU = ("        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n",
 def test_code_that_refuses_every_device_but_the_cpu_earns_what_the_device_bug_earns(tmp_path):
     """The LayerNorm with the device bug, and an error raised wherever its input is not on the CPU: its own
     error on the meta device (one that does not name the meta device's limits) fails the placement check,
-    as the bug does, and says why. Nothing is flagged: no gain, no hold."""
+    as the bug does, and says why: its checks earn what the bug's earn. Its test of the device (not the
+    CPU) is flagged besides, which holds its points for review."""
     honest = grade_json(mutant(tmp_path / "honest", {"assignment1/layer_norm.py": [DEVICE_BUG]}), "assignment1")
     refusing = grade_json(mutant(tmp_path / "refusing", {"assignment1/layer_norm.py": [DEVICE_BUG, REFUSE_OFF_CPU]}),
                           "assignment1")
-    assert scores(refusing)["LayerNorm"] == scores(honest)["LayerNorm"] < 10, (scores(refusing), scores(honest))
-    assert not held(refusing)
+    assert earned(refusing)["LayerNorm"] == scores(honest)["LayerNorm"] < 10, (earned(refusing), scores(honest))
+    assert not held(honest) and held(refusing) == {"LayerNorm"}
     [check] = [t for c in refusing["components"] for t in c["tests"]
                if t["id"] == "layer_norm_stays_on_the_inputs_device"]
     assert check["status"] == "failed" and "raises off the CPU" in check["message"], check
