@@ -3,8 +3,10 @@
 environment (nothing on PYTHONPATH, nothing of the kit's test process inherited)."""
 
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -22,10 +24,21 @@ def read_grades(path: Path) -> list[str]:
 def start(*args: str, cwd: Path, log: Path) -> subprocess.Popen:
     """A process as a shell starts it: the installed command, PATH and HOME only."""
     bin_dir = Path(sys.executable).parent
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(cwd), "LANG": "C.UTF-8"}
+    # PYTHONFAULTHANDLER: a process of the cluster that hangs writes its threads' stacks to its log on
+    # SIGABRT (`stacks`)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(cwd), "LANG": "C.UTF-8", "PYTHONFAULTHANDLER": "1"}
     with open(log, "w") as out:
         return subprocess.Popen([str(bin_dir / args[0]), *args[1:]], cwd=cwd, env=env, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stacks(proc: subprocess.Popen) -> None:
+    """The Python stacks of every thread of `proc` and of the processes of its session, into their log."""
+    try:
+        os.killpg(proc.pid, signal.SIGABRT)
+    except OSError:
+        pass
+    time.sleep(2)
 
 
 def scheduler_address(log: Path, proc: subprocess.Popen, timeout: float = 120) -> str:
@@ -62,8 +75,13 @@ def test_a_dask_cluster_started_from_a_shell_grades_as_the_local_pool_does(tmp_p
 
         with Client(address, timeout="60s") as client:
             client.wait_for_workers(1, timeout=180)
-        remote = run_grade("batch", str(root), "--assignment", "assignment1", "--out", str(tmp_path / "dask"),
-                           "--course", str(quick_course), "--scheduler", address)
+        try:  # about 20 s; one run of 2026-11-30's CI hung here, its worker silent for ten minutes
+            remote = run_grade("batch", str(root), "--assignment", "assignment1", "--out", str(tmp_path / "dask"),
+                               "--course", str(quick_course), "--scheduler", address, timeout=300)
+        except subprocess.TimeoutExpired:
+            stacks(worker)
+            raise AssertionError("grade batch --scheduler hung; the worker's stacks:\n"
+                                 + (tmp_path / "worker.log").read_text()[-12000:]) from None
     finally:
         for proc in (worker, scheduler):
             if proc is not None:
