@@ -312,6 +312,15 @@ def test_sandbox_uids_are_never_reused():
     assert len(set(uids)) == len(uids) and all(u is not None and 0 < u < 2**32 - 1 for u in uids)
 
 
+def _probe_tree(tmp_path: Path, source: str) -> Path:
+    """A submission of one module, assignment1/probe.py, that holds `source`."""
+    tree = tmp_path / "probe"
+    (tree / "assignment1").mkdir(parents=True)
+    (tree / "assignment1" / "__init__.py").touch()
+    (tree / "assignment1" / "probe.py").write_text(source)
+    return tree
+
+
 @pytest.mark.skipif(bool(isolation.unavailable()), reason=f"no namespaces here: {isolation.unavailable()}")
 def test_no_way_starts_a_process_from_the_worker_in_the_namespaces_tier(tmp_path, monkeypatch):
     """os.fork, subprocess, os.system, posix_spawn, multiprocessing, the C library's fork through ctypes
@@ -321,10 +330,7 @@ def test_no_way_starts_a_process_from_the_worker_in_the_namespaces_tier(tmp_path
     from grader.sandbox.host import Sandbox
 
     monkeypatch.setenv(isolation.ENV_VAR, "namespaces")
-    tree = tmp_path / "probe"
-    (tree / "assignment1").mkdir(parents=True)
-    (tree / "assignment1" / "__init__.py").touch()
-    (tree / "assignment1" / "probe.py").write_text(DETACHING_PROBE)
+    tree = _probe_tree(tmp_path, DETACHING_PROBE)
     box = Sandbox(tree, {"assignment1": ["probe.py"]}, Limits(timeout_seconds=20))
     try:
         assert box.isolation == "namespaces"
@@ -347,10 +353,7 @@ def test_the_worker_pipe_output_and_processes_in_a_tier_without_namespaces(tmp_p
     if tier == "seccomp" and "error" in isolation.confinement():
         pytest.skip(f"no seccomp tier on this machine: {isolation.confinement()['error']}")
     monkeypatch.setenv(isolation.ENV_VAR, tier)
-    tree = tmp_path / "probe"
-    (tree / "assignment1").mkdir(parents=True)
-    (tree / "assignment1" / "__init__.py").touch()
-    (tree / "assignment1" / "probe.py").write_text(DETACHING_PROBE)
+    tree = _probe_tree(tmp_path, DETACHING_PROBE)
     box = Sandbox(tree, {"assignment1": ["probe.py"]}, Limits(timeout_seconds=20))
     marker = f"det{os.getpid() % 10**6}{tier[0]}"  # a process name: 15 characters at most
     try:
@@ -453,10 +456,7 @@ def test_what_the_submission_takes_when_the_grader_calls_it_back_counts_against_
     from grader.limits import Limits
     from grader.sandbox.host import Sandbox, WorkerFault
 
-    tree = tmp_path / "probe"
-    (tree / "assignment1").mkdir(parents=True)
-    (tree / "assignment1" / "__init__.py").touch()
-    (tree / "assignment1" / "probe.py").write_text(ASKS)
+    tree = _probe_tree(tmp_path, ASKS)
     box = Sandbox(tree, {"assignment1": ["probe.py"]}, Limits(timeout_seconds=3))
     try:
         box.request({"op": "import", "module": "assignment1.probe"})
