@@ -29,18 +29,15 @@ EVENTS = frozenset({"os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.e
 SYMBOLS = frozenset({"fork", "vfork", "_Fork", "__fork", "clone", "clone3", "__clone", "__clone2", "syscall",
                      "posix_spawn", "posix_spawnp", "system", "popen", "forkpty", "daemon", "execv", "execve",
                      "execvp", "execvpe", "execl", "execle", "execlp", "fexecve"})
-MESSAGE = "the grader starts no process for the submission's code ({})"
-
-
-class Refused(PermissionError):
-    pass
+# what the student reads in a failed check: "your code raised PermissionError: [Errno 1] ..."
+MESSAGE = "the grader starts no other process for your code: {} is refused while it grades"
 
 
 def _audit(event: str, args: tuple) -> None:
     if event in EVENTS:
-        raise Refused(errno.EPERM, MESSAGE.format(event))
+        raise PermissionError(errno.EPERM, MESSAGE.format(event))
     if event == "ctypes.dlsym" and len(args) > 1 and isinstance(args[1], str) and args[1] in SYMBOLS:
-        raise Refused(errno.EPERM, MESSAGE.format(f"{args[1]} through ctypes"))
+        raise PermissionError(errno.EPERM, MESSAGE.format(f"{args[1]} through ctypes"))
 
 
 def refuse() -> bool:
