@@ -125,13 +125,13 @@ def judge(assignment: Assignment, staged: Path,
     """Component name -> (hits, flags), for the components that have either. `calls`: the worker's record
     of what ran (grader.suite.remote.Submission.executed), each entry with the check that ran it."""
     components = list(assignment.components)
+    # a course without forbidden APIs still gets the flags: they guard more than the APIs (the placement
+    # watch, the stand-ins, the recorder), so a course that forbids nothing holds them all the same
     apis = {api for c in components for api in c.forbidden}
-    if not apis:
-        return {}
     hits = executed([entry for entry, _ in calls], apis, [check for _, check in calls])
     flags: list[tuple[Finding, str | None]] = []
     for rel in _files(staged):
-        file_hits, file_flags = scan(staged, rel, apis)
+        file_hits, file_flags = scan(staged, rel, apis, frozenset(c.name for c in components))
         hits += [(f, None) for f in file_hits]
         flags += [(f, None) for f in file_flags]
     reached = reach(staged, components)

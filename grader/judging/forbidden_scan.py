@@ -3,7 +3,9 @@ tools that could hide one found by line (see grader.judging.forbidden for what e
 
 import ast
 import builtins
+import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,8 +71,10 @@ def _script_only(node: ast.stmt) -> bool:
 
 
 class _Scan(ast.NodeVisitor):
-    def __init__(self, file: str, apis: set[str]):
+    def __init__(self, file: str, apis: set[str], names: frozenset[str] = frozenset()):
         self.file, self.scope = file, ""
+        self.names = names  # the assignment's component names: a class name compared with one tells nothing
+        self.named: dict[str, str] = {}  # names that hold a device read where the scan is (_held_reads)
         self.hits: list[Finding] = []
         self.flags: list[Finding] = []
         self.aliases: dict[str, str] = {}  # local name -> dotted module path it stands for
@@ -95,9 +99,20 @@ class _Scan(ast.NodeVisitor):
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        module_reads = _held_reads(tree.body)
         for node in tree.body:
             self.scope = node.name if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) else ""
+            self.named = module_reads
             self.visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        # a device read kept in a name and compared later tells as much as one compared where it is read
+        outer = self.named
+        self.named = {**outer, **_held_reads(node.body, outer)}
+        self.generic_visit(node)
+        self.named = outer
+
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def _note(self, into: list[Finding], what: str, node: ast.AST) -> None:
         into.append(Finding(what, self.file, getattr(node, "lineno", 0), self.scope, Seen.SOURCE))
@@ -148,7 +163,7 @@ class _Scan(ast.NodeVisitor):
             self._note(self.flags, Evasion.DEVICE_TELL, node)
 
     def visit_Compare(self, node: ast.Compare) -> None:
-        if _device_tell([node.left, *node.comparators], self._dotted):
+        if _device_tell([node.left, *node.comparators], self._dotted, self.names, self.named):
             self._note(self.flags, Evasion.DEVICE_TELL, node)
         self.generic_visit(node)
 
@@ -178,7 +193,7 @@ class _Scan(ast.NodeVisitor):
             self._check(module, node)
             return
         func = node.func
-        if isinstance(func, ast.Attribute) and _device_read(func.value) in ("device", "text"):  # .type.startswith
+        if isinstance(func, ast.Attribute) and _device_read(func.value, self.named) in ("device", "text"):
             self._note(self.flags, Evasion.DEVICE_TELL, node)
         if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) > 1 and not (
                 isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
@@ -194,17 +209,23 @@ class _Scan(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def _device_read(node: ast.AST) -> str:
+def _device_read(node: ast.AST, named: Mapping[str, str] = {}) -> str:
     """"device" for a tensor's device or its type (`x.device`, `x.device.type`), "text" for what tells
     devices apart past those (its index, its text: `str(x.device)`, `x.device.type[0]`, an f-string of
     it), "class" for a value's class (`type(x)`, `x.__class__`, their `__name__`), "" for anything else:
-    a device passed on (`torch.arange(T, device=x.device)`) is not read."""
+    a device passed on (`torch.arange(T, device=x.device)`) is not read. `named`: the names that hold one
+    of those reads in the function (`kind = x.device.type`), and what each holds."""
+    if isinstance(node, ast.Name):
+        return named.get(node.id, "")
+    if isinstance(node, ast.NamedExpr):
+        return _device_read(node.value, named)
     if isinstance(node, ast.Attribute):
         if node.attr == "device" and not _names_torch(node.value):
             return "device"
-        inner = _device_read(node.value)
-        if node.attr == "type" and inner == "device" and isinstance(node.value, ast.Attribute) \
-                and node.value.attr == "device":
+        inner = _device_read(node.value, named)
+        if node.attr == "type" and inner == "device" and (
+                isinstance(node.value, ast.Attribute) and node.value.attr == "device"
+                or isinstance(node.value, ast.Name)):
             return "device"
         if inner in ("device", "text"):
             return "text"
@@ -212,19 +233,43 @@ def _device_read(node: ast.AST) -> str:
             return "class"
         return ""
     if isinstance(node, ast.Subscript):
-        return "text" if _device_read(node.value) in ("device", "text") else ""
+        return "text" if _device_read(node.value, named) in ("device", "text") else ""
     if isinstance(node, ast.JoinedStr):
-        return "text" if any(_device_read(v.value) in ("device", "text") for v in node.values
+        return "text" if any(_device_read(v.value, named) in ("device", "text") for v in node.values
                              if isinstance(v, ast.FormattedValue)) else ""
     if isinstance(node, ast.Call) and node.args:
         if isinstance(node.func, ast.Name) and node.func.id in ("str", "repr", "format") \
-                and _device_read(node.args[0]) in ("device", "text"):
+                and _device_read(node.args[0], named) in ("device", "text"):
             return "text"
         if isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) == 1:
             return "class"
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):  # x.device.type.startswith("c")
-        return "text" if _device_read(node.func.value) in ("device", "text") else ""
+        return "text" if _device_read(node.func.value, named) in ("device", "text") else ""
     return ""
+
+
+def _held_reads(body: list[ast.stmt], outer: Mapping[str, str] = {}) -> dict[str, str]:
+    """The names assigned a device read (_device_read) in `body`, nested functions left to their own
+    visit: `d = x.device`, `kind = str(d)`, `(k := x.device.type)`. A name assigned one in a chain is
+    found however the lines are ordered (a pass per link, at most a few)."""
+    assigned: list[tuple[str, ast.expr]] = []
+    todo: list[ast.AST] = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            assigned.append((node.targets[0].id, node.value))
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name) and node.value:
+            assigned.append((node.target.id, node.value))
+        todo += ast.iter_child_nodes(node)
+    named: dict[str, str] = {}
+    for _ in range(4):
+        found = {name: read for name, value in assigned if (read := _device_read(value, {**outer, **named}))}
+        if found == named:
+            break
+        named = found
+    return named
 
 
 def _names_torch(node: ast.AST) -> bool:
@@ -234,13 +279,15 @@ def _names_torch(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id == "torch"
 
 
-def _device_tell(sides: list[ast.expr], dotted) -> bool:
+def _device_tell(sides: list[ast.expr], dotted, names: frozenset[str] = frozenset(),
+                 named: Mapping[str, str] = {}) -> bool:
     """A comparison that tells the placement check's runs from the CPU's: a device compared with the CPU
     (`x.device.type != "cpu"`, `x.device == torch.device("cpu")`), its index or text compared at all
     (`str(x.device)[0] == "m"`), a class compared with a torch class or a class name with a string
-    (`type(x) is torch.Tensor`). Two devices compared with each other (`mask.device != x.device`) and a
+    (`type(x) is torch.Tensor`), other than a module's (torch.nn's, or `names`: the assignment's
+    components). Two devices compared with each other (`mask.device != x.device`) and a
     device compared with CUDA (false on the CPU and on the check's devices alike) tell nothing."""
-    reads = [_device_read(side) for side in sides]
+    reads = [_device_read(side, named) for side in sides]
     if "text" in reads:
         return True
     strings = {c.value for side in sides for c in ast.walk(side) if isinstance(c, ast.Constant)
@@ -248,9 +295,28 @@ def _device_tell(sides: list[ast.expr], dotted) -> bool:
     if "device" in reads and any(_CPU.fullmatch(v) for v in strings):
         return True
     if "class" in reads:
-        named = {dotted(c) for side in sides for c in ast.walk(side) if isinstance(c, (ast.Attribute, ast.Name))}
-        return bool(strings - _BUILTINS) or any(n and n.startswith("torch.") for n in named)
+        compared = [e for side, read in zip(sides, reads, strict=True) if read != "class"
+                    for e in (side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side])]
+        classes = [d for e in compared if isinstance(e, (ast.Attribute, ast.Name)) and (d := dotted(e))]
+        # a module's class (`type(m) == nn.Linear`, `type(m).__name__ == "Dropout"`, a component's name) is
+        # how honest code picks layers to initialise: only a tensor's class tells a placed run
+        return bool(strings - _BUILTINS - _module_names() - names) or any(
+            n.startswith("torch.") and not _module_class(_torch_object(n)) for n in classes)
     return False
+
+
+def _module_class(obj) -> bool:
+    import torch
+
+    return isinstance(obj, type) and issubclass(obj, torch.nn.Module)
+
+
+@functools.cache
+def _module_names() -> frozenset[str]:
+    """The names of torch.nn's module classes ("Linear", "Dropout"), which no placed run's tensor has."""
+    import torch
+
+    return frozenset(n for n in dir(torch.nn) if _module_class(getattr(torch.nn, n, None)))
 
 
 def _constant_import(node: ast.AST) -> str | None:
@@ -287,13 +353,15 @@ def _constant_member(node: ast.AST) -> tuple[ast.AST, str] | None:
     return None
 
 
-def scan(staged: Path, rel: str, apis: set[str]) -> tuple[list[Finding], list[Finding]]:
-    """Hits and flags in the staged file `rel` ("assignment1/layer_norm.py") of the tree `staged`."""
+def scan(staged: Path, rel: str, apis: set[str], names: frozenset[str] = frozenset()
+         ) -> tuple[list[Finding], list[Finding]]:
+    """Hits and flags in the staged file `rel` ("assignment1/layer_norm.py") of the tree `staged`; `names`:
+    the assignment's component names."""
     path = staged / rel
     try:
         tree = ast.parse(path.read_bytes(), filename=rel)
     except (OSError, SyntaxError, ValueError):
         return [], []  # missing or not Python: its checks fail already
-    s = _Scan(rel, apis)
+    s = _Scan(rel, apis, names)
     s.run(tree)
     return s.hits, s.flags

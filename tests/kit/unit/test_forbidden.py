@@ -84,6 +84,14 @@ def test_the_same_code_outside_main_is_found(tmp_path):
     ("import torch\ndef f(x):\n    return type(x) is torch.Tensor\n", None, Evasion.DEVICE_TELL),
     ("def f(x):\n    return type(x).__name__ == 'Tensor'\n", None, Evasion.DEVICE_TELL),
     ("import torch\ndef f(x):\n    return x.__class__ is not torch.Tensor\n", None, Evasion.DEVICE_TELL),
+    ("import torch.nn as nn\ndef f(x):\n    return type(x) in (nn.Linear, nn.Parameter)\n", None, Evasion.DEVICE_TELL),
+    ("def f(x):\n    return type(x).__name__ in ('Dropout', 'FakeTensor')\n", None, Evasion.DEVICE_TELL),
+    # a read kept in a name and compared later, in any order of the lines
+    ("def f(x):\n    kind = x.device.type\n    return kind != 'cpu'\n", None, Evasion.DEVICE_TELL),
+    ("def f(x):\n    def g():\n        return t[0] == 'm'\n    t = str(d)\n    d = x.device\n    return g()\n", None,
+     Evasion.DEVICE_TELL),
+    ("import torch\ndef f(x):\n    if (t := type(x)) is torch.Tensor:\n        return t\n", None, Evasion.DEVICE_TELL),
+    ("def f(x):\n    d = x.device\n    return d.type.startswith('m')\n", None, Evasion.DEVICE_TELL),
     # what honest code does with devices and classes tells nothing: CUDA or not (false on the CPU and the
     # check's devices alike), two devices compared, a device passed on, a class in a message or an
     # argument's check
@@ -94,6 +102,19 @@ def test_the_same_code_outside_main_is_found(tmp_path):
     ("def f(d):\n    if type(d) is not int or type(d).__name__ in ('bool', 'float'):\n"
      "        raise ValueError(f'd_model: expected an int, got {type(d).__name__} on {d.device}')\n", None, None),
     ('def f(x):\n    """Runs on any device: meta, lazy or not."""\n    return {"metadata": x}\n', None, None),
+    # a module's class, which honest code compares to pick the layers it initialises
+    ("import torch.nn as nn\ndef init(m):\n    if type(m) == nn.Linear or type(m) in (nn.Embedding, nn.Dropout):\n"
+     "        nn.init.zeros_(m.bias)\n", None, None),
+    ("def f(m):\n    return type(m).__name__ == 'Dropout' or m.__class__.__name__ in ('LayerNorm', 'Linear')\n",
+     None, None),
+    ("def f(m):\n    return type(m).__name__ == 'PositionwiseFeedForward'\n", None, None),
+    # a device kept in a name and passed on, or compared with another device or CUDA; a name that holds
+    # one in another function
+    ("def f(x, mask):\n    device = x.device\n    return mask.to(device) if mask.device != device else mask\n",
+     None, None),
+    ("def f(x):\n    d = x.device\n    return d.type == 'cuda'\n", None, None),
+    ("def g(x):\n    d = x.device\n    return x.to(d)\ndef h(t, d='cpu'):\n    return t.to(d) if d == 'cpu' else t\n",
+     None, None),
 ])
 def test_the_scan_names_what_it_finds(tmp_path, source, hit, flag):
     (tmp_path / "assignment1").mkdir()

@@ -9,6 +9,7 @@ Each attack was seen to get full marks, nothing flagged, before grader.judging.f
 file; these judge-only cases need no grading run (the gradings: tests/kit/sandbox/test_forbidden_reach.py).
 """
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,18 @@ def test_introspection_is_flagged_wherever_it_is(tmp_path, source, flag):
     hits, flags = _judge(tree, "assignment1").get("LayerNorm", ([], []))
     assert not hits and flag in {f.what for f in flags}, flags
     assert all(f.where.startswith(f"{INIT1}:") for f in flags)
+
+
+def test_a_course_that_forbids_no_api_still_flags_the_tools_of_evasion(tmp_path):
+    # the flags guard the placement watch and the stand-ins too: before, an assignment whose components
+    # forbade nothing was not scanned at all, and a watch switched off through torch._C went unflagged
+    tree = mutant(tmp_path, {})
+    (tree / LN).write_text((tree / LN).read_text() + "\nimport torch\n_off = torch._C.DisableTorchFunction\n")
+    plain = replace(COURSE.assignment("assignment1"), components=tuple(
+        replace(c, forbidden=()) for c in COURSE.assignment("assignment1").components))
+    hits, flags = forbidden.judge(plain, tree, []).get("LayerNorm", ([], []))
+    assert not hits and "torch._C" in {f.what for f in flags}, flags
+    assert forbidden.judge(plain, mutant(tmp_path / "honest", {}), []) == {}
 
 
 def test_constant_member_lookups_read_as_the_attribute(tmp_path):
