@@ -35,6 +35,9 @@ class Attributed(StrEnum):
     # passes with the reference's parts, and with its own reached as those are (a round trip each): it behaves
     # by how its parts are reached, not by what they compute, so nothing is excused
     TOLD = "told"
+    # passes with the reference's parts, but the reference's composite fed the submission's parts does not
+    # fail this way (grader.suite.fed): the parts do not explain the failure, so nothing is excused
+    UNEXPLAINED = "unexplained"
 
 
 @dataclass(frozen=True)

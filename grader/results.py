@@ -73,6 +73,9 @@ class Reach(StrEnum):
     # the submission's own, dressed so, each build and call a round trip to the grader as a stand-in's is: the
     # control run, where a composite that tells a stand-in by the time a call takes behaves as with stand-ins
     ECHOED = "echoed"
+    # the reference's composite, in the grader, fed the submission's failing parts, in the worker
+    # (grader.suite.fed): nothing of the composite's runs, so it cannot tell
+    FED = "fed"
 
 
 class Drawn(StrEnum):

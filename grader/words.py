@@ -205,6 +205,9 @@ def note(found: Attribution | None) -> str:
                 f"way the reference's are, but fails when your code calls {'it' if one else 'them'} directly: it "
                 f"depends on how {'its part is' if one else 'its parts are'} reached, not on what "
                 f"{'it computes' if one else 'they compute'}")
+    if found.kind == Attributed.UNEXPLAINED:
+        return (f"counted: this check passes with the reference's {names}, but the reference's own code given "
+                f"your {names} does not fail it this way: the failure is not your {names}'s doing alone")
     return f"counted: this check fails with the reference's {names} too, so this component has a bug of its own"
 
 

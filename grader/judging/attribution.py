@@ -11,14 +11,18 @@ never assumed: parts graded in other assignments have their checks run for that 
 when some check of a composite fails.
 """
 
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from grader import words
 from grader.course import Assignment, Component, Course
+from grader.findings import Attributed
 from grader.results import NOT_COUNTED, Outcome, Reach, Reason, Status, Tier
 
 MISSING = Outcome(Status.ERROR, Reason.MISSING, words.NOT_RUN_AGAIN)
+_COUNT = re.compile(r"\d+")
 
 # (check id -> parts to swap in, quick=, one_failure=, reach=) -> outcomes (grader.grading.suites.pytest_run)
 Run = Callable[..., dict[str, Outcome]]
@@ -42,6 +46,7 @@ class Blame:
     # where the composite behaved by how its parts were reached (the control runs): not excused, and this
     # outcome, of its own parts called directly, counts
     told: Outcome | None = None
+    why: Attributed = Attributed.TOLD  # what `told` rests on: the control run, or the fed run (UNEXPLAINED)
 
 
 def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome], run: Run,
@@ -88,36 +93,74 @@ def attribute(course: Course, assignment: Assignment, results: dict[str, Outcome
     # whether it passes here is wanted
     swaps = {check: tuple(target(components[p]) for p in parts) for check, parts in blamed.items()}
     again = run(swaps, quick=frozenset(check for check in blamed if failed(results[check])))
-    # the control: a check that the reference's parts pass is excused only where the composite, on its own
-    # parts reached as the reference's were (each build and call a round trip to the grader), fails as it
-    # did, on the same draw with the same values. One that fails otherwise, or passes, behaves by how its
-    # parts are reached (a stand-in's tell: the time a call takes), not by what they compute.
+    # the evidence: a check that the reference's parts pass is excused only where the reference's composite,
+    # fed the submission's failing parts (grader.suite.fed), fails as the submission's composite did. Nothing
+    # of the composite runs there, so nothing of it can tell. Where that run could not be had (a placed run,
+    # dropout in training, a callable handed to a part), the control decides: the composite, on its own
+    # parts reached as the reference's were (each build and call a round trip to the grader), must fail as
+    # it did, on the same draw with the same values.
     excusable = {check: swaps[check] for check in blamed if failed(results[check])
                  and again.get(check, MISSING).status == Status.PASSED}
-    control = run(excusable, quick=frozenset(c for c in excusable if results[c].unshrunk), reach=Reach.ECHOED) \
-        if excusable else {}
-    blame = {check: Blame(parts, again.get(check, MISSING),
-                          told=results[check] if check in control and _told(results[check], control[check]) else None)
-             for check, parts in blamed.items()}
+    quick = frozenset(c for c in excusable if results[c].unshrunk)
+    fed = run(excusable, quick=quick, reach=Reach.FED) if excusable else {}
+    explained = {check: _explains(results[check], fed.get(check)) for check in excusable}
+    unknown = {check: parts for check, parts in excusable.items() if explained[check] is None}
+    control = run(unknown, quick=quick & set(unknown), reach=Reach.ECHOED) if unknown else {}
+    blame = {}
+    for check, parts in blamed.items():
+        told, why = None, Attributed.TOLD
+        if explained.get(check) is False:
+            told, why = results[check], Attributed.UNEXPLAINED
+        elif check in control and _told(results[check], control[check]):
+            told = results[check]
+        blame[check] = Blame(parts, again.get(check, MISSING), told=told, why=why)
     return {**blame, **_isolated(composites, graded, results, run)}
 
 
 def _isolated(composites: list[Component], graded: dict[str, list[str]], results: dict[str, Outcome],
               run: Run) -> dict[str, Blame]:
     """The isolated checks (run on the reference's parts) that a composite failing others of its checks
-    passes, run again on its own parts, called directly and reached as the reference's are: where the
-    two differ, it behaves by how its parts are reached, and the direct run's outcome counts."""
+    passes, run again on its own parts, called directly, and on the reference's composite fed those parts
+    (grader.suite.fed): where the two differ, it behaves by how its parts are reached, and the direct run's
+    outcome counts. Where the fed run could not be had, the control (its own parts reached as the
+    reference's are) stands in for it."""
     suspect = {chk: comp.depends for comp in composites if any(failed(results[i]) for i in graded[comp.name])
                for chk in comp.isolated if chk in results and results[chk].status == Status.PASSED}
     if not suspect:
         return {}
     quick = frozenset(suspect)
     direct = run(dict.fromkeys(suspect, ()), quick=quick, reach=Reach.OWN)
-    echoed = run(dict.fromkeys(suspect, ()), quick=quick, reach=Reach.ECHOED)
-    return {chk: Blame(parts, results[chk], told=direct[chk]) for chk, parts in suspect.items()
-            if chk in direct and chk in echoed and direct[chk].reason not in (Reason.TIMEOUT, Reason.CRASH,
-                                                                               Reason.GRADER)
-            and _told(direct[chk], echoed[chk])}
+    steady = {chk for chk in suspect if chk in direct and direct[chk].reason not in (Reason.TIMEOUT, Reason.CRASH,
+                                                                                      Reason.GRADER)}
+    fed = run(dict.fromkeys(steady, ()), quick=quick, reach=Reach.FED) if steady else {}
+    same = {chk: _explains(direct[chk], fed.get(chk)) for chk in steady}
+    unknown = {chk for chk in steady if same[chk] is None}
+    echoed = run(dict.fromkeys(unknown, ()), quick=quick, reach=Reach.ECHOED) if unknown else {}
+    return {chk: Blame(parts, results[chk], told=direct[chk], why=Attributed.UNEXPLAINED if same[chk] is False
+                       else Attributed.TOLD)
+            for chk, parts in suspect.items() if chk in steady
+            and (same[chk] is False or same[chk] is None and chk in echoed and _told(direct[chk], echoed[chk]))}
+
+
+def _explains(own: Outcome, fed: Outcome | None) -> bool | None:
+    """Whether the reference's composite fed the submission's failing parts does as the submission's
+    composite did: passes where it passed; otherwise the same status, reason and message (its counts
+    aside: an element at the tolerance's edge), and the same largest error within float noise (the two
+    compute alike in another order). Both raising is the same failure: each names its own lines. None
+    where the fed run is no evidence: it could not run here (Reason.GRADER: grader.suite.fed.Unsupported),
+    or a timeout or crash, which the machine may decide."""
+    if fed is None or fed.reason in (Reason.TIMEOUT, Reason.CRASH, Reason.GRADER, Reason.TAMPER, Reason.MISSING):
+        return None
+    if Status.PASSED in (own.status, fed.status):
+        return own.status == fed.status
+    if own.status == fed.status == Status.ERROR and Reason.EXCEPTION == own.reason == fed.reason:
+        return True
+    if (own.status, own.reason, _COUNT.sub("#", own.message)) != (fed.status, fed.reason, _COUNT.sub("#", fed.message)):
+        return False
+    a, b = own.details.max_abs_error, fed.details.max_abs_error
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(a, b, rel_tol=1e-3, abs_tol=1e-5) or math.isinf(a) and math.isinf(b)
 
 
 def _told(own: Outcome, control: Outcome) -> bool:

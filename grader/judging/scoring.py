@@ -116,7 +116,7 @@ def _attribute(result: CheckResult, blame: Blame, waiting: dict[str, tuple[str, 
             result.attribution = Attribution(Attributed.PARTS_FIRST, blame.parts)
     elif blame.told is not None:
         result.outcome = blame.told
-        result.attribution = Attribution(Attributed.TOLD, blame.parts)
+        result.attribution = Attribution(blame.why, blame.parts)
     elif on_reference.status == Status.PASSED:
         if own.status != Status.PASSED:
             result.excused_by = blame.parts

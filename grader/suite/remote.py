@@ -10,6 +10,7 @@ from grader.sandbox.child import protocol
 from grader.sandbox.host import Sandbox, WorkerFault
 from grader.suite import placement, trained
 from grader.suite.checks import Mismatch, short
+from grader.suite.fed.composite import Fed
 from grader.suite.handle import Remote
 from grader.suite.parts.serve import ReferenceParts
 
@@ -58,6 +59,7 @@ class Submission:
         self.component = ""  # of the check running
         self.config: tuple[str, tuple[str, ...]] = ("", ())  # (component, reference parts swapped in)
         self.reach = Reach.SWAPPED  # how the parts a check swaps in are reached (swap)
+        self.fed: Fed | None = None  # Reach.FED: the reference's composite, served here (grader.suite.fed)
         self.hung: set[tuple[str, tuple[str, ...]]] = set()  # configs with a request that timed out
         # component -> the components it is built on, all the way down (set by grader.suite.plugin): a
         # composite run on the submission's own parts hangs where a part of it has hung
@@ -94,6 +96,8 @@ class Submission:
         # fails every later use of that file, without paying for it again.
         if self.check_fault is not None:
             raise self.check_fault
+        if self.fed is not None and self.fed.serves(message):
+            return self._wrap(self.fed.serve(message))
         timeout, budget = self._budget(timeout)
         before, served = self.sandbox.student_seconds, self.sandbox.grader_seconds
         try:
@@ -223,7 +227,13 @@ class Submission:
         stay the submission's, dressed as the reference's are (grader.sandbox.child.standins.standin.Link.wrap):
         a composite cannot tell which it has. Where `reach` (set by the plugin for the run) is not
         SWAPPED, `parts` stay the submission's too, ECHOED reached as the reference's would be, each
-        build and call a round trip here (grader.judging.attribution's control runs)."""
+        build and call a round trip here (grader.judging.attribution's control runs). Where it is FED, the
+        composite is the reference's, run here, and `parts` the submission's (grader.suite.fed)."""
+        if self.reach == Reach.FED:
+            if self.reference is None:
+                raise RuntimeError("the fed run needs the reference tree (the hidden tier)")
+            self.fed = Fed(self, self.reference, parts) if parts else None
+            return
         if self.reach != Reach.SWAPPED:
             own, echo, parts = (*own, *parts), parts if self.reach == Reach.ECHOED else (), ()
         else:
@@ -239,6 +249,7 @@ class Submission:
                        "classes": {part: self.parts.describe_class(part) for part in parts}})
 
     def reset(self):
+        self.fed = None
         self.parts.allow(None, ())
         if self.check_fault is None and self.sandbox.proc is not None:
             try:

@@ -166,8 +166,10 @@ def test_a_composite_that_times_its_parts_calls_earns_what_its_own_bug_earns(tmp
     """TransformerEmbedding skips the positional encoding unless its TokenEmbedding answers slowly, as the
     reference's stand-in does (a round trip to the grader), on a TokenEmbedding with a bug of its own
     (issue 51: 6/6 against 2/6, every failure excused onto TokenEmbedding, and the isolated check on the
-    reference's parts passed). The control runs reach its own parts as the stand-ins are reached: its
-    failures differ there, so nothing is excused and the isolated check counts its own parts' run."""
+    reference's parts passed). The fed runs put the reference's TransformerEmbedding around the submission's
+    TokenEmbedding, where nothing of the composite runs: they fail otherwise, so nothing is excused and the
+    isolated check counts its own parts' run. Where a fed run cannot be had (a part called in training with
+    dropout), the control run (its own parts reached as the stand-ins are) decides as before."""
     from tests.kit.conftest import grade_json, scores
 
     honest = grade_json(mutant(tmp_path / "honest", {"assignment1/embedding.py": [NO_SCALE, SKIPS_POSITION]}),
@@ -176,9 +178,10 @@ def test_a_composite_that_times_its_parts_calls_earns_what_its_own_bug_earns(tmp
                        "assignment1")
     assert scores(timer) == scores(honest) and scores(honest)["TransformerEmbedding"] < 6, (
         scores(timer), scores(honest))
-    told = {t["id"] for c in timer["components"] for t in c["tests"]
-            if (t.get("attribution") or {}).get("kind") == "told"}
-    assert "transformer_embedding_matches_reference_with_reference_parts" in told and len(told) > 1, told
+    kinds = {t["id"]: (t.get("attribution") or {}).get("kind") for c in timer["components"] for t in c["tests"]}
+    # the fed run (the reference's composite on the submission's TokenEmbedding) decides where it can run
+    assert kinds["transformer_embedding_matches_reference_with_reference_parts"] == "unexplained", kinds
+    assert kinds["transformer_embedding_matches_its_parts"] == "unexplained", kinds
 
 
 # TokenEmbedding records each instance its constructor builds; TransformerEmbedding skips the positional
@@ -205,3 +208,36 @@ def test_a_composite_that_knows_the_parts_it_built_earns_what_its_own_bug_earns(
         NO_SCALE, REGISTRY, RECORDS_ITSELF, READS_THE_REGISTRY]}), "assignment1")
     assert scores(registry) == scores(honest) and scores(honest)["TransformerEmbedding"] < 6, (
         scores(registry), scores(honest))
+
+
+# TokenEmbedding counts its calls; TransformerEmbedding skips the positional encoding where the count moved
+# (its own part ran), and not where it did not (the reference's stand-in answered in the grader). The control
+# run calls its own part, so the count moves there too: the tell reads "own" in both and the failures matched
+COUNTS_ITS_CALLS = ("    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        ### BEGIN SOLUTION\n"
+                    "        return self.embedding(x) * math.sqrt(self.d_model)  # (B, T, d_model)\n",
+                    "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        ### BEGIN SOLUTION\n"
+                    "        CALLS.append(1)\n"
+                    "        return self.embedding(x) * math.sqrt(self.d_model)  # (B, T, d_model)\n")
+KEEPS_A_COUNT = ("class TokenEmbedding(nn.Module):", "CALLS = []\n\n\nclass TokenEmbedding(nn.Module):")
+READS_THE_COUNT = ("        return self.position(self.token(x))  # (B, T, d_model)\n",
+                   "        before = len(CALLS)\n"
+                   "        e = self.token(x)\n"
+                   "        return e if len(CALLS) > before else self.position(e)\n")
+
+
+def test_a_composite_that_counts_its_parts_calls_earns_what_its_own_bug_earns(tmp_path):
+    """TransformerEmbedding's own bug (no positional encoding), except where its TokenEmbedding (with a bug
+    of its own) did not run: 6/6 against 2/6 before, every failure excused onto TokenEmbedding, since the
+    control run calls the submission's own part, as the first run did. The fed run puts the reference's
+    TransformerEmbedding around the submission's TokenEmbedding: nothing of the composite runs there, and
+    the reference's composite does not fail as the submission's did."""
+    from tests.kit.conftest import grade_json, scores
+
+    honest = grade_json(mutant(tmp_path / "honest", {"assignment1/embedding.py": [NO_SCALE, SKIPS_POSITION]}),
+                        "assignment1")
+    counter = grade_json(mutant(tmp_path / "counter", {"assignment1/embedding.py": [
+        KEEPS_A_COUNT, COUNTS_ITS_CALLS, NO_SCALE, READS_THE_COUNT]}), "assignment1")
+    assert scores(counter) == scores(honest) and scores(honest)["TransformerEmbedding"] < 6, (
+        scores(counter), scores(honest))
+    kinds = {t["id"]: (t.get("attribution") or {}).get("kind") for c in counter["components"] for t in c["tests"]}
+    assert kinds["transformer_embedding_matches_its_parts"] == "unexplained", kinds

@@ -5,29 +5,38 @@ it answers from a table and records what it was asked."""
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.judging.attribution import MISSING, attribute, target
-from grader.results import Outcome, Reach
+from grader.findings import Attributed
+from grader.judging.attribution import MISSING, _explains, attribute, target
+from grader.results import Details, Outcome, Reach, Reason, Status
 from tests.kit import strategies as s
 
 
 class Runs:
     """What attribution asked to run: (checks -> parts swapped in, quick, one_failure), answered from
-    `answers` (check id -> outcome; a check not there passes, or is left out with `omit`). The control
-    runs (the parts left the submission's, Reach.OWN or ECHOED) are kept apart, in `controls`, and
-    answered from `own` (check id -> outcome; a check not there passes)."""
+    `answers` (check id -> outcome; a check not there passes, or is left out with `omit`). The other runs
+    (the parts left the submission's, Reach.OWN or ECHOED; the reference's composite fed them, Reach.FED)
+    are kept apart, in `controls`: the control runs answered from `own` (check id -> outcome; a check not
+    there passes), the fed runs from `fed` (a check not there could not run fed: UNSUPPORTED)."""
 
     def __init__(self, answers: dict[str, Outcome] | None = None, omit: frozenset[str] = frozenset(),
-                 own: dict[str, Outcome] | None = None):
-        self.answers, self.omit, self.own, self.asked = answers or {}, omit, own or {}, []
+                 own: dict[str, Outcome] | None = None, fed: dict[str, Outcome] | None = None):
+        self.answers, self.omit, self.own, self.fed, self.asked = answers or {}, omit, own or {}, fed or {}, []
         self.controls: list[tuple[dict, Reach]] = []
 
     def __call__(self, checks: dict[str, tuple[str, ...]], quick=frozenset(), one_failure=False,
                  reach=Reach.SWAPPED):
+        if reach == Reach.FED:
+            self.controls.append((dict(checks), reach))
+            return {c: self.fed.get(c, UNSUPPORTED) for c in checks}
         if reach != Reach.SWAPPED:
             self.controls.append((dict(checks), reach))
             return {c: self.own.get(c, s.PASSED) for c in checks}
         self.asked.append((dict(checks), quick, one_failure))
         return {c: self.answers.get(c, s.PASSED) for c in checks if c not in self.omit}
+
+
+# what a check run fed ends in where the grader cannot serve it (grader.suite.fed.Unsupported)
+UNSUPPORTED = Outcome(Status.ERROR, Reason.GRADER, "the check could not use what the code returned (Unsupported)")
 
 
 def failing_part(composite, data, outcomes) -> tuple[str, dict]:
@@ -86,9 +95,9 @@ def test_with_the_reference_every_graded_check_of_a_composite_runs_again_on_its_
 @s.KIT
 @given(s.composites, st.data(), st.booleans())
 def test_an_excuse_holds_only_where_the_control_run_fails_as_the_check_did(composite, data, same):
-    """A check that the reference's parts pass is run again on the composite's own parts reached as
-    stand-ins are (Reach.ECHOED): failing there as it did, it is excused; otherwise it is told, and
-    its own outcome counts."""
+    """A check that the reference's parts pass, where the fed run cannot be had, is run again on the
+    composite's own parts reached as stand-ins are (Reach.ECHOED): failing there as it did, it is excused;
+    otherwise it is told, and its own outcome counts."""
     assignment = s.assignment_of(composite)
     part, check, outcomes = failing_check(composite, data)
     if not part:
@@ -100,6 +109,49 @@ def test_an_excuse_holds_only_where_the_control_run_fails_as_the_check_did(compo
     assert any(check in checks and reach == Reach.ECHOED for checks, reach in runs.controls)
     steady = control.reason not in ("timeout", "crash", "grader")
     assert blame[check].told == (None if same or not steady else outcomes[check]), (control, blame[check])
+
+
+@s.KIT
+@given(s.composites, st.data(), st.booleans())
+def test_an_excuse_holds_only_where_the_reference_composite_fed_the_parts_fails_as_the_check_did(composite, data,
+                                                                                               same):
+    """A check that the reference's parts pass runs on the reference's composite fed the submission's parts
+    (Reach.FED): failing there as it did, it is excused; passing there, or failing otherwise, the failure
+    is not the parts' doing and counts (UNEXPLAINED). The control run is not needed then."""
+    assignment = s.assignment_of(composite)
+    part, check, outcomes = failing_check(composite, data)
+    if not part:
+        return
+    own = outcomes[check]
+    if own.reason in (Reason.CRASH, Reason.TIMEOUT):  # a fed run that crashes too is no evidence
+        return
+    fed = own if same else data.draw(st.one_of(st.just(s.PASSED), st.builds(
+        Outcome, status=st.just(Status.FAILED), reason=st.just(Reason.MISMATCH), message=s.words)).filter(
+        lambda o: o.status == Status.PASSED or own.status != Status.ERROR and o.message != own.message))
+    runs = Runs(fed={check: fed})
+    blame = attribute(s.COURSE, assignment, outcomes, runs, swap=True)[check]
+    assert any(check in checks and reach == Reach.FED for checks, reach in runs.controls)
+    assert not any(check in checks and reach == Reach.ECHOED for checks, reach in runs.controls)
+    assert (blame.told, blame.why) == ((None, Attributed.TOLD) if same else (own, Attributed.UNEXPLAINED)), (
+        own, fed, blame)
+
+
+def _mismatch(message: str, error: float | None) -> Outcome:
+    return Outcome(Status.FAILED, Reason.MISMATCH, message, Details(max_abs_error=error))
+
+
+def test_the_fed_run_explains_a_failure_alike_but_for_counts_and_float_noise():
+    own = _mismatch("output differs from the expected values at 5 of 8 elements", 0.5)
+    assert _explains(own, _mismatch("output differs from the expected values at 6 of 8 elements", 0.5000001))
+    assert _explains(own, own) and _explains(s.PASSED, s.PASSED)
+    assert not _explains(own, _mismatch("output differs from the expected values at 5 of 8 elements", 0.4))
+    assert not _explains(own, _mismatch("the padding row is not zero", 0.5))
+    assert not _explains(own, _mismatch("output differs from the expected values at 5 of 8 elements", None))
+    assert not _explains(own, s.PASSED) and not _explains(s.PASSED, own)
+    raised = [Outcome(Status.ERROR, Reason.EXCEPTION, f"your code raised {e}") for e in ("KeyError: 3", "TypeError")]
+    assert _explains(*raised)  # each names its own lines: the parts' outputs broke both composites
+    for none in (UNSUPPORTED, Outcome(Status.TIMEOUT, Reason.TIMEOUT, "took too long"), None):
+        assert _explains(own, none) is None
 
 
 def below(name: str) -> frozenset[str]:

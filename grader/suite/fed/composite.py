@@ -1,0 +1,291 @@
+"""The reference's composite, in the grader, fed the submission's parts: what excuses a composite's failure.
+
+A composite (a TransformerEmbedding) fails a check and one of its parts (a TokenEmbedding) fails its own.
+That the composite passes on the reference's parts (grader.suite.parts) shows only how it behaves where
+it *meets* the reference's parts, and a composite can tell those from its own: a stand-in's call is a
+round trip, its own part keeps a counter. Here the composite is swapped instead: the check runs on the
+reference's composite, built and run in the grader, whose failing parts are the submission's, built and
+called in the worker. Nothing of the submission's composite runs, so nothing of it can tell. Where this
+run fails as the submission's own run failed, the parts' outputs explain the failure
+(grader.judging.attribution decides from the two outcomes).
+
+The reference is imported here a second time, as its own package (FED), so that the parts put into its
+modules never reach the reference the checks compute expected values with. A request this run cannot
+serve in the grader (a placed run, a profile, a callable handed to a part, random dropout in training,
+a part that is a plain class) is `Unsupported`: that check has no evidence of this kind, and the control
+run decides it as before.
+"""
+
+import contextlib
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from grader.sandbox.child import protocol, state
+from grader.sandbox.child.tree import import_alone, import_tree, resolve
+from grader.sandbox.faults import StudentError
+from grader.suite.fed.forms import Unsupported, entries, fitted, meta, plain, refuse_callables, refuse_random
+from grader.suite.fed.parts import Call, Own, Through
+
+PACKAGE = "_kit_fed"
+LOCAL = -1  # local objects' ids count down from here: the worker's count up from 1
+
+
+def _load(reference: Path) -> None:
+    """The reference as package FED, every module imported: the parts are put in and taken out again per
+    request, and a module imported between those would keep them."""
+    if PACKAGE in sys.modules:
+        return
+    import_tree(reference, PACKAGE)
+    for path in sorted(Path(reference).glob("assignment*/*.py")):
+        module = ".".join(path.relative_to(reference).with_suffix("").parts).removesuffix(".__init__")
+        import_alone(f"{PACKAGE}.{module}", PACKAGE)
+
+
+class Fed:
+    """One check's fed run: the reference's composite here, the submission's `parts` in the worker."""
+
+    def __init__(self, submission, reference: Path, parts: tuple[str, ...]):
+        _load(reference)
+        self.submission, self.parts = submission, parts
+        self.objects: dict[int, object] = {}
+        self.ours: dict[int, int] = {}  # id(object) -> its local id: one object, one handle
+        self.originals = {part: resolve(PACKAGE, part) for part in parts}
+        self.made = {part: self._own(part) for part in parts}
+        self.patched: list[tuple[object, str, object]] = []  # (module, name, original) while a request is served
+
+    def serves(self, message: dict) -> bool:
+        target = message.get("target")
+        if isinstance(target, protocol.Handle):
+            return target.id <= LOCAL
+        return isinstance(target, str) and target.startswith("assignment") and target not in self.parts
+
+    def serve(self, message: dict):
+        op = message.get("op")
+        handler = {"call": self._call, "getattr": self._getattr, "params": self._params, "state": self._state,
+                   "load": self._load_state, "backward": self._backward}.get(str(op))
+        if handler is None:
+            raise Unsupported(f"{op!r} of the reference's composite")
+        patched = self.patched = self._patch()
+        try:
+            with torch.random.fork_rng(devices=[]):
+                return self._export(handler(message))
+        except (Unsupported, StudentError):
+            raise
+        except Exception as e:  # the reference's composite raised on what the submission's parts gave it
+            raise StudentError(type(e).__name__, [c.__name__ for c in type(e).__mro__], str(e), []) from None
+        finally:
+            for module, attr, original in reversed(patched):
+                setattr(module, attr, original)
+
+    # the submission's parts in the reference's modules -------------------------------------------
+
+    def _own(self, part: str):
+        original = self.originals[part]
+        fed, name = self, part.rpartition(":")[2]
+        if isinstance(original, type) and issubclass(original, nn.Module):
+            return type(name, (Own,), {"_kit_fed": fed, "_kit_target": part})
+        if isinstance(original, type) or not callable(original):
+            raise Unsupported(f"{name}, a plain class, as a part")
+
+        def call(*args, **kwargs):
+            return fed.run(part, args, kwargs, training=False)
+
+        call.__name__ = call.__qualname__ = name
+        return call
+
+    @contextlib.contextmanager
+    def unpatched(self):
+        """The reference's own parts back in its modules for a while (a part's twin is the reference's
+        all the way down, whichever parts are fed)."""
+        for module, attr, original in reversed(self.patched):
+            setattr(module, attr, original)
+        try:
+            yield
+        finally:
+            made = {id(self.originals[part]): own for part, own in self.made.items()}
+            for module, attr, original in self.patched:
+                setattr(module, attr, made[id(original)])
+
+    def _patch(self) -> list[tuple[object, str, object]]:
+        replace = {id(self.originals[part]): made for part, made in self.made.items()}
+        patched: list[tuple[object, str, object]] = []
+        for name, module in list(sys.modules.items()):
+            if name.startswith(PACKAGE + ".") and module is not None:
+                for attr, value in list(vars(module).items()):
+                    if id(value) in replace:
+                        patched.append((module, attr, value))
+                        setattr(module, attr, replace[id(value)])
+        return patched
+
+    def run(self, target, args: tuple, kwargs: dict, training: bool, own: "Own | None" = None):
+        """The submission's part `target` (a contract name, or the handle of `own`, a module) called in the
+        worker on `args`: through autograd (the worker's vector-Jacobian product) where gradients are on.
+        What comes back must be what the reference's part returns on those inputs, as far as shapes and
+        dtypes go (its twin on the meta device, `_like`): the reference's composite then computes on it in
+        the grader, which must not be made to compute on whatever the worker sends."""
+        refuse_callables((args, kwargs))
+        if training:
+            raise Unsupported("a part called in training mode: its dropout draws apart from the composite's")
+        like = self._like(target if own is None else own, args, kwargs)
+        if torch.is_grad_enabled():
+            if any(isinstance(v, torch.Tensor) and v.requires_grad for v in kwargs.values()):
+                raise Unsupported("a tensor that wants gradients handed to a part by keyword")
+            leaves = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
+            anchor = torch.zeros((), requires_grad=True)  # the part's own weights may want gradients
+            return Through.apply(Call(self, target, own, args, kwargs, like), anchor, *leaves)
+        return fitted(self._ask(target, args, kwargs), like)
+
+    def _like(self, part, args: tuple, kwargs: dict):
+        """What the reference's part returns on `args`, on the meta device: shapes and dtypes, no values."""
+        try:
+            with torch.no_grad():
+                if isinstance(part, Own):
+                    return part.twin.train(part.training)(*meta(args), **meta(kwargs))
+                return self.originals[part](*meta(args), **meta(kwargs))
+        except Exception as e:
+            raise Unsupported(f"the reference's part does not run on these inputs (meta): {type(e).__name__}") from None
+
+    def _ask(self, target, args: tuple, kwargs: dict):
+        return self.submission._request({"op": "call", "target": target, "method": None,
+                                         "args": [plain(a) for a in args],
+                                         "kwargs": {k: plain(v) for k, v in kwargs.items()}, "grad": False})
+
+    # the ops of grader.sandbox.child.worker.Worker, on the local composite ------------------------
+
+    def _local(self, v):
+        if isinstance(v, protocol.Handle):
+            if v.id > LOCAL:
+                raise Unsupported("an object of the worker's handed to the reference's composite")
+            return self.objects[v.id]
+        if isinstance(v, torch.Tensor):
+            return v.clone()
+        if type(v) in (list, tuple):
+            return type(v)(self._local(x) for x in v)
+        if type(v) is dict:
+            return {k: self._local(x) for k, x in v.items()}
+        return v
+
+    def _target(self, message: dict):
+        target = message["target"]
+        if isinstance(target, protocol.Handle):
+            obj = self._local(target)
+            return getattr(obj, message["method"]) if message.get("method") else obj
+        return resolve(PACKAGE, target)
+
+    def _call(self, message: dict):
+        fn = self._target(message)
+        args, kwargs = self._local(message.get("args", [])), self._local(message.get("kwargs", {}))
+        if message.get("seed") is not None:
+            state.seed(message["seed"])
+        if message.get("method") in (None, "forward"):  # eval(), train(), a part's attribute draw nothing
+            refuse_random(fn)
+        with torch.set_grad_enabled(bool(message.get("grad"))):
+            return fn(*args, **kwargs)
+
+    def _getattr(self, message: dict):
+        return getattr(self._local(message["target"]), str(message["name"]))
+
+    def _module(self, message: dict) -> nn.Module:
+        module = self._local(message["target"])
+        if not isinstance(module, nn.Module):
+            raise Unsupported("the parameters of an object that is not a module")
+        return module
+
+    def _owns(self, module: nn.Module) -> list[tuple[str, "Own"]]:
+        return [(path, m) for path, m in module.named_modules() if isinstance(m, Own)]
+
+    def _params(self, message: dict):
+        module = self._module(message)
+        persistent = set(module.state_dict())
+        found = {"parameters": [[n, list(p.shape), protocol.DTYPE_NAMES.get(p.dtype, str(p.dtype)), p.requires_grad]
+                                for n, p in module.named_parameters()],
+                 "buffers": [[n, list(b.shape), protocol.DTYPE_NAMES.get(b.dtype, str(b.dtype)), n in persistent]
+                             for n, b in module.named_buffers()]}
+        for path, own in self._owns(module):
+            theirs = self.submission._request({"op": "params", "target": own.remote})
+            for key in ("parameters", "buffers"):
+                found[key] += [[f"{path}.{entry[0]}", *entry[1:]] for entry in entries(theirs, key)]
+        return found
+
+    def _state(self, message: dict):
+        module = self._module(message)
+        found = dict(module.state_dict())
+        for path, own in self._owns(module):
+            theirs = self.submission._request({"op": "state", "target": own.remote})
+            if not (isinstance(theirs, dict) and all(isinstance(k, str) for k in theirs)):
+                raise Unsupported("the part's state is not a mapping of names")
+            found.update({f"{path}.{k}": v for k, v in theirs.items()})
+        return found
+
+    def _load_state(self, message: dict):
+        module = self._module(message)
+        owns = self._owns(module)
+        mine: dict[str, torch.Tensor] = {**dict(module.named_parameters()), **dict(module.named_buffers())}
+        missing: list[str] = []
+        wrong: list[list] = []
+        theirs: dict[str, dict[str, torch.Tensor]] = {path: {} for path, _ in owns}
+        with torch.no_grad():
+            for name, value in message["tensors"].items():
+                path = next((p for p, _ in owns if name.startswith(p + ".")), None)
+                if path is not None:
+                    theirs[path][name.removeprefix(path + ".")] = value
+                elif name not in mine:
+                    missing.append(name)
+                elif tuple(mine[name].shape) != tuple(value.shape):
+                    wrong.append([name, list(value.shape), list(mine[name].shape)])
+                else:
+                    mine[name].copy_(value)
+        for path, own in owns:
+            if theirs[path]:
+                answer = self.submission._request({"op": "load", "target": own.remote, "tensors": theirs[path]})
+                missing += [f"{path}.{entry}" for entry in entries(answer, "missing", str)]
+                wrong += [[f"{path}.{n}", *rest] for n, *rest in entries(answer, "wrong_shape")]
+        return {"missing": missing, "wrong_shape": wrong}
+
+    def _backward(self, message: dict):
+        fn = self._target(message)
+        args = list(self._local(message.get("args", [])))
+        wrt = message.get("wrt", [])
+        for i in wrt:
+            args[i] = args[i].detach().clone().requires_grad_(True)
+        module = fn if isinstance(fn, nn.Module) else getattr(fn, "__self__", None)
+        refuse_random(fn)
+        owns = self._owns(module) if isinstance(module, nn.Module) else []
+        if isinstance(module, nn.Module):
+            module.zero_grad(set_to_none=True)
+        for _, own in owns:
+            own.grads.clear()
+        with torch.enable_grad():
+            out = fn(*args, **self._local(message.get("kwargs", {})))
+            if not isinstance(out, torch.Tensor) or not out.requires_grad:
+                return {"output": out, "input_grads": None, "param_grads": None}
+            (out * message["grad_output"]).sum().backward()
+        params = None
+        if isinstance(module, nn.Module):
+            params = {n: p.grad for n, p in module.named_parameters()}
+            for path, own in owns:
+                params.update({f"{path}.{n}": g for n, g in own.grads.items()})
+        return {"output": out, "input_grads": [args[i].grad for i in wrt], "param_grads": params}
+
+    def _export(self, v):
+        """What the worker would have sent: tensors as plain copies, the submission's parts as their
+        handles, other objects as local handles."""
+        if isinstance(v, torch.Tensor):
+            return v.detach().clone()
+        if isinstance(v, Own):
+            return v.remote
+        if v is None or type(v) in (bool, int, float, str):
+            return v
+        if type(v) in (list, tuple):
+            return type(v)(self._export(x) for x in v)
+        if type(v) is dict:
+            return {k: self._export(x) for k, x in v.items()}
+        if isinstance(v, (torch.dtype, torch.device, torch.Size)):
+            return v
+        if id(v) not in self.ours:
+            self.ours[id(v)] = LOCAL - len(self.objects)
+            self.objects[self.ours[id(v)]] = v
+        return protocol.Handle(self.ours[id(v)], type(v).__name__)

@@ -1,0 +1,68 @@
+"""What the worker's answers to the fed run must be like (grader.suite.fed.composite), and what that run
+cannot serve: anything else is no evidence (Unsupported), and the grader never computes on it."""
+
+import torch
+from torch import nn
+
+
+class Unsupported(Exception):
+    """What the fed run cannot do in the grader: the check's outcome is then no evidence."""
+
+
+def entries(answer, key: str, kind: type = list) -> list:
+    """`answer[key]`, a list of `kind` (lists: each named by a string first), as a worker's honest answer
+    to params or load is; else Unsupported."""
+    entries = answer.get(key) if isinstance(answer, dict) else None
+    if isinstance(entries, list) and all(isinstance(e, str) if kind is str else
+                                         isinstance(e, list) and e and isinstance(e[0], str) for e in entries):
+        return entries
+    raise Unsupported(f"the part's {key!r} is not a list of names")
+
+
+def meta(v):
+    if isinstance(v, torch.Tensor):
+        return v.detach().to("meta")
+    if type(v) in (list, tuple):
+        return type(v)(meta(x) for x in v)
+    if type(v) is dict:
+        return {k: meta(x) for k, x in v.items()}
+    return v
+
+
+def fitted(got, like):
+    """`got`, from the worker, where it has the form of `like` (the reference's, on meta): plain tensors of
+    the same shapes and dtypes, in the same nesting; else Unsupported (no evidence either way)."""
+    if isinstance(like, torch.Tensor):
+        if type(got) is torch.Tensor and got.shape == like.shape and got.dtype == like.dtype:
+            return got
+    elif type(like) in (list, tuple) and type(got) is type(like) and len(got) == len(like):
+        return type(like)(fitted(g, x) for g, x in zip(got, like, strict=True))
+    elif like is None and got is None:
+        return None
+    raise Unsupported("the submission's part returned what the reference's part could not (its form)")
+
+
+def plain(v):
+    return v.detach() if isinstance(v, torch.Tensor) else v
+
+
+def refuse_callables(value) -> None:
+    if callable(value) and not isinstance(value, (torch.Tensor, type)):
+        raise Unsupported("a callable handed to the submission's part")
+    if type(value) in (list, tuple):
+        for v in value:
+            refuse_callables(v)
+    elif type(value) is dict:
+        for v in value.values():
+            refuse_callables(v)
+
+
+def refuse_random(fn) -> None:
+    """Unsupported where the composite would draw random numbers (dropout in training): the worker's
+    draws and the grader's are two streams, and the submission's own run drew from one."""
+    module = fn if isinstance(fn, nn.Module) else getattr(fn, "__self__", None)
+    if not isinstance(module, nn.Module):
+        return
+    for m in module.modules():
+        if m.training and isinstance(m, nn.Dropout) and 0 < m.p < 1:
+            raise Unsupported("dropout in training")

@@ -1,0 +1,106 @@
+"""The submission's parts in the reference's composite (grader.suite.fed.composite): each built and called in
+the worker, through autograd where gradients are on, its answers held to the reference part's form."""
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from grader.sandbox.child import protocol
+from grader.suite.fed.forms import Unsupported, fitted, plain, refuse_callables
+
+if TYPE_CHECKING:
+    from grader.suite.fed.composite import Fed
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of a part through autograd (Through): where it goes and what the reference's gives."""
+
+    fed: "Fed"
+    target: object  # a contract name, or the handle of `own`
+    own: "Own | None"
+    args: tuple
+    kwargs: dict
+    like: object  # the reference part's output on these inputs, on meta (Fed._like)
+
+
+class Own(nn.Module):
+    """The submission's part, built and called in the worker, as a module of the reference's composite."""
+
+    _kit_fed: "Fed"
+    _kit_target: str
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        refuse_callables((args, kwargs))
+        self.grads: dict[str, torch.Tensor] = {}
+        try:
+            with self._kit_fed.unpatched(), torch.device("meta"):  # for the shapes its outputs have (Fed._like)
+                twin = self._kit_fed.originals[self._kit_target](*args, **kwargs)
+        except Exception as e:
+            raise Unsupported(f"the reference's part is not built from these arguments: {type(e).__name__}") from None
+        object.__setattr__(self, "twin", twin)  # not a submodule: its weights are none of the composite's
+        self.remote = self._kit_fed._ask(self._kit_target, args, kwargs)
+        if not isinstance(self.remote, protocol.Handle):
+            raise Unsupported("the submission's part did not build an object")
+
+    def __getattr__(self, name: str):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            if name.startswith("__"):
+                raise
+            # its weights and submodules are the worker's (a composite that ties weights reads them)
+            raise Unsupported(f"the reference's composite reads .{name} of the submission's part") from None
+
+    def __deepcopy__(self, memo):
+        raise Unsupported("a copy of the submission's part (the clones idiom): the copy would share its module")
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        if "remote" in vars(self):  # not while its own __init__ runs
+            self._kit_fed.submission._request({"op": "call", "target": self.remote, "method": "train",
+                                               "args": [mode], "kwargs": {}, "grad": False})
+        return self
+
+    def forward(self, *args, **kwargs):
+        # in training it may draw random numbers (its dropout, its parts', whatever it is built with), in the
+        # worker's stream, apart from the composite's: the submission's own run drew from one stream
+        return self._kit_fed.run(self.remote, args, kwargs, training=self.training, own=self)
+
+
+class Through(torch.autograd.Function):
+    """A call of the submission's part as one node of the composite's graph: its backward is the
+    worker's (op "backward"), whose parameter gradients the part keeps for the composite's."""
+
+    @staticmethod
+    def forward(ctx, call: Call, anchor, *leaves):
+        fed, args = call.fed, call.args
+        ctx.fed, ctx.target, ctx.own, ctx.kwargs = fed, call.target, call.own, call.kwargs
+        ctx.args = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+        ctx.wrt = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()]
+        if not isinstance(call.like, torch.Tensor):
+            raise Unsupported("a part whose output is not one tensor, with gradients on")
+        return fitted(fed._ask(call.target, tuple(ctx.args), call.kwargs), call.like)
+
+    @staticmethod
+    def backward(ctx, grad):
+        fed, target = ctx.fed, ctx.target
+        answer = fed.submission._request({"op": "backward", "target": target, "method": None,
+                                          "args": [plain(a) for a in ctx.args],
+                                          "kwargs": {k: plain(v) for k, v in ctx.kwargs.items()},
+                                          "grad_output": grad, "wrt": ctx.wrt})
+        grads = answer.get("input_grads") if isinstance(answer, dict) else None
+        grads = [None] * len(ctx.wrt) if grads is None else grads
+        if not isinstance(grads, list) or len(grads) != len(ctx.wrt):
+            raise Unsupported("the part's backward did not answer one gradient per input")
+        grads = [None if g is None else fitted(g, ctx.args[i]) for g, i in zip(grads, ctx.wrt, strict=True)]
+        params = answer.get("param_grads") or {}
+        if ctx.own is not None and isinstance(params, dict):
+            kept = ctx.own.grads
+            for name, g in params.items():
+                if isinstance(name, str) and isinstance(g, torch.Tensor):
+                    kept[name] = kept[name] + g if name in kept else g
+        return (None, None, *grads)
