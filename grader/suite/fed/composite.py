@@ -33,6 +33,10 @@ PACKAGE = "_kit_fed"
 LOCAL = -1  # local objects' ids count down from here: the worker's count up from 1
 
 
+def _dtype(t: torch.Tensor) -> str:
+    return protocol.DTYPE_NAMES.get(t.dtype, str(t.dtype))
+
+
 def _load(reference: Path) -> None:
     """The reference as package FED, every module imported: the parts are put in and taken out again per
     request, and a module imported between those would keep them."""
@@ -198,34 +202,50 @@ class Fed:
         return [(path, m) for path, m in module.named_modules() if isinstance(m, Own)]
 
     def _params(self, message: dict):
-        module = self._module(message)
-        persistent = set(module.state_dict())
-        found = {"parameters": [[n, list(p.shape), protocol.DTYPE_NAMES.get(p.dtype, str(p.dtype)), p.requires_grad]
-                                for n, p in module.named_parameters()],
-                 "buffers": [[n, list(b.shape), protocol.DTYPE_NAMES.get(b.dtype, str(b.dtype)), n in persistent]
-                             for n, b in module.named_buffers()]}
-        for path, own in self._owns(module):
-            theirs = self.submission._request({"op": "params", "target": own.remote})
-            for key in ("parameters", "buffers"):
-                found[key] += [[f"{path}.{entry[0]}", *entry[1:]] for entry in entries(theirs, key)]
+        """As the worker's: in named_parameters' order (modules depth first), a part's listing at its place."""
+        found: dict[str, list] = {"parameters": [], "buffers": []}
+        seen: set[int] = set()  # a tied parameter is listed once, as named_parameters lists it
+        for prefix, m in self._walk(self._module(message)):
+            if isinstance(m, Own):
+                theirs = self.submission._request({"op": "params", "target": m.remote})
+                for key in ("parameters", "buffers"):
+                    found[key] += [[prefix + entry[0], *entry[1:]] for entry in entries(theirs, key)]
+                continue
+            for n, p in m._parameters.items():
+                if p is not None and id(p) not in seen:
+                    seen.add(id(p))
+                    found["parameters"].append([prefix + n, list(p.shape), _dtype(p), p.requires_grad])
+            for n, b in m._buffers.items():
+                if b is not None:
+                    found["buffers"].append([prefix + n, list(b.shape), _dtype(b),
+                                             n not in m._non_persistent_buffers_set])
         return found
 
     def _state(self, message: dict):
-        module = self._module(message)
-        found = dict(module.state_dict())
-        for path, own in self._owns(module):
-            theirs = self.submission._request({"op": "state", "target": own.remote})
-            if not (isinstance(theirs, dict) and all(isinstance(k, str) for k in theirs)):
-                raise Unsupported("the part's state is not a mapping of names")
-            found.update({f"{path}.{k}": v for k, v in theirs.items()})
+        """As state_dict's, in its order (a module's parameters, its persistent buffers, then its children's)."""
+        found: dict[str, torch.Tensor] = {}
+        for prefix, m in self._walk(self._module(message)):
+            if isinstance(m, Own):
+                theirs = self.submission._request({"op": "state", "target": m.remote})
+                if not (isinstance(theirs, dict) and all(isinstance(k, str) for k in theirs)):
+                    raise Unsupported("the part's state is not a mapping of names")
+                found.update({prefix + k: v for k, v in theirs.items()})
+                continue
+            found.update({prefix + n: p.detach() for n, p in m._parameters.items() if p is not None})
+            found.update({prefix + n: b.detach() for n, b in m._buffers.items()
+                          if b is not None and n not in m._non_persistent_buffers_set})
         return found
 
+    @staticmethod
+    def _walk(module: nn.Module) -> list[tuple[str, nn.Module]]:
+        return [(f"{path}." if path else "", m) for path, m in module.named_modules()]
+
     def _load_state(self, message: dict):
+        """As the worker's: the names it lacks and those of the wrong shape, in the order they were sent."""
         module = self._module(message)
         owns = self._owns(module)
         mine: dict[str, torch.Tensor] = {**dict(module.named_parameters()), **dict(module.named_buffers())}
-        missing: list[str] = []
-        wrong: list[list] = []
+        found: dict[str, list | None] = {}  # name -> None (missing) or its wrong-shape entry
         theirs: dict[str, dict[str, torch.Tensor]] = {path: {} for path, _ in owns}
         with torch.no_grad():
             for name, value in message["tensors"].items():
@@ -233,17 +253,19 @@ class Fed:
                 if path is not None:
                     theirs[path][name.removeprefix(path + ".")] = value
                 elif name not in mine:
-                    missing.append(name)
+                    found[name] = None
                 elif tuple(mine[name].shape) != tuple(value.shape):
-                    wrong.append([name, list(value.shape), list(mine[name].shape)])
+                    found[name] = [name, list(value.shape), list(mine[name].shape)]
                 else:
                     mine[name].copy_(value)
         for path, own in owns:
             if theirs[path]:
                 answer = self.submission._request({"op": "load", "target": own.remote, "tensors": theirs[path]})
-                missing += [f"{path}.{entry}" for entry in entries(answer, "missing", str)]
-                wrong += [[f"{path}.{n}", *rest] for n, *rest in entries(answer, "wrong_shape")]
-        return {"missing": missing, "wrong_shape": wrong}
+                found.update({f"{path}.{entry}": None for entry in entries(answer, "missing", str)})
+                found.update({f"{path}.{n}": [f"{path}.{n}", *rest] for n, *rest in entries(answer, "wrong_shape")})
+        order = [name for name in message["tensors"] if name in found]
+        return {"missing": [n for n in order if found[n] is None],
+                "wrong_shape": [found[n] for n in order if found[n] is not None]}
 
     def _backward(self, message: dict):
         fn = self._target(message)
