@@ -203,23 +203,22 @@ class Fed:
 
     def _params(self, message: dict):
         """As the worker's: in named_parameters' order (modules depth first), a part's listing at its place."""
-        found: dict[str, list] = {"parameters": [], "buffers": []}
+        parameters: list[list] = []
+        buffers: list[list] = []
         seen: set[int] = set()  # a tied parameter is listed once, as named_parameters lists it
         for prefix, m in self._walk(self._module(message)):
             if isinstance(m, Own):
                 theirs = self.submission._request({"op": "params", "target": m.remote})
-                for key in ("parameters", "buffers"):
-                    found[key] += [[prefix + entry[0], *entry[1:]] for entry in entries(theirs, key)]
+                parameters += [[prefix + entry[0], *entry[1:]] for entry in entries(theirs, "parameters")]
+                buffers += [[prefix + entry[0], *entry[1:]] for entry in entries(theirs, "buffers")]
                 continue
             for n, p in m._parameters.items():
                 if p is not None and id(p) not in seen:
                     seen.add(id(p))
-                    found["parameters"].append([prefix + n, list(p.shape), _dtype(p), p.requires_grad])
-            for n, b in m._buffers.items():
-                if b is not None:
-                    found["buffers"].append([prefix + n, list(b.shape), _dtype(b),
-                                             n not in m._non_persistent_buffers_set])
-        return found
+                    parameters.append([prefix + n, list(p.shape), _dtype(p), p.requires_grad])
+            buffers += [[prefix + n, list(b.shape), _dtype(b), n not in m._non_persistent_buffers_set]
+                        for n, b in m._buffers.items() if b is not None]
+        return {"parameters": parameters, "buffers": buffers}
 
     def _state(self, message: dict):
         """As state_dict's, in its order (a module's parameters, its persistent buffers, then its children's)."""
