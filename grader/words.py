@@ -207,7 +207,8 @@ def note(found: Attribution | None) -> str:
                 f"{'it computes' if one else 'they compute'}")
     if found.kind == Attributed.UNEXPLAINED:
         return (f"counted: this check passes with the reference's {names}, but the reference's own code given "
-                f"your {names} does not fail it this way: the failure is not your {names}'s doing alone")
+                f"your {names} does not fail it this way, so {'its' if one else 'their'} bug does not explain "
+                f"this failure: look in this component's own code")
     return f"counted: this check fails with the reference's {names} too, so this component has a bug of its own"
 
 
