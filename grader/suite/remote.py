@@ -45,7 +45,7 @@ class Submission:
         self.second_set = True  # False: none where the reference is at hand (the bug table's runs, grader.suite.draws)
         self.parts = ReferenceParts(lambda h, *args: sandbox.request({"op": "call", "target": h, "args": list(args),
                                                                        "kwargs": {}}))
-        sandbox.on_ask = self.parts.answer
+        sandbox.on_ask = self._answer_ask
         self.check_fault: WorkerFault | None = None
         self.bad_modules: dict[str, WorkerFault] = {}
         self.imported: set[str] = set()
@@ -67,6 +67,13 @@ class Submission:
         self.slowest: dict[str, float] = {}  # component -> its slowest answer in time, in seconds
         self.answers: list[float] = []  # every answer's time, in seconds: how loaded the machine is
         self.spent: dict[str, float] = {}  # component -> the submission's seconds in its requests (time budget)
+
+    def _answer_ask(self, message):
+        """The worker's ask: for a reference part (its stand-ins), or in the fed run for a callable of the
+        reference's composite handed to the submission's part."""
+        if self.fed is not None and isinstance(message, dict) and ({"fed", "fed_backward"} & set(message)):
+            return self.fed.answer(message)
+        return self.parts.answer(message)
 
     def new_output(self, limit: int) -> str:
         """What the submission printed since the last call (at most `limit` bytes)."""

@@ -15,6 +15,7 @@ from contextlib import nullcontext
 import torch
 
 from grader.sandbox.child import confine, jail, processes, protocol, record, state
+from grader.sandbox.child.asked import Asked
 from grader.sandbox.child.fixtures import IMPORTS, KIT
 from grader.sandbox.child.fixtures import SUBMISSION as PACKAGE
 from grader.sandbox.child.placement import watch
@@ -50,7 +51,8 @@ class Worker(Swaps, Placed):
 
     def unwrap(self, v, device=None):
         if isinstance(v, protocol.Handle):
-            return self.objects[v.id]
+            # a negative id names the grader's object: a sublayer of the reference's composite (the fed run)
+            return self.objects[v.id] if v.id > 0 else Asked(self.ask, v.id)
         if isinstance(v, torch.Tensor):
             return v.to(device) if device else v
         if type(v) is list:
@@ -86,11 +88,14 @@ class Worker(Swaps, Placed):
         kwargs = self.unwrap(req.get("kwargs", {}), device)
         if req.get("seed") is not None:
             state.seed(req["seed"])
+        if "rng" in req:  # the fed run: one random stream with the grader's (grader.sandbox.child.asked)
+            torch.set_rng_state(req["rng"])
         # the kit's own targets (the end-to-end training run) are not watched: they are long, and
         # whatever of the submission's they run is watched in its own component's checks
         watched = not (isinstance(t, str) and t.startswith(("kit:", "torch")))
         with torch.set_grad_enabled(bool(req.get("grad"))), self.watch if watched else nullcontext():
-            return fn(*args, **kwargs)
+            value = fn(*args, **kwargs)
+        return {"value": value, "rng": torch.get_rng_state()} if "rng" in req else value
 
     def op_getattr(self, req):
         return getattr(self.objects[req["target"].id], req["name"])
@@ -136,6 +141,8 @@ class Worker(Swaps, Placed):
         module = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
         if isinstance(module, torch.nn.Module):
             module.zero_grad(set_to_none=True)
+        if "rng" in req:  # the fed run: the draws of the forward it backpropagates through
+            torch.set_rng_state(req["rng"])
         with torch.enable_grad(), self.watch:
             out = fn(*args, **self.unwrap(req.get("kwargs", {})))
             if not isinstance(out, torch.Tensor) or not out.requires_grad:

@@ -10,10 +10,14 @@ run fails as the submission's own run failed, the parts' outputs explain the fai
 (grader.judging.attribution decides from the two outcomes).
 
 The reference is imported here a second time, as its own package (FED), so that the parts put into its
-modules never reach the reference the checks compute expected values with. A request this run cannot
-serve in the grader (a placed run, a profile, a callable handed to a part, random dropout in training,
-a part that is a plain class) is `Unsupported`: that check has no evidence of this kind, and the control
-run decides it as before.
+modules never reach the reference the checks compute expected values with. A callable the reference's
+composite hands to a part (ResidualConnection's sublayer) goes to the worker as a handle, and the worker
+asks for it to be run here (`answer`; grader.sandbox.child.asked); an object of the worker's handed to
+the composite (a sublayer the check built there) is called there (Theirs). Both sides draw from one
+random stream, as the submission's own run drew in one process: the generator's state travels with each
+call of a part and comes back with its answer. A request this run cannot serve in the grader (a placed
+run, a profile, a part that is a plain class, a part's weights read by the composite) is `Unsupported`:
+that check has no evidence of this kind, and the control run decides it as before.
 """
 
 import contextlib
@@ -26,11 +30,12 @@ from torch import nn
 from grader.sandbox.child import protocol, state
 from grader.sandbox.child.tree import import_alone, import_tree, resolve
 from grader.sandbox.faults import StudentError
-from grader.suite.fed.forms import Unsupported, entries, fitted, meta, plain, refuse_callables, refuse_random
-from grader.suite.fed.parts import Call, Own, Through
+from grader.suite.fed.forms import Unsupported, entries, fitted, meta
+from grader.suite.fed.parts import Call, Own, Theirs, Through
 
 PACKAGE = "_kit_fed"
 LOCAL = -1  # local objects' ids count down from here: the worker's count up from 1
+MAX_GRAPHS = 1024  # the graphs of callables run here with gradients, kept for their backward, in one request
 
 
 def _dtype(t: torch.Tensor) -> str:
@@ -59,6 +64,11 @@ class Fed:
         self.originals = {part: resolve(PACKAGE, part) for part in parts}
         self.made = {part: self._own(part) for part in parts}
         self.patched: list[tuple[object, str, object]] = []  # (module, name, original) while a request is served
+        # in the request served: the forms of the tensors handed to parts (what their asks may hand back), and
+        # the graphs of the callables run here with gradients, kept for the asks for their backward
+        self.forms: set[tuple[tuple[int, ...], torch.dtype]] = set()
+        self.graphs: list[tuple[list, torch.Tensor]] = []
+        self.callables: set[int] = set()  # the ids of this side's callables handed to parts
 
     def serves(self, message: dict) -> bool:
         target = message.get("target")
@@ -73,6 +83,8 @@ class Fed:
         if handler is None:
             raise Unsupported(f"{op!r} of the reference's composite")
         patched = self.patched = self._patch()
+        self.forms.clear()
+        self.graphs.clear()
         try:
             with torch.random.fork_rng(devices=[]):
                 return self._export(handler(message))
@@ -95,7 +107,7 @@ class Fed:
             raise Unsupported(f"{name}, a plain class, as a part")
 
         def call(*args, **kwargs):
-            return fed.run(part, args, kwargs, training=False)
+            return fed.run(part, args, kwargs)
 
         call.__name__ = call.__qualname__ = name
         return call
@@ -124,23 +136,21 @@ class Fed:
                         setattr(module, attr, replace[id(value)])
         return patched
 
-    def run(self, target, args: tuple, kwargs: dict, training: bool, own: "Own | None" = None):
-        """The submission's part `target` (a contract name, or the handle of `own`, a module) called in the
-        worker on `args`: through autograd (the worker's vector-Jacobian product) where gradients are on.
-        What comes back must be what the reference's part returns on those inputs, as far as shapes and
-        dtypes go (its twin on the meta device, `_like`): the reference's composite then computes on it in
-        the grader, which must not be made to compute on whatever the worker sends."""
-        refuse_callables((args, kwargs))
-        if training:
-            raise Unsupported("a part called in training mode: its dropout draws apart from the composite's")
-        like = self._like(target if own is None else own, args, kwargs)
+    def run(self, target, args: tuple, kwargs: dict, own: "Own | None" = None, like=None):
+        """The submission's part `target` (a contract name, or the handle of `own`, a module, or of an object
+        of the worker's whose answer is `like`) called in the worker on `args`: through autograd (the
+        worker's vector-Jacobian product) where gradients are on. What comes back must be what the
+        reference's part returns on those inputs, as far as shapes and dtypes go (its twin on the meta
+        device, `_like`): the reference's composite then computes on it in the grader, which must not be
+        made to compute on whatever the worker sends."""
+        like = self._like(target if own is None else own, args, kwargs) if like is None else like
         if torch.is_grad_enabled():
             if any(isinstance(v, torch.Tensor) and v.requires_grad for v in kwargs.values()):
                 raise Unsupported("a tensor that wants gradients handed to a part by keyword")
             leaves = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
             anchor = torch.zeros((), requires_grad=True)  # the part's own weights may want gradients
             return Through.apply(Call(self, target, own, args, kwargs, like), anchor, *leaves)
-        return fitted(self._ask(target, args, kwargs), like)
+        return fitted(self.ask(target, args, kwargs), like)
 
     def _like(self, part, args: tuple, kwargs: dict):
         """What the reference's part returns on `args`, on the meta device: shapes and dtypes, no values."""
@@ -152,18 +162,91 @@ class Fed:
         except Exception as e:
             raise Unsupported(f"the reference's part does not run on these inputs (meta): {type(e).__name__}") from None
 
-    def _ask(self, target, args: tuple, kwargs: dict):
-        return self.submission._request({"op": "call", "target": target, "method": None,
-                                         "args": [plain(a) for a in args],
-                                         "kwargs": {k: plain(v) for k, v in kwargs.items()}, "grad": False})
+    def ask(self, target, args: tuple, kwargs: dict, rng: torch.Tensor | None = None):
+        """The worker's answer to a call of `target`, from the generator's state here (or `rng`), which
+        goes on from the worker's state after it."""
+        answer = self.submission._request({"op": "call", "target": target, "method": None, "grad": False,
+                                           "args": self.handed(list(args)), "kwargs": self.handed(kwargs),
+                                           "rng": torch.get_rng_state() if rng is None else rng})
+        if not (isinstance(answer, dict) and set(answer) == {"value", "rng"}):
+            raise Unsupported("the worker's answer to a call of a part is not a value and the generator's state")
+        self.resume(answer["rng"])
+        return answer["value"]
+
+    @staticmethod
+    def resume(rng) -> None:
+        """The generator here goes on from the worker's state `rng`."""
+        try:
+            like = torch.get_rng_state()
+            if not (type(rng) is torch.Tensor and rng.dtype == like.dtype and rng.shape == like.shape):
+                raise ValueError(rng)
+            torch.set_rng_state(rng)
+        except (ValueError, RuntimeError):
+            raise Unsupported("the worker's random generator state is not one") from None
+
+    def handed(self, v):
+        """`v` as it goes to the worker: tensors plain (their forms are what an ask may hand back), the
+        submission's parts as their handles, callables as handles of this side (`answer` runs them)."""
+        if isinstance(v, torch.Tensor):
+            self.forms.add((tuple(v.shape), v.dtype))
+            return v.detach()
+        if isinstance(v, (Own, Theirs)):
+            return v.remote
+        if type(v) in (list, tuple):
+            return type(v)(self.handed(x) for x in v)
+        if type(v) is dict:
+            return {k: self.handed(x) for k, x in v.items()}
+        if callable(v) and not isinstance(v, type):
+            handle = self._export(v)
+            self.callables.add(handle.id)
+            return handle
+        return v
+
+    def answer(self, message: dict):
+        """A part's ask to run a callable of this side that was handed to it (grader.sandbox.child.asked),
+        on tensors of the forms handed to parts in this request; with gradients, its graph is kept for
+        the ask for its backward. The generator goes on from the worker's state, and the worker's from
+        this side's after the call."""
+        if "fed_backward" in message:
+            return self._answer_backward(message)
+        key, args = message.get("fed"), message.get("args")
+        fn = self.objects.get(key) if key in self.callables else None
+        if not callable(fn):
+            raise ValueError("no such callable was handed to the part")
+        if not (type(args) is list and all(type(a) is torch.Tensor and (tuple(a.shape), a.dtype) in self.forms
+                                           for a in args)):
+            raise ValueError("the callable's arguments are not tensors of the forms handed to the part")
+        self.resume(message.get("rng"))
+        grad = message.get("grad") is True
+        leaves = [a.detach().requires_grad_(grad and a.is_floating_point()) for a in args]
+        with torch.set_grad_enabled(grad):
+            out = fn(*leaves)
+        if type(out) is not torch.Tensor:
+            raise ValueError("the callable did not return a tensor")
+        call = None
+        if grad:
+            if len(self.graphs) >= MAX_GRAPHS:
+                raise ValueError("too many calls of the callable with gradients in one request")
+            call = len(self.graphs)
+            self.graphs.append((leaves, out))
+        return {"call": call, "output": out.detach(), "rng": torch.get_rng_state()}
+
+    def _answer_backward(self, message: dict):
+        key, grad = message.get("fed_backward"), message.get("grad")
+        if type(key) is not int or not 0 <= key < len(self.graphs):
+            raise ValueError("no such call with gradients")
+        leaves, out = self.graphs[key]
+        if type(grad) is not torch.Tensor or grad.shape != out.shape:
+            raise ValueError("the gradient is not of the callable's output's shape")
+        if out.requires_grad:
+            torch.autograd.backward(out, grad.to(out.dtype), inputs=[x for x in leaves if x.requires_grad] or None)
+        return [x.grad for x in leaves]
 
     # the ops of grader.sandbox.child.worker.Worker, on the local composite ------------------------
 
     def _local(self, v):
         if isinstance(v, protocol.Handle):
-            if v.id > LOCAL:
-                raise Unsupported("an object of the worker's handed to the reference's composite")
-            return self.objects[v.id]
+            return self.objects[v.id] if v.id <= LOCAL else Theirs(self, v)
         if isinstance(v, torch.Tensor):
             return v.clone()
         if type(v) in (list, tuple):
@@ -184,8 +267,6 @@ class Fed:
         args, kwargs = self._local(message.get("args", [])), self._local(message.get("kwargs", {}))
         if message.get("seed") is not None:
             state.seed(message["seed"])
-        if message.get("method") in (None, "forward"):  # eval(), train(), a part's attribute draw nothing
-            refuse_random(fn)
         with torch.set_grad_enabled(bool(message.get("grad"))):
             return fn(*args, **kwargs)
 
@@ -273,7 +354,6 @@ class Fed:
         for i in wrt:
             args[i] = args[i].detach().clone().requires_grad_(True)
         module = fn if isinstance(fn, nn.Module) else getattr(fn, "__self__", None)
-        refuse_random(fn)
         owns = self._owns(module) if isinstance(module, nn.Module) else []
         if isinstance(module, nn.Module):
             module.zero_grad(set_to_none=True)
@@ -296,7 +376,7 @@ class Fed:
         handles, other objects as local handles."""
         if isinstance(v, torch.Tensor):
             return v.detach().clone()
-        if isinstance(v, Own):
+        if isinstance(v, (Own, Theirs)):
             return v.remote
         if v is None or type(v) in (bool, int, float, str):
             return v

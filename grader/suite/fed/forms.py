@@ -2,7 +2,6 @@
 cannot serve: anything else is no evidence (Unsupported), and the grader never computes on it."""
 
 import torch
-from torch import nn
 
 
 class Unsupported(Exception):
@@ -20,13 +19,21 @@ def entries(answer, key: str, kind: type = list) -> list:
 
 
 def meta(v):
+    """`v` on the meta device: tensors as shapes and dtypes, callables (a sublayer) as one that keeps the
+    form of its input, as a sublayer's contract says (student-api: (B, T, d_model) to (B, T, d_model))."""
     if isinstance(v, torch.Tensor):
         return v.detach().to("meta")
     if type(v) in (list, tuple):
         return type(v)(meta(x) for x in v)
     if type(v) is dict:
         return {k: meta(x) for k, x in v.items()}
+    if callable(v) and not isinstance(v, type):
+        return _same_form
     return v
+
+
+def _same_form(x, *args, **kwargs):
+    return x
 
 
 def fitted(got, like):
@@ -42,10 +49,6 @@ def fitted(got, like):
     raise Unsupported("the submission's part returned what the reference's part could not (its form)")
 
 
-def plain(v):
-    return v.detach() if isinstance(v, torch.Tensor) else v
-
-
 def refuse_callables(value) -> None:
     if callable(value) and not isinstance(value, (torch.Tensor, type)):
         raise Unsupported("a callable handed to the submission's part")
@@ -55,14 +58,3 @@ def refuse_callables(value) -> None:
     elif type(value) is dict:
         for v in value.values():
             refuse_callables(v)
-
-
-def refuse_random(fn) -> None:
-    """Unsupported where the composite would draw random numbers (dropout in training): the worker's
-    draws and the grader's are two streams, and the submission's own run drew from one."""
-    module = fn if isinstance(fn, nn.Module) else getattr(fn, "__self__", None)
-    if not isinstance(module, nn.Module):
-        return
-    for m in module.modules():
-        if m.training and isinstance(m, nn.Dropout) and 0 < m.p < 1:
-            raise Unsupported("dropout in training")

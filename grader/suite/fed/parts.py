@@ -1,5 +1,6 @@
 """The submission's parts in the reference's composite (grader.suite.fed.composite): each built and called in
-the worker, through autograd where gradients are on, its answers held to the reference part's form."""
+the worker, through autograd where gradients are on, its answers held to the reference part's form; and
+the objects of the worker's that a check hands to that composite (Theirs)."""
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -8,7 +9,7 @@ import torch
 from torch import nn
 
 from grader.sandbox.child import protocol
-from grader.suite.fed.forms import Unsupported, fitted, plain, refuse_callables
+from grader.suite.fed.forms import Unsupported, fitted, meta, refuse_callables
 
 if TYPE_CHECKING:
     from grader.suite.fed.composite import Fed
@@ -42,7 +43,7 @@ class Own(nn.Module):
         except Exception as e:
             raise Unsupported(f"the reference's part is not built from these arguments: {type(e).__name__}") from None
         object.__setattr__(self, "twin", twin)  # not a submodule: its weights are none of the composite's
-        self.remote = self._kit_fed._ask(self._kit_target, args, kwargs)
+        self.remote = self._kit_fed.ask(self._kit_target, args, kwargs)
         if not isinstance(self.remote, protocol.Handle):
             raise Unsupported("the submission's part did not build an object")
 
@@ -66,9 +67,22 @@ class Own(nn.Module):
         return self
 
     def forward(self, *args, **kwargs):
-        # in training it may draw random numbers (its dropout, its parts', whatever it is built with), in the
-        # worker's stream, apart from the composite's: the submission's own run drew from one stream
-        return self._kit_fed.run(self.remote, args, kwargs, training=self.training, own=self)
+        return self._kit_fed.run(self.remote, args, kwargs, own=self)
+
+
+class Theirs:
+    """An object of the worker's that a check hands to the reference's composite (a sublayer it built
+    there), called there: its answer must have the form of its first tensor argument, as a sublayer's
+    has (student-api: a callable mapping (B, T, d_model) to (B, T, d_model))."""
+
+    def __init__(self, fed: "Fed", remote: protocol.Handle):
+        self.fed, self.remote = fed, remote
+
+    def __call__(self, *args, **kwargs):
+        like = next((meta(a) for a in args if isinstance(a, torch.Tensor)), None)
+        if like is None:
+            raise Unsupported("an object of the worker's called on no tensor")
+        return self.fed.run(self.remote, args, kwargs, like=like)
 
 
 class Through(torch.autograd.Function):
@@ -79,19 +93,19 @@ class Through(torch.autograd.Function):
     def forward(ctx, call: Call, anchor, *leaves):
         fed, args = call.fed, call.args
         ctx.fed, ctx.target, ctx.own, ctx.kwargs = fed, call.target, call.own, call.kwargs
+        ctx.rng = torch.get_rng_state()  # the backward runs the part again: on the same draws
         ctx.args = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
         ctx.wrt = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()]
         if not isinstance(call.like, torch.Tensor):
             raise Unsupported("a part whose output is not one tensor, with gradients on")
-        return fitted(fed._ask(call.target, tuple(ctx.args), call.kwargs), call.like)
+        return fitted(fed.ask(call.target, tuple(ctx.args), call.kwargs), call.like)
 
     @staticmethod
     def backward(ctx, grad):
         fed, target = ctx.fed, ctx.target
         answer = fed.submission._request({"op": "backward", "target": target, "method": None,
-                                          "args": [plain(a) for a in ctx.args],
-                                          "kwargs": {k: plain(v) for k, v in ctx.kwargs.items()},
-                                          "grad_output": grad, "wrt": ctx.wrt})
+                                          "args": fed.handed(list(ctx.args)), "kwargs": fed.handed(ctx.kwargs),
+                                          "grad_output": grad, "wrt": ctx.wrt, "rng": ctx.rng})
         grads = answer.get("input_grads") if isinstance(answer, dict) else None
         grads = [None] * len(ctx.wrt) if grads is None else grads
         if not isinstance(grads, list) or len(grads) != len(ctx.wrt):
