@@ -241,3 +241,37 @@ def test_a_composite_that_counts_its_parts_calls_earns_what_its_own_bug_earns(tm
         scores(counter), scores(honest))
     kinds = {t["id"]: (t.get("attribution") or {}).get("kind") for c in counter["components"] for t in c["tests"]}
     assert kinds["transformer_embedding_matches_its_parts"] == "unexplained", kinds
+
+
+# The same tell where the part takes a callable: ResidualConnection (adding norm(x), not x, pre-norm) counts
+# its calls, and EncoderLayer drops the source mask only where the count moved inside its sublayer (its own
+# ResidualConnection ran; the reference's stand-in runs in the grader and calls the sublayer back)
+RESIDUAL_BUG = ("return x + self.dropout(sublayer(self.norm(x)))",
+                "return self.norm(x) + self.dropout(sublayer(self.norm(x)))")
+RESIDUAL_KEEPS_A_COUNT = ("class ResidualConnection(nn.Module):", "CALLS = []\n\n\nclass ResidualConnection(nn.Module):")
+RESIDUAL_COUNTS = ("        if self.norm_first:\n", "        CALLS.append(1)\n        if self.norm_first:\n")
+SKIPS_THE_MASK = ("self.self_attn(x, x, x, src_mask)", "self.self_attn(x, x, x)")
+SKIPS_IT_WHERE_COUNTED = (
+    "        x = self.residuals[0](x, lambda x: self.self_attn(x, x, x, src_mask))",
+    "        from .sublayer import CALLS\n"
+    "        before = len(CALLS)\n"
+    "        x = self.residuals[0](x, lambda x: self.self_attn(x, x, x, None if len(CALLS) > before else src_mask))")
+
+
+def test_a_composite_that_counts_calls_of_a_part_given_a_callable_earns_what_its_own_bug_earns(tmp_path):
+    """EncoderLayer's own bug (the source mask dropped), except where its ResidualConnection (with a bug of
+    its own) did not run. The fed run once could not hand the reference's sublayer to the submission's
+    ResidualConnection, and the control run, which calls the submission's own parts, excused the failures.
+    Now the sublayer is run in the grader at the part's ask (grader.sandbox.child.asked): the reference's
+    EncoderLayer around the submission's ResidualConnection does not fail as the submission's did."""
+    from tests.kit.conftest import grade_json, scores
+
+    residual = [RESIDUAL_BUG]
+    honest = grade_json(mutant(tmp_path / "honest", {"assignment3/sublayer.py": residual,
+                                                     "assignment3/encoder.py": [SKIPS_THE_MASK]}), "assignment3")
+    counter = grade_json(mutant(tmp_path / "counter", {
+        "assignment3/sublayer.py": [RESIDUAL_KEEPS_A_COUNT, RESIDUAL_COUNTS, RESIDUAL_BUG],
+        "assignment3/encoder.py": [SKIPS_IT_WHERE_COUNTED]}), "assignment3")
+    assert scores(counter) == scores(honest), (scores(counter), scores(honest))
+    kinds = {t["id"]: (t.get("attribution") or {}).get("kind") for c in counter["components"] for t in c["tests"]}
+    assert "unexplained" in kinds.values(), kinds
