@@ -12,12 +12,14 @@ run fails as the submission's own run failed, the parts' outputs explain the fai
 The reference is imported here a second time, as its own package (FED), so that the parts put into its
 modules never reach the reference the checks compute expected values with. A callable the reference's
 composite hands to a part (ResidualConnection's sublayer) goes to the worker as a handle, and the worker
-asks for it to be run here (`answer`; grader.sandbox.child.asked); an object of the worker's handed to
-the composite (a sublayer the check built there) is called there (Theirs). Both sides draw from one
-random stream, as the submission's own run drew in one process: the generator's state travels with each
-call of a part and comes back with its answer. A request this run cannot serve in the grader (a placed
-run, a profile, a part that is a plain class, a part's weights read by the composite) is `Unsupported`:
-that check has no evidence of this kind, and the control run decides it as before.
+asks for it to be run here (grader.suite.fed.handing; grader.sandbox.child.asked); an object of the
+worker's handed to the composite (a sublayer the check built there) is called there (Theirs). Both sides
+draw from one random stream, as the submission's own run drew in one process: the generator's state
+travels with each call of a part and comes back with its answer. A part's parameters are mirrored here
+(grader.suite.fed.mirror), so that the composite initialises and reads them as its own. A request this
+run cannot serve in the grader (a placed run, a profile, a part that is a plain class, a copy of a part,
+a part's buffers or attributes read by the composite) is `Unsupported`: that check has no evidence of
+this kind, and the control run decides it as before.
 """
 
 import contextlib
@@ -31,11 +33,11 @@ from grader.sandbox.child import protocol, state
 from grader.sandbox.child.tree import import_alone, import_tree, resolve
 from grader.sandbox.faults import StudentError
 from grader.suite.fed.forms import Unsupported, entries, fitted, meta
+from grader.suite.fed.handing import Handing
 from grader.suite.fed.parts import Call, Own, Theirs, Through
 
 PACKAGE = "_kit_fed"
 LOCAL = -1  # local objects' ids count down from here: the worker's count up from 1
-MAX_GRAPHS = 1024  # the graphs of callables run here with gradients, kept for their backward, in one request
 
 
 def _dtype(t: torch.Tensor) -> str:
@@ -53,7 +55,7 @@ def _load(reference: Path) -> None:
         import_alone(f"{PACKAGE}.{module}", PACKAGE)
 
 
-class Fed:
+class Fed(Handing):
     """One check's fed run: the reference's composite here, the submission's `parts` in the worker."""
 
     def __init__(self, submission, reference: Path, parts: tuple[str, ...]):
@@ -69,6 +71,14 @@ class Fed:
         self.forms: set[tuple[tuple[int, ...], torch.dtype]] = set()
         self.graphs: list[tuple[list, torch.Tensor]] = []
         self.callables: set[int] = set()  # the ids of this side's callables handed to parts
+        self.owns: list[Own] = []  # every part built in the worker for this check
+        self.serving = False  # in `serve`, whose requests to the worker sync the parts they reach themselves
+
+    def sync(self) -> None:
+        """The parts' mirrored parameters, as the reference's composite left them, to the worker: before
+        a check's request reaches a part there (a part's handle, which the composite gave it)."""
+        for own in self.owns:
+            own.sync()
 
     def serves(self, message: dict) -> bool:
         target = message.get("target")
@@ -85,6 +95,7 @@ class Fed:
         patched = self.patched = self._patch()
         self.forms.clear()
         self.graphs.clear()
+        self.serving = True
         try:
             with torch.random.fork_rng(devices=[]):
                 return self._export(handler(message))
@@ -93,6 +104,7 @@ class Fed:
         except Exception as e:  # the reference's composite raised on what the submission's parts gave it
             raise StudentError(type(e).__name__, [c.__name__ for c in type(e).__mro__], str(e), []) from None
         finally:
+            self.serving = False
             for module, attr, original in reversed(patched):
                 setattr(module, attr, original)
 
@@ -144,6 +156,8 @@ class Fed:
         device, `_like`): the reference's composite then computes on it in the grader, which must not be
         made to compute on whatever the worker sends."""
         like = self._like(target if own is None else own, args, kwargs) if like is None else like
+        if own is not None:
+            own.sync()
         if torch.is_grad_enabled():
             if any(isinstance(v, torch.Tensor) and v.requires_grad for v in kwargs.values()):
                 raise Unsupported("a tensor that wants gradients handed to a part by keyword")
@@ -172,75 +186,6 @@ class Fed:
             raise Unsupported("the worker's answer to a call of a part is not a value and the generator's state")
         self.resume(answer["rng"])
         return answer["value"]
-
-    @staticmethod
-    def resume(rng) -> None:
-        """The generator here goes on from the worker's state `rng`."""
-        try:
-            like = torch.get_rng_state()
-            if not (type(rng) is torch.Tensor and rng.dtype == like.dtype and rng.shape == like.shape):
-                raise ValueError(rng)
-            torch.set_rng_state(rng)
-        except (ValueError, RuntimeError):
-            raise Unsupported("the worker's random generator state is not one") from None
-
-    def handed(self, v):
-        """`v` as it goes to the worker: tensors plain (their forms are what an ask may hand back), the
-        submission's parts as their handles, callables as handles of this side (`answer` runs them)."""
-        if isinstance(v, torch.Tensor):
-            self.forms.add((tuple(v.shape), v.dtype))
-            return v.detach()
-        if isinstance(v, (Own, Theirs)):
-            return v.remote
-        if type(v) in (list, tuple):
-            return type(v)(self.handed(x) for x in v)
-        if type(v) is dict:
-            return {k: self.handed(x) for k, x in v.items()}
-        if callable(v) and not isinstance(v, type):
-            handle = self._export(v)
-            self.callables.add(handle.id)
-            return handle
-        return v
-
-    def answer(self, message: dict):
-        """A part's ask to run a callable of this side that was handed to it (grader.sandbox.child.asked),
-        on tensors of the forms handed to parts in this request; with gradients, its graph is kept for
-        the ask for its backward. The generator goes on from the worker's state, and the worker's from
-        this side's after the call."""
-        if "fed_backward" in message:
-            return self._answer_backward(message)
-        key, args = message.get("fed"), message.get("args")
-        fn = self.objects.get(key) if key in self.callables else None
-        if not callable(fn):
-            raise ValueError("no such callable was handed to the part")
-        if not (type(args) is list and all(type(a) is torch.Tensor and (tuple(a.shape), a.dtype) in self.forms
-                                           for a in args)):
-            raise ValueError("the callable's arguments are not tensors of the forms handed to the part")
-        self.resume(message.get("rng"))
-        grad = message.get("grad") is True
-        leaves = [a.detach().requires_grad_(grad and a.is_floating_point()) for a in args]
-        with torch.set_grad_enabled(grad):
-            out = fn(*leaves)
-        if type(out) is not torch.Tensor:
-            raise ValueError("the callable did not return a tensor")
-        call = None
-        if grad:
-            if len(self.graphs) >= MAX_GRAPHS:
-                raise ValueError("too many calls of the callable with gradients in one request")
-            call = len(self.graphs)
-            self.graphs.append((leaves, out))
-        return {"call": call, "output": out.detach(), "rng": torch.get_rng_state()}
-
-    def _answer_backward(self, message: dict):
-        key, grad = message.get("fed_backward"), message.get("grad")
-        if type(key) is not int or not 0 <= key < len(self.graphs):
-            raise ValueError("no such call with gradients")
-        leaves, out = self.graphs[key]
-        if type(grad) is not torch.Tensor or grad.shape != out.shape:
-            raise ValueError("the gradient is not of the callable's output's shape")
-        if out.requires_grad:
-            torch.autograd.backward(out, grad.to(out.dtype), inputs=[x for x in leaves if x.requires_grad] or None)
-        return [x.grad for x in leaves]
 
     # the ops of grader.sandbox.child.worker.Worker, on the local composite ------------------------
 
@@ -289,6 +234,7 @@ class Fed:
         seen: set[int] = set()  # a tied parameter is listed once, as named_parameters lists it
         for prefix, m in self._walk(self._module(message)):
             if isinstance(m, Own):
+                m.sync()
                 theirs = self.submission._request({"op": "params", "target": m.remote})
                 parameters += [[prefix + entry[0], *entry[1:]] for entry in entries(theirs, "parameters")]
                 buffers += [[prefix + entry[0], *entry[1:]] for entry in entries(theirs, "buffers")]
@@ -306,6 +252,7 @@ class Fed:
         found: dict[str, torch.Tensor] = {}
         for prefix, m in self._walk(self._module(message)):
             if isinstance(m, Own):
+                m.sync()
                 theirs = self.submission._request({"op": "state", "target": m.remote})
                 if not (isinstance(theirs, dict) and all(isinstance(k, str) for k in theirs)):
                     raise Unsupported("the part's state is not a mapping of names")
@@ -318,7 +265,15 @@ class Fed:
 
     @staticmethod
     def _walk(module: nn.Module) -> list[tuple[str, nn.Module]]:
-        return [(f"{path}." if path else "", m) for path, m in module.named_modules()]
+        """The modules of `module` with their prefixes, depth first; of a part of the worker's, only the
+        part (its mirrored parameters are listed as the worker lists them)."""
+        walked: list[tuple[str, nn.Module]] = []
+        owns: list[str] = []
+        for path, m in module.named_modules():
+            if not any(path.startswith(own + ".") for own in owns):
+                walked.append((f"{path}." if path else "", m))
+                owns += [path] if isinstance(m, Own) else []
+        return walked
 
     def _load_state(self, message: dict):
         """As the worker's: the names it lacks and those of the wrong shape, in the order they were sent."""
@@ -340,9 +295,13 @@ class Fed:
                     mine[name].copy_(value)
         for path, own in owns:
             if theirs[path]:
+                own.sync()
                 answer = self.submission._request({"op": "load", "target": own.remote, "tensors": theirs[path]})
-                found.update({f"{path}.{entry}": None for entry in entries(answer, "missing", str)})
-                found.update({f"{path}.{n}": [f"{path}.{n}", *rest] for n, *rest in entries(answer, "wrong_shape")})
+                missing = entries(answer, "missing", str)
+                wrong = entries(answer, "wrong_shape")
+                found.update({f"{path}.{entry}": None for entry in missing})
+                found.update({f"{path}.{n}": [f"{path}.{n}", *rest] for n, *rest in wrong})
+                own.took({n: v for n, v in theirs[path].items() if n not in missing and n not in {w[0] for w in wrong}})
         order = [name for name in message["tensors"] if name in found]
         return {"missing": [n for n in order if found[n] is None],
                 "wrong_shape": [found[n] for n in order if found[n] is not None]}
@@ -354,21 +313,16 @@ class Fed:
         for i in wrt:
             args[i] = args[i].detach().clone().requires_grad_(True)
         module = fn if isinstance(fn, nn.Module) else getattr(fn, "__self__", None)
-        owns = self._owns(module) if isinstance(module, nn.Module) else []
         if isinstance(module, nn.Module):
             module.zero_grad(set_to_none=True)
-        for _, own in owns:
-            own.grads.clear()
         with torch.enable_grad():
             out = fn(*args, **self._local(message.get("kwargs", {})))
             if not isinstance(out, torch.Tensor) or not out.requires_grad:
                 return {"output": out, "input_grads": None, "param_grads": None}
             (out * message["grad_output"]).sum().backward()
         params = None
-        if isinstance(module, nn.Module):
+        if isinstance(module, nn.Module):  # the submission's parts' among them, on their mirrors (Through)
             params = {n: p.grad for n, p in module.named_parameters()}
-            for path, own in owns:
-                params.update({f"{path}.{n}": g for n, g in own.grads.items()})
         return {"output": out, "input_grads": [args[i].grad for i in wrt], "param_grads": params}
 
     def _export(self, v):

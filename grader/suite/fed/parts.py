@@ -9,7 +9,8 @@ import torch
 from torch import nn
 
 from grader.sandbox.child import protocol
-from grader.suite.fed.forms import Unsupported, fitted, meta, refuse_callables
+from grader.suite.fed.forms import Unsupported, entries, fitted, meta, refuse_callables
+from grader.suite.fed.mirror import changed, mirror
 
 if TYPE_CHECKING:
     from grader.suite.fed.composite import Fed
@@ -28,7 +29,8 @@ class Call:
 
 
 class Own(nn.Module):
-    """The submission's part, built and called in the worker, as a module of the reference's composite."""
+    """The submission's part, built and called in the worker, as a module of the reference's composite:
+    its parameters mirrored here (grader.suite.fed.mirror), the rest of it the worker's."""
 
     _kit_fed: "Fed"
     _kit_target: str
@@ -36,7 +38,6 @@ class Own(nn.Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
         refuse_callables((args, kwargs))
-        self.grads: dict[str, torch.Tensor] = {}
         try:
             with self._kit_fed.unpatched(), torch.device("meta"):  # for the shapes its outputs have (Fed._like)
                 twin = self._kit_fed.originals[self._kit_target](*args, **kwargs)
@@ -46,6 +47,28 @@ class Own(nn.Module):
         self.remote = self._kit_fed.ask(self._kit_target, args, kwargs)
         if not isinstance(self.remote, protocol.Handle):
             raise Unsupported("the submission's part did not build an object")
+        request = self._kit_fed.submission._request
+        listing = entries(request({"op": "params", "target": self.remote}), "parameters")
+        if not all(len(e) == 4 and type(e[1]) is list for e in listing):
+            raise Unsupported("the part's 'parameters' are not a listing")
+        self.held = mirror(self, listing, request({"op": "state", "target": self.remote}), twin)
+        self._kit_fed.owns.append(self)
+
+    def took(self, loaded: dict[str, torch.Tensor]) -> None:
+        """The worker's part took `loaded` (op "load"): so do the mirrors."""
+        with torch.no_grad():
+            for name, value in loaded.items():
+                if name in self.held and self.held[name].shape == value.shape:
+                    self.get_parameter(name).copy_(value)
+                    self.held[name] = self.get_parameter(name).detach().clone()
+
+    def sync(self) -> None:
+        """What the reference's composite changed of the mirrored parameters, to the worker's part."""
+        news = changed(self, self.held)
+        if news:
+            answer = self._kit_fed.submission._request({"op": "load", "target": self.remote, "tensors": news})
+            if entries(answer, "missing", str) or entries(answer, "wrong_shape"):
+                raise Unsupported("the submission's part did not take its own parameters back")
 
     def __getattr__(self, name: str):
         try:
@@ -113,8 +136,10 @@ class Through(torch.autograd.Function):
         grads = [None if g is None else fitted(g, ctx.args[i]) for g, i in zip(grads, ctx.wrt, strict=True)]
         params = answer.get("param_grads") or {}
         if ctx.own is not None and isinstance(params, dict):
-            kept = ctx.own.grads
-            for name, g in params.items():
-                if isinstance(name, str) and isinstance(g, torch.Tensor):
-                    kept[name] = kept[name] + g if name in kept else g
+            for name, g in params.items():  # onto the mirrored parameters (the composite's gradients)
+                p = ctx.own.held.get(name) if isinstance(name, str) else None
+                if p is not None and g is not None:
+                    g = fitted(g, p)
+                    mirrored = ctx.own.get_parameter(name)
+                    mirrored.grad = g if mirrored.grad is None else mirrored.grad + g
         return (None, None, *grads)

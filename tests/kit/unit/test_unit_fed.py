@@ -37,3 +37,96 @@ def test_a_listing_is_read_only_where_each_entry_is_named():
     for bad in ({"parameters": [[3, [2]]]}, {"parameters": "w"}, {"parameters": [[]]}, [], None):
         with pytest.raises(Unsupported):
             entries(bad, "parameters")
+
+
+# --- the grader's callables handed to the submission's parts (Fed.handed, Fed.answer) ---------------------
+
+def _fed():
+    from grader.suite.fed.composite import Fed
+    from tests.kit.conftest import ROOT
+
+    return Fed(None, ROOT / "solutions", ("assignment1.layer_norm:LayerNorm",))
+
+
+def _handed(fed, x: torch.Tensor, fn) -> int:
+    _, handle = fed.handed([x, fn])
+    assert handle.id < 0  # the worker turns a negative id into an ask (grader.sandbox.child.asked)
+    return handle.id
+
+
+def test_a_handed_callable_runs_here_on_tensors_of_the_forms_handed_with_it():
+    fed, x = _fed(), torch.randn(2, 3, 4)
+    key = _handed(fed, x, lambda t: t * 2)
+    answer = fed.answer({"fed": key, "args": [x + 1], "grad": False, "rng": torch.get_rng_state()})
+    assert answer["call"] is None and torch.equal(answer["output"], (x + 1) * 2)
+    assert answer["rng"].shape == torch.get_rng_state().shape
+
+
+def test_the_worker_asks_only_for_callables_handed_on_tensors_of_their_forms():
+    fed, x = _fed(), torch.randn(2, 3, 4)
+    key = _handed(fed, x, lambda t: t)
+    composite = fed._export(torch.nn.Linear(4, 4))  # an object of the grader's, never handed to a part
+    rng = torch.get_rng_state()
+    for bad in ({"fed": key - 100, "args": [x]}, {"fed": composite.id, "args": [x]},
+                {"fed": key, "args": [torch.randn(1, 1_000_000)]}, {"fed": key, "args": [x.double()]},
+                {"fed": key, "args": [x.as_subclass(Lying)]}, {"fed": key, "args": "x"}):
+        with pytest.raises(ValueError):
+            fed.answer({**bad, "grad": False, "rng": rng})
+    for state in (torch.zeros(3, dtype=torch.uint8), rng.float(), "rng"):
+        with pytest.raises(Unsupported):
+            fed.answer({"fed": key, "args": [x], "grad": False, "rng": state})
+
+
+def test_a_callable_run_with_gradients_backpropagates_at_the_worker_s_ask():
+    fed, x, w = _fed(), torch.randn(2, 3, 4), torch.randn(4, requires_grad=True)
+    key = _handed(fed, x, lambda t: t * w)
+    answer = fed.answer({"fed": key, "args": [x], "grad": True, "rng": torch.get_rng_state()})
+    grad = torch.randn(2, 3, 4)
+    (input_grad,) = fed.answer({"fed_backward": answer["call"], "grad": grad})
+    assert torch.allclose(input_grad, grad * w.detach())
+    assert torch.allclose(w.grad, (grad * x).sum((0, 1)))  # the grader's own weights get theirs
+    for bad in ({"fed_backward": answer["call"] + 1, "grad": grad}, {"fed_backward": answer["call"], "grad": x[0]}):
+        with pytest.raises(ValueError):
+            fed.answer(bad)
+
+
+# --- a part's parameters mirrored in the grader (grader.suite.fed.mirror) ---------------------------------
+
+def _listing(module: torch.nn.Module) -> list:
+    return [[n, list(p.shape), "float32", p.requires_grad] for n, p in module.named_parameters()]
+
+
+def test_a_parts_parameters_are_the_composites_under_the_workers_names_and_go_back_where_changed():
+    from grader.suite.fed.mirror import changed, mirror
+
+    part = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    own = torch.nn.Module()
+    held = mirror(own, _listing(part), dict(part.state_dict()), twin=part)
+    assert [n for n, _ in own.named_parameters()] == [n for n, _ in part.named_parameters()]
+    assert changed(own, held) == {}
+    with torch.no_grad():
+        own.get_parameter("2.weight")[0].zero_()  # as Transformer's constructor zeroes a padding row
+    assert list(changed(own, held)) == ["2.weight"] and changed(own, held) == {}
+
+
+@pytest.mark.parametrize("case", ["too_many_elements", "a_private_name", "the_kit_s_name", "not_in_the_state",
+                                  "another_shape", "an_integer_tensor"])
+def test_what_cannot_be_a_parts_parameter_here_is_no_evidence(case):
+    from grader.suite.fed.mirror import mirror
+
+    twin = torch.nn.Linear(3, 4)
+    listing, state = _listing(twin), dict(twin.state_dict())
+    if case == "too_many_elements":  # the grader would hold whatever the worker sends
+        listing, state = [["w", [1000, 1000], "float32", True]], {"w": torch.zeros(1000, 1000)}
+    elif case == "a_private_name":
+        listing, state = [["_w", [2], "float32", True]], {"_w": torch.zeros(2)}
+    elif case == "the_kit_s_name":
+        listing, state = [["remote", [2], "float32", True]], {"remote": torch.zeros(2)}
+    elif case == "not_in_the_state":
+        state = {}
+    elif case == "another_shape":
+        state = {"weight": torch.zeros(5, 5), "bias": torch.zeros(4)}
+    else:
+        state = {"weight": torch.zeros(4, 3, dtype=torch.long), "bias": torch.zeros(4)}
+    with pytest.raises(Unsupported):
+        mirror(torch.nn.Module(), listing, state, twin)
