@@ -248,7 +248,8 @@ def test_a_composite_that_counts_its_parts_calls_earns_what_its_own_bug_earns(tm
 # ResidualConnection ran; the reference's stand-in runs in the grader and calls the sublayer back)
 RESIDUAL_BUG = ("return x + self.dropout(sublayer(self.norm(x)))",
                 "return self.norm(x) + self.dropout(sublayer(self.norm(x)))")
-RESIDUAL_KEEPS_A_COUNT = ("class ResidualConnection(nn.Module):", "CALLS = []\n\n\nclass ResidualConnection(nn.Module):")
+RESIDUAL_KEEPS_A_COUNT = ("class ResidualConnection(nn.Module):",
+                          "CALLS = []\n\n\nclass ResidualConnection(nn.Module):")
 RESIDUAL_COUNTS = ("        if self.norm_first:\n", "        CALLS.append(1)\n        if self.norm_first:\n")
 SKIPS_THE_MASK = ("self.self_attn(x, x, x, src_mask)", "self.self_attn(x, x, x)")
 SKIPS_IT_WHERE_COUNTED = (

@@ -130,3 +130,13 @@ def test_what_cannot_be_a_parts_parameter_here_is_no_evidence(case):
         state = {"weight": torch.zeros(4, 3, dtype=torch.long), "bias": torch.zeros(4)}
     with pytest.raises(Unsupported):
         mirror(torch.nn.Module(), listing, state, twin)
+
+
+def test_a_fault_of_the_fed_runs_own_code_is_no_evidence_not_the_references_exception():
+    fed = _fed()
+    with pytest.raises(Unsupported):
+        fed.serve({"op": "call"})  # no target: a KeyError in the fed run's own lines
+    with pytest.raises(Exception) as raised:  # the reference's part itself raised: that is the run's outcome
+        fed.serve({"op": "call", "target": "assignment2.masks:make_pad_mask", "args": [torch.zeros(2, 3)],
+                   "kwargs": {"pad_idx": "0"}})
+    assert type(raised.value).__name__ == "StudentError", raised.value
