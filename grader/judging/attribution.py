@@ -146,7 +146,8 @@ def _explains(own: Outcome, fed: Outcome | None) -> bool | None:
     """Whether the reference's composite fed the submission's failing parts does as the submission's
     composite did: passes where it passed; otherwise the same status, reason and message (its counts
     aside: an element at the tolerance's edge), and the same largest error within float noise (the two
-    compute alike in another order). Both raising is the same failure: each names its own lines. None
+    compute alike in another order). Both raising is the same failure where the fed run's exception came
+    from the reference's composite, or from the submission's part at the line the own run's came from. None
     where the fed run is no evidence: it could not run here (Reason.GRADER: grader.suite.fed.Unsupported),
     or a timeout or crash, which the machine may decide."""
     if fed is None or fed.reason in (Reason.TIMEOUT, Reason.CRASH, Reason.GRADER, Reason.TAMPER, Reason.MISSING):
@@ -154,7 +155,11 @@ def _explains(own: Outcome, fed: Outcome | None) -> bool | None:
     if Status.PASSED in (own.status, fed.status):
         return own.status == fed.status
     if own.status == fed.status == Status.ERROR and Reason.EXCEPTION == own.reason == fed.reason:
-        return True
+        # where the fed run's exception came through the submission's part, the own run's came from the same
+        # line (the innermost of the submission's frames): a part cannot raise in the fed run alone to match
+        # a composite that raises where it meets its own parts
+        theirs = fed.details.where.splitlines()
+        return not theirs or own.details.where.splitlines()[-1:] == theirs[-1:]
     if (own.status, own.reason, _COUNT.sub("#", own.message)) != (fed.status, fed.reason, _COUNT.sub("#", fed.message)):
         return False
     a, b = own.details.max_abs_error, fed.details.max_abs_error

@@ -149,7 +149,15 @@ def test_the_fed_run_explains_a_failure_alike_but_for_counts_and_float_noise():
     assert not _explains(own, _mismatch("output differs from the expected values at 5 of 8 elements", None))
     assert not _explains(own, s.PASSED) and not _explains(s.PASSED, own)
     raised = [Outcome(Status.ERROR, Reason.EXCEPTION, f"your code raised {e}") for e in ("KeyError: 3", "TypeError")]
-    assert _explains(*raised)  # each names its own lines: the parts' outputs broke both composites
+    assert _explains(*raised)  # the reference's composite raised on the parts' outputs, as the own composite did
+    part = "assignment3/sublayer.py:40 in forward: return x + sublayer(x)"
+
+    def raising(*where: str) -> Outcome:
+        return Outcome(Status.ERROR, Reason.EXCEPTION, "your code raised TypeError", Details(where="\n".join(where)))
+
+    assert _explains(raising("assignment3/encoder.py:60 in forward: x = self.residuals[0](x, f)", part), raising(part))
+    # the part raised in the fed run alone, where the composite's own run raised in the composite
+    assert not _explains(raising("assignment3/encoder.py:61 in forward: raise TypeError"), raising(part))
     for none in (UNSUPPORTED, Outcome(Status.TIMEOUT, Reason.TIMEOUT, "took too long"), None):
         assert _explains(own, none) is None
 
