@@ -95,23 +95,46 @@ class Own(nn.Module):
 
 class Theirs:
     """An object of the worker's that a check hands to the reference's composite (a sublayer it built
-    there), called there: its answer must have the form of its first tensor argument, as a sublayer's
-    has (student-api: a callable mapping (B, T, d_model) to (B, T, d_model))."""
+    there, the model greedy decoding runs), called and read there. Handed as an argument (`sublayer`), its
+    answer must have the form of its first tensor argument, as a sublayer's has (student-api: a callable
+    mapping (B, T, d_model) to (B, T, d_model)); what is read of it (`model.pad_idx`, `model.encode`) and
+    what that answers may be any plain value within `loose`'s bounds, never with gradients."""
 
-    def __init__(self, fed: "Fed", remote: protocol.Handle):
-        self.fed, self.remote = fed, remote
+    def __init__(self, fed: "Fed", remote: protocol.Handle, sublayer: bool = True):
+        self.fed, self.remote, self.sublayer = fed, remote, sublayer
 
     def __getattr__(self, name: str):
-        if name.startswith("__"):
+        if name.startswith("__") or name in ("fed", "remote", "sublayer"):
             raise AttributeError(name)
-        # its methods (a model's encode) answer in forms the grader does not know
-        raise Unsupported(f"the reference's composite reads .{name} of an object of the worker's")
+        value = self.fed.submission._request({"op": "getattr", "target": self.remote, "name": name})
+        return loose(self.fed, value)
 
     def __call__(self, *args, **kwargs):
         like = next((meta(a) for a in args if isinstance(a, torch.Tensor)), None)
-        if like is None:
-            raise Unsupported("an object of the worker's called on no tensor")
-        return self.fed.run(self.remote, args, kwargs, like=like)
+        if self.sublayer and like is not None:
+            return self.fed.run(self.remote, args, kwargs, like=like)
+        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad
+                                           for a in (*args, *kwargs.values())):
+            raise Unsupported("an object of the worker's called with gradients, whose answer has no known form")
+        return loose(self.fed, self.fed.ask(self.remote, args, kwargs))
+
+
+MAX_LOOSE_NUMEL, MAX_LOOSE_DEPTH = 1 << 20, 4
+
+
+def loose(fed: "Fed", value, depth: int = 0):
+    """What an object of the worker's answered, where no reference's part says its form: plain tensors of at
+    most MAX_LOOSE_NUMEL elements, numbers, short strings, None, the worker's objects (as Theirs), and
+    lists and tuples of those; else Unsupported."""
+    if type(value) is torch.Tensor and value.numel() <= MAX_LOOSE_NUMEL and not value.requires_grad:
+        return value
+    if value is None or type(value) in (bool, int, float) or type(value) is str and len(value) <= 200:
+        return value
+    if isinstance(value, protocol.Handle) and value.id > 0:
+        return Theirs(fed, value, sublayer=False)
+    if type(value) in (list, tuple) and depth < MAX_LOOSE_DEPTH and len(value) <= 64:
+        return type(value)(loose(fed, v, depth + 1) for v in value)
+    raise Unsupported("an object of the worker's answered what the grader does not take there")
 
 
 class Through(torch.autograd.Function):

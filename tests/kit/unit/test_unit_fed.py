@@ -140,3 +140,20 @@ def test_a_fault_of_the_fed_runs_own_code_is_no_evidence_not_the_references_exce
         fed.serve({"op": "call", "target": "assignment2.masks:make_pad_mask", "args": [torch.zeros(2, 3)],
                    "kwargs": {"pad_idx": "0"}})
     assert type(raised.value).__name__ == "StudentError", raised.value
+
+
+def test_what_an_object_of_the_workers_answers_is_taken_within_bounds_only():
+    from grader.suite.fed import parts
+    from grader.suite.fed.parts import Theirs, loose
+
+    Handle = parts.protocol.Handle  # the worker's objects, as the grader names them
+
+    fed = _fed()
+    ok = [torch.zeros(2, 3), 3, 2.5, True, None, "pad", (torch.zeros(1), [1, 2])]
+    for value in ok:
+        assert loose(fed, value) is value or loose(fed, value) == value
+    assert isinstance(loose(fed, Handle(7, "Transformer")), Theirs)  # its methods and submodules are called there
+    for bad in (torch.zeros(1 << 21), torch.zeros(3).as_subclass(Lying), "x" * 201, Handle(-3, "Fed"),
+                [[[[[1]]]]], {"a": 1}, object()):
+        with pytest.raises(Unsupported):
+            loose(fed, bad)
