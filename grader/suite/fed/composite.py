@@ -174,7 +174,7 @@ class Fed(Handing):
             leaves = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
             anchor = torch.zeros((), requires_grad=True)  # the part's own weights may want gradients
             return Through.apply(Call(self, target, own, args, kwargs, like), anchor, *leaves)
-        return fitted(self.ask(target, args, kwargs), like)
+        return fitted(self.ask(target, args, kwargs), like, arranged=True)
 
     def _like(self, part, args: tuple, kwargs: dict):
         """What the reference's part returns on `args`, on the meta device: shapes and dtypes, no values."""

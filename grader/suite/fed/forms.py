@@ -36,14 +36,18 @@ def _same_form(x, *args, **kwargs):
     return x
 
 
-def fitted(got, like):
+def fitted(got, like, arranged: bool = False):
     """`got`, from the worker, where it has the form of `like` (the reference's, on meta): plain tensors of
-    the same shapes and dtypes, in the same nesting; else Unsupported (no evidence either way)."""
+    the same shapes and dtypes, in the same nesting; else Unsupported (no evidence either way). With
+    `arranged`, a tensor may also have its elements otherwise arranged (a part's output with its
+    dimensions swapped, a classic bug): as many dimensions, none longer than the reference's longest,
+    and no more elements, so that the grader computes on no more than the reference's would give it."""
     if isinstance(like, torch.Tensor):
-        if type(got) is torch.Tensor and got.shape == like.shape and got.dtype == like.dtype:
+        if type(got) is torch.Tensor and got.dtype == like.dtype and (got.shape == like.shape or arranged and (
+                got.dim() == like.dim() and got.numel() <= like.numel() and max(got.shape) <= max(like.shape))):
             return got
     elif type(like) in (list, tuple) and type(got) is type(like) and len(got) == len(like):
-        return type(like)(fitted(g, x) for g, x in zip(got, like, strict=True))
+        return type(like)(fitted(g, x, arranged) for g, x in zip(got, like, strict=True))
     elif like is None and got is None:
         return None
     raise Unsupported("the submission's part returned what the reference's part could not (its form)")

@@ -150,7 +150,7 @@ class Through(torch.autograd.Function):
         ctx.wrt = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()]
         if not isinstance(call.like, torch.Tensor):
             raise Unsupported("a part whose output is not one tensor, with gradients on")
-        return fitted(fed.ask(call.target, tuple(ctx.args), call.kwargs), call.like)
+        return fitted(fed.ask(call.target, tuple(ctx.args), call.kwargs), call.like, arranged=True)
 
     @staticmethod
     def backward(ctx, grad):

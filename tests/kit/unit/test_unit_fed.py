@@ -157,3 +157,15 @@ def test_what_an_object_of_the_workers_answers_is_taken_within_bounds_only():
                 [[[[[1]]]]], {"a": 1}, object()):
         with pytest.raises(Unsupported):
             loose(fed, bad)
+
+
+def test_an_output_with_its_elements_otherwise_arranged_is_taken_where_it_is_no_larger():
+    swapped = torch.zeros(2, 1, 4, 1, dtype=torch.bool)  # a pad mask over the queries: (B, 1, S, 1)
+    like = torch.empty(2, 1, 1, 4, dtype=torch.bool, device="meta")
+    assert fitted(swapped, like, arranged=True) is swapped
+    with pytest.raises(Unsupported):
+        fitted(swapped, like)  # gradients and weights keep their exact form
+    for bad in (torch.zeros(2, 1, 4, 4, dtype=torch.bool), torch.zeros(2, 1, 5, 1, dtype=torch.bool),
+                torch.zeros(8, dtype=torch.bool), torch.zeros(2, 1, 4, 1)):
+        with pytest.raises(Unsupported):
+            fitted(bad, like, arranged=True)
