@@ -19,7 +19,8 @@ MAX_FACTOR, MAX_EXTRA = 4, 4096
 
 
 class Shadow(nn.Module):
-    """A submodule of the submission's part, as far as its parameters go."""
+    """The submission's part, or a submodule of it, as far as its parameters go: whatever else the
+    reference's composite reads of it (its buffers, attributes) is the worker's."""
 
     def __getattr__(self, name: str):
         try:

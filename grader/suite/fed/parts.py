@@ -6,11 +6,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
-from torch import nn
 
 from grader.sandbox.child import protocol
 from grader.suite.fed.forms import Unsupported, entries, fitted, meta, refuse_callables
-from grader.suite.fed.mirror import changed, mirror
+from grader.suite.fed.mirror import Shadow, changed, mirror
 
 if TYPE_CHECKING:
     from grader.suite.fed.composite import Fed
@@ -28,9 +27,10 @@ class Call:
     like: object  # the reference part's output on these inputs, on meta (Fed._like)
 
 
-class Own(nn.Module):
+class Own(Shadow):
     """The submission's part, built and called in the worker, as a module of the reference's composite:
-    its parameters mirrored here (grader.suite.fed.mirror), the rest of it the worker's."""
+    its parameters mirrored here (grader.suite.fed.mirror), the rest of it the worker's (reading it is
+    Unsupported, as of a Shadow)."""
 
     _kit_fed: "Fed"
     _kit_target: str
@@ -69,15 +69,6 @@ class Own(nn.Module):
             answer = self._kit_fed.submission._request({"op": "load", "target": self.remote, "tensors": news})
             if entries(answer, "missing", str) or entries(answer, "wrong_shape"):
                 raise Unsupported("the submission's part did not take its own parameters back")
-
-    def __getattr__(self, name: str):
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            if name.startswith("__"):
-                raise
-            # its weights and submodules are the worker's (a composite that ties weights reads them)
-            raise Unsupported(f"the reference's composite reads .{name} of the submission's part") from None
 
     def __deepcopy__(self, memo):
         raise Unsupported("a copy of the submission's part (the clones idiom): the copy would share its module")
