@@ -33,12 +33,16 @@ from torch import nn
 from grader.sandbox.child import protocol, state
 from grader.sandbox.child.tree import import_alone, import_tree, resolve
 from grader.sandbox.faults import StudentError
-from grader.suite.fed.forms import Unsupported, entries, fitted, meta
+from grader.suite.fed.forms import Formless, Unsupported, entries, fitted, meta, signature
 from grader.suite.fed.handing import Handing
 from grader.suite.fed.parts import Call, Own, Theirs, Through
 
 PACKAGE = "_kit_fed"
 LOCAL = -1  # local objects' ids count down from here: the worker's count up from 1
+# the reference parts' outputs on meta, by part and the forms of its inputs (Fed._like): the reference is
+# loaded once per process (_load), so they hold for every check
+LIKE: dict[tuple, object] = {}
+MAX_LIKE = 4096
 
 
 def _dtype(t: torch.Tensor) -> str:
@@ -73,6 +77,7 @@ class Fed(Handing):
         self.originals = {part: resolve(PACKAGE, part) for part in parts}
         self.made = {part: self._own(part) for part in parts}
         self.patched: list[tuple[object, str, object]] = []  # (module, name, original) while a request is served
+        self.sites: list[tuple[object, str, object]] | None = None  # the same, found once (_patch)
         # in the request served: the forms of the tensors handed to parts (what their asks may hand back), and
         # the graphs of the callables run here with gradients, kept for the asks for their backward
         self.forms: set[tuple[tuple[int, ...], torch.dtype]] = set()
@@ -148,15 +153,17 @@ class Fed(Handing):
                 setattr(module, attr, made[id(original)])
 
     def _patch(self) -> list[tuple[object, str, object]]:
+        """The submission's parts put in the reference's modules: where the originals are, found once (every
+        module of the reference is imported by then: _load)."""
+        if self.sites is None:
+            originals = {id(self.originals[part]) for part in self.made}
+            self.sites = [(module, attr, value) for name, module in list(sys.modules.items())
+                          if name.startswith(PACKAGE + ".") and module is not None
+                          for attr, value in list(vars(module).items()) if id(value) in originals]
         replace = {id(self.originals[part]): made for part, made in self.made.items()}
-        patched: list[tuple[object, str, object]] = []
-        for name, module in list(sys.modules.items()):
-            if name.startswith(PACKAGE + ".") and module is not None:
-                for attr, value in list(vars(module).items()):
-                    if id(value) in replace:
-                        patched.append((module, attr, value))
-                        setattr(module, attr, replace[id(value)])
-        return patched
+        for module, attr, value in self.sites:
+            setattr(module, attr, replace[id(value)])
+        return self.sites
 
     def run(self, target, args: tuple, kwargs: dict, own: "Own | None" = None, like=None):
         """The submission's part `target` (a contract name, or the handle of `own`, a module, or of an object
@@ -177,14 +184,30 @@ class Fed(Handing):
         return fitted(self.ask(target, args, kwargs), like, arranged=True)
 
     def _like(self, part, args: tuple, kwargs: dict):
-        """What the reference's part returns on `args`, on the meta device: shapes and dtypes, no values."""
+        """What the reference's part returns on `args`, on the meta device: shapes and dtypes, no values. The
+        same part (its name, the arguments it was built from, its mode) on inputs of the same forms gives
+        the same: kept in LIKE (a part is called hundreds of times in a check, and a meta run of it costs
+        about as much as its round trip to the worker)."""
+        try:
+            key = (part, signature((args, kwargs))) if not isinstance(part, Own) else None if part.built is None \
+                else (part._kit_target, part.built, part.training, signature((args, kwargs)))
+        except Formless:
+            key = None
+        if key is not None and key in LIKE:
+            return LIKE[key]
         try:
             with torch.no_grad():
                 if isinstance(part, Own):
-                    return part.twin.train(part.training)(*meta(args), **meta(kwargs))
-                return self.originals[part](*meta(args), **meta(kwargs))
+                    like = part.twin.train(part.training)(*meta(args), **meta(kwargs))
+                else:
+                    like = self.originals[part](*meta(args), **meta(kwargs))
         except Exception as e:
             raise Unsupported(f"the reference's part does not run on these inputs (meta): {type(e).__name__}") from None
+        if key is not None:
+            if len(LIKE) >= MAX_LIKE:
+                LIKE.clear()
+            LIKE[key] = like
+        return like
 
     def ask(self, target, args: tuple, kwargs: dict, rng: torch.Tensor | None = None):
         """The worker's answer to a call of `target`, from the generator's state here (or `rng`), which

@@ -36,6 +36,27 @@ def _same_form(x, *args, **kwargs):
     return x
 
 
+class Formless(Exception):
+    """A value with no form `signature` can write."""
+
+
+def signature(v):
+    """What of `v` decides the form of a reference part's output on it (grader.suite.fed.composite.Fed._like):
+    a tensor's shape and dtype, a callable as any (meta maps it to one that keeps its input's form), plain
+    values as they are; anything else is Formless."""
+    if isinstance(v, torch.Tensor):
+        return ("tensor", tuple(v.shape), v.dtype)
+    if type(v) in (list, tuple):
+        return (type(v).__name__, *(signature(x) for x in v))
+    if type(v) is dict and all(type(k) is str for k in v):
+        return ("dict", *((k, signature(x)) for k, x in v.items()))
+    if v is None or type(v) in (bool, int, float, str):
+        return (type(v).__name__, v)
+    if callable(v) and not isinstance(v, type):
+        return ("callable",)
+    raise Formless(type(v).__name__)
+
+
 def fitted(got, like, arranged: bool = False):
     """`got`, from the worker, where it has the form of `like` (the reference's, on meta): plain tensors of
     the same shapes and dtypes, in the same nesting; else Unsupported (no evidence either way). With

@@ -62,7 +62,7 @@ def _free(module: nn.Module, name: str) -> None:
     """`name` names nothing of `module` yet and could be an attribute's name (not the kit's own)."""
     if not (name.isidentifier() or name.isdigit()) or name.startswith("_") or hasattr(type(module), name) \
             or name in vars(module) or name in module._parameters or name in module._buffers \
-            or name in module._modules or name in ("remote", "twin", "held", "training"):
+            or name in module._modules or name in ("remote", "twin", "held", "built", "training"):
         raise Unsupported(f"the submission's part names a parameter {name!r} that cannot be mirrored")
 
 

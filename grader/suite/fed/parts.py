@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from grader.sandbox.child import protocol
-from grader.suite.fed.forms import Unsupported, entries, fitted, meta, refuse_callables
+from grader.suite.fed.forms import Formless, Unsupported, entries, fitted, meta, refuse_callables, signature
 from grader.suite.fed.mirror import Shadow, changed, mirror
 
 if TYPE_CHECKING:
@@ -44,6 +44,10 @@ class Own(Shadow):
         except Exception as e:
             raise Unsupported(f"the reference's part is not built from these arguments: {type(e).__name__}") from None
         object.__setattr__(self, "twin", twin)  # not a submodule: its weights are none of the composite's
+        try:  # what its twin was built from: the forms of its outputs follow from it (Fed._like)
+            self.built = signature((args, kwargs))
+        except Formless:
+            self.built = None
         self.remote = self._kit_fed.ask(self._kit_target, args, kwargs)
         if not isinstance(self.remote, protocol.Handle):
             raise Unsupported("the submission's part did not build an object")
