@@ -5,7 +5,7 @@ composite in the grader only where it has the form of the reference's part's ans
 import pytest
 import torch
 
-from grader.suite.fed.forms import Unsupported, entries, fitted
+from grader.suite.fed.forms import Formless, Unsupported, entries, fitted, signature
 
 LIKE = torch.empty(2, 3, 4, device="meta")
 
@@ -29,6 +29,20 @@ def test_an_answer_of_the_reference_parts_form_is_taken_as_it_came():
 def test_any_other_answer_is_no_evidence(got):
     with pytest.raises(Unsupported):
         fitted(got, LIKE)
+
+
+def test_a_signature_tells_apart_whatever_could_change_a_parts_form():
+    """Fed._like keeps a reference part's form on meta by its inputs' signatures: inputs of one signature
+    give one form (a tensor's values never change a form on meta; a callable is run as one that keeps its
+    input's form), and a signature tells apart every shape, dtype, plain value and nesting."""
+    x = torch.randn(2, 3, 4)
+    assert signature(((x, lambda t: t), {"mask": None})) == signature(((torch.zeros(2, 3, 4), print), {"mask": None}))
+    different = [(x,), (torch.randn(2, 3, 5),), (x.double(),), [x], (x, 1), (x, 2), (x, 2.0), (x, True), (x, "2"),
+                 ((x,),), ({"a": x},), ({"b": x},)]
+    assert len({signature(v) for v in different}) == len(different)
+    for formless in (object(), {1: x}, torch.nn, type):
+        with pytest.raises(Formless):
+            signature((x, formless))
 
 
 def test_a_listing_is_read_only_where_each_entry_is_named():
