@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from grader.sandbox.child import protocol, state
+from grader.sandbox.child.fixtures import IMPORTS
 from grader.sandbox.child.tree import import_alone, import_tree, resolve
 from grader.sandbox.faults import StudentError
 from grader.suite.fed.forms import Formless, Unsupported, entries, fitted, meta, signature
@@ -96,6 +97,11 @@ class Fed(Handing):
         target = message.get("target")
         if isinstance(target, protocol.Handle):
             return target.id <= LOCAL
+        if isinstance(target, str) and target.removeprefix("kit:") in IMPORTS:
+            # a kit harness that runs the submission's own stack in its process (the end-to-end training):
+            # there the composite would be the submission's, its parts its own, and the run a replay of the
+            # check's own run, which excuses nothing
+            raise Unsupported(f"{target}, which runs the submission's composite in its process")
         return isinstance(target, str) and target.startswith("assignment") and target not in self.parts
 
     def serve(self, message: dict):

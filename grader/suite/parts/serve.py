@@ -52,6 +52,7 @@ class ReferenceParts:
         # (part, arguments) -> the module built from them, its description and the CPU generator's state
         # after it: a check's examples build the same parts again and again
         self.modules: dict[str, tuple[nn.Module, dict, torch.Tensor]] = {}
+        self.kept: set[int] = set()  # ids of the cached modules and their submodules (whose layouts outlive a check)
         self.layouts: dict[int, Layout] = {}  # id of a module served -> its layout (which holds it)
         self.graphs: dict[int, tuple[list, list, list, list]] = {}  # call -> outputs, input/param leaves, anchors
         self.ids = itertools.count(1)  # never reused: a stale id from an earlier check names nothing
@@ -72,8 +73,7 @@ class ReferenceParts:
             self.graphs.clear()
             self.held = 0
             # a layout holds its module: only the cached modules' outlive their check
-            kept = {id(m) for module, _, _ in self.modules.values() for m in module.modules()}
-            self.layouts = {k: v for k, v in self.layouts.items() if k in kept}
+            self.layouts = {k: v for k, v in self.layouts.items() if k in self.kept}
         self.allowed = parts
 
     def _target(self, part):
@@ -162,6 +162,7 @@ class ReferenceParts:
         tree = describe(module, self.package + ".")
         if key is not None and self.cached + numel <= self.MAX_CACHED_NUMEL:  # past it: built again each time
             self.modules[key] = (module, tree, torch.default_generator.get_state())
+            self.kept.update(id(m) for m in module.modules())
             self.cached += numel
         return {"id": build, "tree": tree}
 

@@ -183,3 +183,14 @@ def test_an_output_with_its_elements_otherwise_arranged_is_taken_where_it_is_no_
                 torch.zeros(8, dtype=torch.bool), torch.zeros(2, 1, 4, 1)):
         with pytest.raises(Unsupported):
             fitted(bad, like, arranged=True)
+
+
+def test_a_kit_harness_that_runs_the_submissions_stack_is_no_evidence():
+    # kit:train_date_task runs the submission's train_epoch on its own parts in the worker: served there in
+    # the fed run, it would replay the check's own run and "explain" its failure by itself
+    fed = _fed()
+    with pytest.raises(Unsupported, match="train_date_task"):
+        fed.serves({"op": "call", "target": "kit:train_date_task", "args": [], "kwargs": {}})
+    # the kit's objects that run nothing of the submission's are the check's, built there as in its own run
+    assert fed.serves({"op": "call", "target": "kit:tiny_translator", "args": [], "kwargs": {}}) is False
+    assert fed.serves({"op": "call", "target": "assignment2.multi_head_attention:MultiHeadAttention"}) is True
