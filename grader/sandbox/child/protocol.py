@@ -52,6 +52,7 @@ DTYPES = {
     "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
 }
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+_ITEMSIZE = {dtype: torch.empty((), dtype=dtype).element_size() for dtype in DTYPES.values()}
 
 
 class ProtocolError(Exception):
@@ -88,17 +89,18 @@ def encode(value, keep=None) -> bytes:
         t = type(v)
         if t in _PLAIN:
             return v
+        # a plain leaf is taken as it is where it sits: most nodes are leaves, and a call each was most of encoding
         if t is dict:
-            return {"$d": [[k if type(k) is str else enc(k), enc(x)] for k, x in v.items()]}
+            return {"$d": [[k if type(k) is str else enc(k), x if type(x) in _PLAIN else enc(x)] for k, x in v.items()]}
         if t is list:
-            return [enc(x) for x in v]
+            return [x if type(x) in _PLAIN else enc(x) for x in v]
         if (t is torch.Tensor or t is torch.nn.Parameter) and v.dtype in DTYPE_NAMES:
             meta = v.device.type == "meta"
             metas.append([DTYPE_NAMES[v.dtype], list(v.shape), *(["meta"] if meta else [])])
             blobs.append(b"" if meta else _tensor_bytes(v))
             return {"$t": len(blobs) - 1}
         if t is tuple:
-            return {"$tuple": [enc(x) for x in v]}
+            return {"$tuple": [x if type(x) in _PLAIN else enc(x) for x in v]}
         if isinstance(v, Handle):
             return {"$h": v.id, "type": v.type}
         if isinstance(v, torch.dtype) and v in DTYPE_NAMES:
@@ -109,7 +111,8 @@ def encode(value, keep=None) -> bytes:
             raise TypeError(f"cannot send a {type(v).__name__}")
         return enc(keep(v))
 
-    header = json.dumps({"v": enc(value), "tensors": metas}).encode()
+    # compact, and no check for cycles: enc builds the structure afresh (a cycle in `value` recurses there first)
+    header = json.dumps({"v": enc(value), "tensors": metas}, separators=(",", ":"), check_circular=False).encode()
     return struct.pack(">Q", len(header)) + header + b"".join(blobs)
 
 
@@ -141,7 +144,7 @@ def tensor_sizes(header: dict, bounds: Bounds = LOOSE) -> list[tuple[torch.dtype
             numel *= n
         if numel > bounds.elements:  # a meta tensor costs no bytes: its size is bounded here instead
             raise ProtocolError(f"tensor of {numel} elements (at most {bounds.elements})"[:120])
-        out.append((dtype, shape, 0 if on_meta else numel * torch.empty((), dtype=dtype).element_size(), on_meta))
+        out.append((dtype, shape, 0 if on_meta else numel * _ITEMSIZE[dtype], on_meta))
     return out
 
 
@@ -164,27 +167,33 @@ def decode_value(header: dict, blobs: list[bytes] | list[bytearray], metas, boun
 def _decode(v, tensors: list, bounds: Bounds, depth: int):
     # a module-level function, not a closure: a recursive closure is a reference cycle that
     # would keep every decoded tensor (and the autograd graphs they join) alive until gc runs
-    if type(v) is str and len(v) > bounds.string:
-        raise ProtocolError(f"a string of {len(v)} characters (at most {bounds.string})")
-    if v is None or type(v) in (bool, int, float, str):
+    t = type(v)
+    if t is str:
+        if len(v) > bounds.string:
+            raise ProtocolError(f"a string of {len(v)} characters (at most {bounds.string})")
+        return v
+    if v is None or t is bool or t is int or t is float:
         return v
     if depth >= bounds.depth:
         raise ProtocolError(f"values nested more than {bounds.depth} deep")
     depth += 1
-    if type(v) is list:
-        return [_decode(x, tensors, bounds, depth) for x in v]
-    if type(v) is dict:
+    # a leaf other than a string is taken where it sits (most nodes are leaves: a call each was most of
+    # decoding); a string goes through the bound above
+    if t is list:
+        return [x if type(x) in _SCALARS else _decode(x, tensors, bounds, depth) for x in v]
+    if t is dict:
         # one key, read once: a frame of a module's description holds a thousand of these
         # (set(v) == {...} per node was a fifth of decoding)
         if len(v) == 1:
             [(key, x)] = v.items()
             if key == "$t" and type(x) is int and 0 <= x < len(tensors):
                 return tensors[x]
-            if key == "$d" and type(x) is list and all(type(p) is list and len(p) == 2 for p in x):
-                return {_hashable(_decode(k, tensors, bounds, depth)): _decode(y, tensors, bounds, depth)
-                        for k, y in x}
+            if key == "$d" and type(x) is list and _pairs(x):
+                return {(k if type(k) is str and len(k) <= bounds.string
+                         else _hashable(_decode(k, tensors, bounds, depth))):
+                        y if type(y) in _SCALARS else _decode(y, tensors, bounds, depth) for k, y in x}
             if key == "$tuple" and type(x) is list:
-                return tuple(_decode(y, tensors, bounds, depth) for y in x)
+                return tuple([y if type(y) in _SCALARS else _decode(y, tensors, bounds, depth) for y in x])
             if key == "$dtype" and type(x) is str and x in DTYPES:
                 return DTYPES[x]
             if key == "$device" and type(x) is str and re.fullmatch(r"(cpu|meta|cuda|lazy)(:\d{1,2})?", x):
@@ -192,6 +201,16 @@ def _decode(v, tensors: list, bounds: Bounds, depth: int):
         elif len(v) == 2 and type(v.get("$h")) is int and type(v.get("type")) is str:
             return Handle(v["$h"], v["type"][:200])
     raise ProtocolError(f"malformed value {str(v)[:80]}")
+
+
+_SCALARS = frozenset({type(None), bool, int, float})
+
+
+def _pairs(x: list) -> bool:
+    for p in x:
+        if type(p) is not list or len(p) != 2:
+            return False
+    return True
 
 
 def _hashable(k):

@@ -250,6 +250,11 @@ FRAMES = {  # answers a submission can write itself in place of the worker's (pr
                                            b'"message": "", "where": []}}, "tensors": []}',
     "an_unhashable_dtype": b'{"v": {"ok": {"$t": 0}}, "tensors": [[["float32"], [1]]]}',
     "an_unhashable_key": b'{"v": {"ok": {"$d": [[[1], 2]]}}, "tensors": []}',
+    # strings past the bound where a decoder takes plain leaves as they sit: in a list, a tuple, a key, a value
+    "a_long_string_in_a_list": b'{"v": {"ok": [1, "' + b"s" * 20_000 + b'"]}, "tensors": []}',
+    "a_long_string_in_a_tuple": b'{"v": {"ok": {"$tuple": [null, "' + b"s" * 20_000 + b'"]}}, "tensors": []}',
+    "a_long_key": b'{"v": {"ok": {"$d": [["' + b"k" * 20_000 + b'", 1]]}}, "tensors": []}',
+    "a_long_string_as_a_value": b'{"v": {"ok": {"$d": [["k", "' + b"s" * 20_000 + b'"]]}}, "tensors": []}',
     "not_utf8": b'{"v": "\xff\xfe", "tensors": []}',
     "not_an_object": b"[1, 2, 3]",
 }
@@ -301,9 +306,11 @@ def test_answers_within_the_bounds_still_decode():
 
     from grader.sandbox.child import protocol
 
-    value = {"ok": [torch.arange(6.0).reshape(2, 3), ("a" * 16_000, None), {"k": torch.zeros(0)}]}
+    value = {"ok": [torch.arange(6.0).reshape(2, 3), ("a" * 16_000, None), {"k": torch.zeros(0)},
+                    [True, 1, -2.5, None, "é", [[3]], {1: "one", None: [False]}], ("t", (1.5,))]}
     got = _send_and_read(protocol.encode(value))["ok"]
     assert torch.equal(got[0], value["ok"][0]) and got[1] == value["ok"][1] and got[2]["k"].shape == (0,)
+    assert got[3:] == value["ok"][3:] and [type(x) for x in got[3][:4]] == [bool, int, float, type(None)]
 
 
 @pytest.mark.needs("root")  # a sandbox has a uid of its own only under a root grader
