@@ -34,13 +34,15 @@ python3.11 python3.11-venv`) and write `python3.11` where the lines below say `p
 Make a virtual environment for the course, install the PyTorch version the grader is checked
 with, `torch=={torch}`, then this kit, from this folder. The course needs only PyTorch's CPU build,
 but on Linux `pip install torch` fetches the CUDA build (several GB); the third line installs the
-CPU build with uv (a pip-compatible installer that knows where PyTorch keeps each build):
+CPU build with uv (a pip-compatible installer that knows where PyTorch keeps each build). The
+fourth names the version again, so that where uv cannot reach PyTorch's index you still get
+`torch=={torch}` (pip's default build), not a newer one:
 
 ```bash
 python3 -m venv .venv
 source .venv/bin/activate
 pip install uv && uv pip install --torch-backend=cpu torch=={torch}
-pip install -e .
+pip install -e . torch=={torch}
 grade assignment1
 ```
 

@@ -12,7 +12,7 @@ from tests.kit.kit_course import COURSE
 def test_student_readme_says_how_to_set_up_grade_and_debug():
     text = readme_text(COURSE)
     # the kit's pin (what CI installs), not the torch here; its CPU build as a command, before the kit's install
-    cpu = f"pip install uv && uv pip install --torch-backend=cpu torch=={TORCH}\npip install -e .\n"
+    cpu = f"pip install uv && uv pip install --torch-backend=cpu torch=={TORCH}\npip install -e . torch=={TORCH}\n"
     assert cpu in text and "CPU_INDEX" not in text
     assert f"`pip install torch=={TORCH}` as the third line instead" in text  # the build for a GPU or a Mac
     for words in ("python3 -m venv .venv", "source .venv/bin/activate", "pip install -e .",

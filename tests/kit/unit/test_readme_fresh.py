@@ -11,3 +11,5 @@ def test_the_setup_block_is_the_three_steps_this_test_knows():
     assert len(lines) == 3 and lines[0].startswith("python3 -m venv .venv"), lines
     assert "--torch-backend=cpu" in lines[1] and f"torch=={TORCH}" in lines[1], lines[1]
     assert "grade assignment1 --submission solutions" in lines[2], lines[2]
+    # the kit's install names the pin too: where the uv line fails, pip must not take a newer torch
+    assert f"torch=={TORCH}" in lines[2].split("&&")[0], lines[2]
