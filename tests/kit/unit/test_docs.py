@@ -100,7 +100,7 @@ def test_the_readme_links_resolve():
 def test_the_readme_says_what_ci_runs():
     readme, ci = (ROOT / "README.md").read_text(), (ROOT / ".ci/run").read_text()
     assert len(readme.splitlines()) <= 150
-    test_command = "python -m pytest -n 3 --dist loadgroup"
+    test_command = "python -m pytest -n 2 --dist loadgroup"
     assert test_command in readme and test_command in ci
     extras = re.findall(r'pip install --quiet -e "\.\[([\w,]+)\]"', ci)
     assert extras and f'pip install -e ".[{extras[0]}]"' in readme, extras
