@@ -23,12 +23,16 @@ def test_a_component_that_always_hangs_waits_the_full_timeout_once(tmp_path, qui
     hung = [t["message"] for t in checks_of(report, "MultiHeadAttention") if t["status"] == "timeout"]
     assert len(hung) >= 5, hung
     assert sum(FULL in m for m in hung) == 1, hung
-    shortened = "shortened from 3 s (course.toml [limits] timeout_seconds = 3): MultiHeadAttention hung in an earlier"
-    assert all(FULL in m or shortened in m for m in hung), hung
+    # after the full wait, shorter ones; on a machine slow enough to spend the component's budget
+    # (6 x 3 s) first, what was left of it, or none: never a second full wait
+    shorter = ("shortened from 3 s (", "MultiHeadAttention hung in an earlier check")
+    budget = "course.toml [limits] component_seconds, unset: 6 x timeout_seconds = 18"
+    assert all(FULL in m or all(s in m for s in shorter) or budget in m for m in hung), hung
     # where the code was, taken from the worker before it was killed: the loop's line, in the student's file
     line = (ROOT / "solutions" / MHA).read_text().splitlines().index(forward.rstrip("\n")) + 1
     loop = {f"{MHA}:{line} in forward: while True:", f"{MHA}:{line + 1} in forward: pass"}  # either line of it
-    timeouts = [t for t in checks_of(report, "MultiHeadAttention") if t["status"] == "timeout"]
+    timeouts = [t for t in checks_of(report, "MultiHeadAttention")
+                if t["status"] == "timeout" and t["message"].startswith("no answer within")]
     assert all(t["where"].splitlines()[-1] in loop for t in timeouts), timeouts
     assert all(t["message"].endswith("it was at " + t["where"].splitlines()[-1].partition(": ")[0])
                for t in timeouts), timeouts
