@@ -1,8 +1,9 @@
 """The Gradescope autograder in a real Docker container made as Gradescope makes them (tests/kit/
 docker.py): Docker's default seccomp profile, which refuses namespaces, root, the host's network.
-`grade gradescope`'s default zip, unpacked at /autograder/source; setup.sh once; run_autograder per
-submission; Gradescope's default limits (768 MB, half a CPU). A submission whose processes together
-hold more than the container has gets its LayerNorm charged, and results.json is written.
+`grade gradescope`'s default zip, unpacked at /autograder/source; setup.sh once, as Gradescope builds
+the image; run_autograder per submission, under Gradescope's default limits (768 MB, half a CPU). A
+submission whose processes together hold more than the container has gets its LayerNorm charged, and
+results.json is written.
 It grades in the seccomp tier, with no flag: the reference earns full marks, a one-bug
 tree what `grade` gives it, and a hostile tree, every attack of which is refused, full marks (an
 attack that gets through makes its LayerNorm answer zeros). Then the same container as `nobody`,
@@ -36,7 +37,9 @@ HIDDEN = f"{SOURCE}/course/tests/grading/hidden/test_{ASSIGNMENT}.py"
 OPEN_FILE = "/srv/open-to-all.txt"  # world-readable, outside every path the kit reads
 KIT = "/srv/kit"  # the course, readable by nobody, for `grade` run as that user
 DAEMON = "kit-daemon-left-behind"  # in the command line of the hostile tree's daemon
-LIMITS = ("--memory", "768m", "--cpus", "0.5")  # Gradescope's defaults
+# Gradescope's defaults for a submission's run; setup.sh runs where Gradescope builds the image, without
+# them (here: set by `docker update` between the two, the swap as `docker create --memory` sets it)
+LIMITS = ("--memory", "768m", "--memory-swap", "1536m", "--cpus", "0.5")
 # sixteen fresh interpreters of 56 MiB each (every page touched), each far smaller than the grader,
 # held while LayerNorm's checks run: the container was OOM-killed, the grader its pick (no results);
 # then the watcher stopped them; now the worker refuses to start them (grader.sandbox.child.processes)
@@ -119,7 +122,7 @@ def container(tmp_path_factory):
             os.chmod(source / info.filename, stat.S_IMODE(info.external_attr >> 16))
     name = f"kit-gradescope-{uuid.uuid4().hex[:12]}"
     # no --security-opt: Docker's default seccomp profile, as on Gradescope, and its default limits
-    docker.docker("create", "--name", name, "--network", "host", *LIMITS, *docker.pip_settings(),
+    docker.docker("create", "--name", name, "--network", "host", *docker.pip_settings(),
                   "-e", "AUTOGRADER_TORCH_INDEX=", image, "sleep", "infinity")
     try:
         docker.docker("start", name)
@@ -127,6 +130,10 @@ def container(tmp_path_factory):
         docker.docker("cp", f"{source}/.", f"{name}:{SOURCE}")
         setup = docker.docker("exec", "-w", SOURCE, name, "bash", "setup.sh", check=False, timeout=1800)
         assert setup.returncode == 0, setup.stdout[-3000:] + setup.stderr[-3000:]
+        docker.docker("update", *LIMITS, name)
+        limits = "{{.HostConfig.Memory}} {{.HostConfig.MemorySwap}} {{.HostConfig.NanoCpus}}"
+        held = docker.docker("inspect", "-f", limits, name).stdout.split()
+        assert held == [str(768 << 20), str(1536 << 20), str(5 * 10**8)], held
         sh(name, f"cp {SOURCE}/run_autograder /autograder/run_autograder && echo open > {OPEN_FILE} && "
                  f"chmod 644 {OPEN_FILE} && cp -r {SOURCE}/course {KIT} && chmod -R a+rX {KIT}")
         yield name
