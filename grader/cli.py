@@ -14,8 +14,8 @@ def main(argv: list[str] | None = None) -> int:
     status = _run(argv)
     if argv is None:
         # the `grade` program ends: the interpreter's last collection walks every object torch made
-        # (0.6 s of a 5 s `grade assignment1`); frozen, they are left to the exit, as the OS frees them.
-        # Files and temporary folders are closed and removed by their owners and finalizers, not by it
+        # (main's return to the process's end: 1.0 s of a cold `grade assignment1`, 0.23 s frozen). Files
+        # and temporary folders are closed and removed by their owners and atexit finalizers, not by it
         gc.freeze()
     return status
 

@@ -121,7 +121,7 @@ def container(tmp_path_factory):
         for info in z.infolist():
             os.chmod(source / info.filename, stat.S_IMODE(info.external_attr >> 16))
     name = f"kit-gradescope-{uuid.uuid4().hex[:12]}"
-    # no --security-opt: Docker's default seccomp profile, as on Gradescope, and its default limits
+    # no --security-opt: Docker's default seccomp profile, as on Gradescope; its default limits once setup.sh ran
     docker.docker("create", "--name", name, "--network", "host", *docker.pip_settings(),
                   "-e", "AUTOGRADER_TORCH_INDEX=", image, "sleep", "infinity")
     try:
