@@ -6,6 +6,7 @@ import io
 import itertools
 import os
 import shutil
+import sys
 import tempfile
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -64,6 +65,27 @@ def one_intra_op_thread():
 _PYTEST_VARIABLES = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")
 
 
+# Hypothesis's pytest plugin, at the report of each check that failed, imports its writer of patches
+# (source edits adding the failing example), which needs libcst: where that is missing the import fails
+# and is tried again, module and all, at every failing check; under a pytest that rewrites Hypothesis's
+# asserts (the kit's own tests) that was a second of an assignment3 grading's 7. Where libcst is there, it
+# parses the suite's source for each. A grading shows its failures itself and writes no patch.
+_PATCH_WRITER = "hypothesis.extra._patching"
+
+
+@contextmanager
+def _no_patch_writer():
+    kept = sys.modules.get(_PATCH_WRITER)
+    sys.modules[_PATCH_WRITER] = None  # type: ignore[assignment]  # the import raises ImportError at once
+    try:
+        yield
+    finally:
+        if kept is None:
+            sys.modules.pop(_PATCH_WRITER, None)
+        else:
+            sys.modules[_PATCH_WRITER] = kept
+
+
 @contextmanager
 def _no_pytest_settings():
     kept = {name: os.environ.pop(name) for name in _PYTEST_VARIABLES if name in os.environ}
@@ -94,7 +116,8 @@ def pytest_run(course: Course, student, checks: dict[str, tuple[str, ...]], *, q
     # the suites report through grader.suite.checks, not bare asserts: no rewriting to pay for
     args += ["-q", "--assert=plain", "--rootdir", str(course.root), "-c", str(course.path),
              "-o", "python_files=test_*.py", "-W", "ignore", "--tb=no"]
-    with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err, _no_pytest_settings():
+    with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err, _no_pytest_settings(), \
+            _no_patch_writer():
         code = pytest.main(args, plugins=[plugin])
     if plugin.interrupted:  # pytest catches Ctrl-C and returns (INTERRUPTED, also its code for a suite
         raise KeyboardInterrupt  # it cannot collect): the grade is unfinished

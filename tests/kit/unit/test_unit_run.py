@@ -119,3 +119,27 @@ def test_scoring_alone_is_the_same_report_as_its_parts():
     outcomes = {**s.all_passed(A1), **said_by("layer_norm_eps_outside_sqrt")}
     judged = scoring.Judged(outcomes)
     assert scoring.score(s.COURSE, A1, Path("/sub"), judged).components == scoring.components(A1, judged)
+
+
+@pytest.mark.parametrize("before", ["absent", "imported"])
+def test_a_grading_run_never_loads_hypothesiss_patch_writer_and_leaves_the_import_system_as_it_was(monkeypatch,
+                                                                                                  before):
+    """Hypothesis's pytest plugin imports its patch writer at each failing check's report (a failed import,
+    tried again each time, without libcst): inside a grading's pytest run it fails at once, and the
+    run leaves sys.modules as it found it."""
+    import sys
+    import types
+
+    from grader.grading import suites
+
+    name = "hypothesis.extra._patching"
+    if before == "absent":
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    else:
+        writer = types.ModuleType(name)  # one that would import: the run must still refuse it
+        writer.get_patch_for = lambda *args: None  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, name, writer)
+    kept = sys.modules.get(name)
+    with suites._no_patch_writer(), pytest.raises(ImportError):
+        from hypothesis.extra._patching import get_patch_for  # noqa: F401
+    assert sys.modules.get(name) is kept and (name in sys.modules) == (before == "imported")
