@@ -143,3 +143,29 @@ def test_a_grading_run_never_loads_hypothesiss_patch_writer_and_leaves_the_impor
     with suites._no_patch_writer(), pytest.raises(ImportError):
         from hypothesis.extra._patching import get_patch_for  # noqa: F401
     assert sys.modules.get(name) is kept and (name in sys.modules) == (before == "imported")
+
+
+def test_the_grading_suites_run_with_the_patch_writer_refused_and_get_it_back_after(monkeypatch, tmp_path):
+    """grader.grading.suites.pytest_run itself holds the patch writer off while pytest runs (pytest.main
+    stood in for: no worker, no suite is run here)."""
+    import sys
+    from types import SimpleNamespace
+
+    import pytest as real_pytest
+
+    from grader.grading import suites
+
+    name = "hypothesis.extra._patching"
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    seen = []
+
+    def main(args, plugins):
+        seen.append(name in sys.modules and sys.modules[name] is None)
+        return real_pytest.ExitCode.OK
+
+    monkeypatch.setattr(real_pytest, "main", main)
+    check = A1.components[0].checks[0].id
+    # the public tier: no reference, no second set
+    student = SimpleNamespace(sandbox=SimpleNamespace(dir=tmp_path), reference=None, second_set=False)
+    assert suites.pytest_run(s.COURSE, student, {check: ()}) == {}
+    assert seen == [True] and name not in sys.modules
